@@ -1,0 +1,48 @@
+// Errors as values at every boundary: Result<T> is std::expected<T, Error>.
+// The codes mirror the gRPC status codes they are mapped to at the control edge, so a
+// module reports what went wrong once and the edge translates it without guessing.
+#pragma once
+
+#include <cerrno>
+#include <cstring>
+#include <expected>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace daqiri {
+
+enum class ErrorCode {
+  kInvalidArgument,
+  kNotFound,
+  kAlreadyExists,
+  kPermissionDenied,
+  kFailedPrecondition,
+  kResourceExhausted,
+  kUnavailable,
+  kInternal,
+};
+
+struct Error {
+  ErrorCode code = ErrorCode::kInternal;
+  std::string message;
+  std::string field;  // the request or config field at fault, when one is
+};
+
+template <typename T = void>
+using Result = std::expected<T, Error>;
+
+inline std::unexpected<Error> fail(ErrorCode code, std::string message, std::string field = {}) {
+  return std::unexpected<Error>(Error{code, std::move(message), std::move(field)});
+}
+
+// For a failed system call: "what: strerror(errno)".
+inline std::unexpected<Error> fail_errno(std::string_view what, int err = errno) {
+  std::string message(what);
+  message += ": ";
+  message += std::strerror(err);
+  return fail(err == EACCES || err == EPERM ? ErrorCode::kPermissionDenied : ErrorCode::kInternal,
+              std::move(message));
+}
+
+}  // namespace daqiri

@@ -1,0 +1,120 @@
+// The daemon's configuration as plain data, after parsing and before validation.
+// Both accepted schemas (ours and DAQIRI's) produce this; docs/configuration.md is the
+// reference for every key.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/diagnostics.hpp"
+#include "core/flow_match.hpp"
+
+namespace daqiri::config {
+
+enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kCritical, kOff };
+enum class RegionKind { kHost, kHuge, kPinned, kDevice };
+enum class Backend { kSocket, kDpdk, kRdma };
+
+const char* to_string(LogLevel level);
+const char* to_string(RegionKind kind);
+const char* to_string(Backend backend);
+
+struct AccessList {
+  std::vector<uid_t> uids;
+  std::vector<gid_t> gids;
+};
+
+struct AccessPolicyConfig {
+  AccessList admins;   // may mutate; uid 0 is always an admin
+  AccessList clients;  // may read and attach
+  bool default_clients = true;  // no clients list given: members of group "daqiri" if it exists
+};
+
+struct TcpListenerConfig {
+  std::string address;         // host:port
+  std::string cert_file;
+  std::string key_file;
+  std::string client_ca_file;  // set: clients must present a certificate signed by it
+  bool admin = false;          // TCP callers get the admin role (needs client_ca_file)
+  Located where;
+};
+
+struct DaemonConfig {
+  std::string socket_path = "/run/daqiri/daqiri.sock";
+  std::optional<std::string> socket_group;  // unset: "daqiri" if that group exists
+  std::string metrics_address = "127.0.0.1:9464";  // empty: metrics off
+  LogLevel log_level = LogLevel::kInfo;
+  std::vector<int> control_cores;
+  AccessPolicyConfig access;
+  std::optional<TcpListenerConfig> tcp;
+  Located where;
+};
+
+struct MemoryRegionConfig {
+  std::string name;
+  RegionKind kind = RegionKind::kHost;
+  uint32_t buf_size = 0;
+  uint32_t num_bufs = 0;
+  int gpu = -1;  // pinned/device: GPU index
+  std::vector<std::string> access;  // RDMA access flags: local, rdma_read, rdma_write
+  Located where;
+
+  [[nodiscard]] uint64_t total_bytes() const { return uint64_t{buf_size} * num_bufs; }
+};
+
+struct QueueConfig {
+  std::string name;
+  uint32_t id = 0;
+  int core = -1;  // -1: not pinned
+  uint32_t batch_size = 64;
+  uint32_t ring_size = 1024;
+  std::vector<std::string> regions;
+  Located where;
+};
+
+struct RdmaConfig {
+  enum class Mode { kServer, kClient };
+  enum class Transport { kRc, kUc };
+  Mode mode = Mode::kServer;
+  uint16_t port = 4791;
+  Transport transport = Transport::kRc;
+};
+
+struct InterfaceConfig {
+  std::string name;
+  Backend backend = Backend::kSocket;
+  std::string address;  // socket: bind IP; dpdk: PCI address or vdev; rdma: IP
+  uint32_t mtu = 1500;
+  bool promiscuous = false;
+  bool flow_isolation = false;
+  std::optional<RdmaConfig> rdma;
+  std::vector<QueueConfig> rx_queues;
+  std::vector<QueueConfig> tx_queues;
+  Located where;
+};
+
+struct FlowConfig {
+  std::string name;
+  std::string interface;
+  std::string queue;  // empty: the interface's first RX queue
+  std::optional<uint32_t> id;  // unset: assigned by the daemon
+  core::FlowMatch match;
+  Located where;
+};
+
+enum class Schema { kDaqirid, kDaqiri };
+
+struct Config {
+  std::string source;  // file path or "<embedded default>"
+  Schema schema = Schema::kDaqirid;
+  DaemonConfig daemon;
+  std::vector<MemoryRegionConfig> memory_regions;
+  std::vector<InterfaceConfig> interfaces;
+  std::vector<FlowConfig> flows;
+};
+
+}  // namespace daqiri::config

@@ -1,0 +1,276 @@
+#include "config/config_validator.hpp"
+
+#include <arpa/inet.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "core/flow_table.hpp"
+
+namespace daqiri::config {
+namespace {
+
+std::string cpu_list(const std::set<int>& cpus) {
+  std::string out;
+  auto it = cpus.begin();
+  while (it != cpus.end()) {
+    int first = *it;
+    int last = first;
+    while (++it != cpus.end() && *it == last + 1) last = *it;
+    if (!out.empty()) out += ',';
+    out += first == last ? std::to_string(first) : std::to_string(first) + '-' + std::to_string(last);
+  }
+  return out.empty() ? "none" : out;
+}
+
+bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+class Validator {
+ public:
+  Validator(const Config& config, const SystemFacts& facts, Diagnostics& diags)
+      : c_(config), facts_(facts), diags_(diags) {}
+
+  void run() {
+    check_daemon();
+    check_regions();
+    check_interfaces();
+    check_pool_sizes();
+    check_hugepages();
+    check_flows();
+  }
+
+ private:
+  void error(const Origin& o, std::string msg) { diags_.error(o, std::move(msg)); }
+
+  void check_core(int core, const Origin& o) {
+    if (core >= 0 && !facts_.usable_cpus.contains(core)) {
+      error(o, "core " + std::to_string(core) + " is not available to daqirid (usable cores: " +
+                   cpu_list(facts_.usable_cpus) + ")");
+    }
+  }
+
+  void check_name(const char* what, const std::string& name, const Located& where) {
+    if (auto ok = core::check_name(what, name); !ok) error(where.at("name"), ok.error().message);
+  }
+
+  void check_daemon() {
+    const DaemonConfig& d = c_.daemon;
+    if (d.socket_path.empty() || d.socket_path.front() != '/') {
+      error(d.where.at("socket"), "the socket path must be absolute, got \"" + d.socket_path + "\"");
+    } else if (d.socket_path.size() > 100) {
+      error(d.where.at("socket"), "the socket path is longer than a Unix socket address allows "
+                                  "(100 characters)");
+    }
+    for (int core : d.control_cores) check_core(core, d.where.at("control_cores"));
+    if (!d.metrics_address.empty() && d.metrics_address.rfind(':') == std::string::npos) {
+      error(d.where.at("metrics"), "expected host:port or \"off\", got \"" + d.metrics_address + "\"");
+    }
+    if (d.tcp) {
+      if (d.tcp->address.rfind(':') == std::string::npos) {
+        error(d.tcp->where.at("address"), "expected host:port, got \"" + d.tcp->address + "\"");
+      }
+      if (d.tcp->admin && d.tcp->client_ca_file.empty()) {
+        error(d.tcp->where.at("role"),
+              "role admin over TCP needs client_ca: callers must prove who they are");
+      }
+    }
+  }
+
+  void check_regions() {
+    for (const auto& r : c_.memory_regions) {
+      check_name("memory region", r.name, r.where);
+      if (!regions_.emplace(r.name, &r).second) {
+        error(r.where.at("name"), "a memory region named \"" + r.name + "\" is already defined");
+      }
+      bool gpu_kind = r.kind == RegionKind::kPinned || r.kind == RegionKind::kDevice;
+      if (gpu_kind && !facts_.have_cuda) {
+        error(r.where.at("kind"), std::string("kind ") + to_string(r.kind) +
+                                      " needs a daqirid built with CUDA (DAQIRI_WITH_CUDA)");
+      }
+      if (!gpu_kind && r.gpu >= 0) {
+        error(r.where.at("gpu"), std::string("gpu applies to pinned and device regions, not ") +
+                                     to_string(r.kind));
+      }
+    }
+  }
+
+  void check_queue(const InterfaceConfig& itf, const QueueConfig& q, const char* dir,
+                   std::set<std::string>& names, std::set<uint32_t>& ids) {
+    check_name("queue", q.name, q.where);
+    if (!names.insert(q.name).second) {
+      error(q.where.at("name"), "interface \"" + itf.name + "\" already has a queue named \"" +
+                                    q.name + "\"");
+    }
+    if (!ids.insert(q.id).second) {
+      error(q.where.at("id"), std::string("interface \"") + itf.name + "\" already has an " + dir +
+                                  " queue with id " + std::to_string(q.id));
+    }
+    check_core(q.core, q.where.at(c_.schema == Schema::kDaqiri ? "cpu_core" : "core"));
+    if (!is_power_of_two(q.ring_size)) {
+      error(q.where.at("ring_size"),
+            "ring_size must be a power of two, got " + std::to_string(q.ring_size));
+    }
+    if (q.batch_size > q.ring_size) {
+      error(q.where.at("batch_size"), "batch_size " + std::to_string(q.batch_size) +
+                                          " exceeds ring_size " + std::to_string(q.ring_size));
+    }
+    const char* regions_key = c_.schema == Schema::kDaqiri ? "memory_regions" : "regions";
+    if (q.regions.size() > 2) {
+      error(q.where.at(regions_key), "a queue takes one region, or two for header-data split");
+    }
+    for (const auto& name : q.regions) {
+      if (!regions_.contains(name)) {
+        error(q.where.at(regions_key), "no memory region named \"" + name + "\"");
+      } else {
+        users_[name].push_back(&q);
+        user_names_[&q] = itf.name + "/" + q.name;
+      }
+    }
+  }
+
+  void check_interfaces() {
+    std::set<std::string> names;
+    for (const auto& itf : c_.interfaces) {
+      check_name("interface", itf.name, itf.where);
+      if (!names.insert(itf.name).second) {
+        error(itf.where.at("name"), "an interface named \"" + itf.name + "\" is already defined");
+      }
+      switch (itf.backend) {
+        case Backend::kDpdk:
+          if (!facts_.have_dpdk) {
+            error(itf.where.at("backend"),
+                  "backend dpdk needs a daqirid built with DPDK (DAQIRI_WITH_DPDK)");
+          }
+          break;
+        case Backend::kRdma:
+          if (!facts_.have_rdma) {
+            error(itf.where.at("backend"),
+                  "backend rdma needs a daqirid built with rdma-core (DAQIRI_WITH_RDMA)");
+          }
+          [[fallthrough]];
+        case Backend::kSocket: {
+          in_addr a{};
+          if (inet_pton(AF_INET, itf.address.c_str(), &a) != 1) {
+            error(itf.where.at("address"), std::string("a ") + to_string(itf.backend) +
+                                               " interface binds an IPv4 address, got \"" +
+                                               itf.address + "\"");
+          }
+          break;
+        }
+      }
+      if (itf.rx_queues.empty() && itf.tx_queues.empty()) {
+        error(itf.where.self, "interface \"" + itf.name + "\" has no rx or tx queues");
+      }
+      std::set<std::string> queue_names;
+      std::set<uint32_t> rx_ids;
+      std::set<uint32_t> tx_ids;
+      for (const auto& q : itf.rx_queues) check_queue(itf, q, "RX", queue_names, rx_ids);
+      for (const auto& q : itf.tx_queues) check_queue(itf, q, "TX", queue_names, tx_ids);
+    }
+  }
+
+  void check_pool_sizes() {
+    for (const auto& [name, queues] : users_) {
+      const MemoryRegionConfig& r = *regions_.at(name);
+      uint64_t need = 0;
+      std::string detail;
+      for (const QueueConfig* q : queues) {
+        need += buffers_needed(*q);
+        if (!detail.empty()) detail += ", ";
+        detail += user_names_.at(q) + " needs " + std::to_string(buffers_needed(*q));
+      }
+      if (r.num_bufs < need) {
+        error(r.where.at("num_bufs"),
+              "num_bufs " + std::to_string(r.num_bufs) + " is too small for the queues that draw "
+              "from region \"" + name + "\" (" + detail + ": 1.5 x ring_size + batch_size each); "
+              "need at least " + std::to_string(need));
+      }
+    }
+  }
+
+  void check_hugepages() {
+    uint64_t bytes = 0;
+    const MemoryRegionConfig* first = nullptr;
+    for (const auto& r : c_.memory_regions) {
+      if (r.kind != RegionKind::kHuge) continue;
+      bytes += r.total_bytes();
+      if (!first) first = &r;
+    }
+    if (!first) return;
+    // Small regions share pages: demand is the packed total, rounded up.
+    uint64_t pages = (bytes + facts_.hugepage_size - 1) / facts_.hugepage_size;
+    if (pages > facts_.hugepages_free) {
+      uint64_t mib = facts_.hugepage_size >> 20;
+      error(first->where.at("kind"),
+            "huge regions need " + std::to_string(pages) + " hugepages of " + std::to_string(mib) +
+                " MiB but the machine has " + std::to_string(facts_.hugepages_free) +
+                " free (of " + std::to_string(facts_.hugepages_total) + "); reserve more with "
+                "`echo " + std::to_string(facts_.hugepages_total + pages - facts_.hugepages_free) +
+                " > /proc/sys/vm/nr_hugepages` or use kind host");
+    }
+  }
+
+  void check_flows() {
+    core::RxTopology topology;
+    for (const auto& itf : c_.interfaces) {
+      auto& qs = topology.rx_queues[itf.name];
+      for (const auto& q : itf.rx_queues) qs.push_back(q.name);
+    }
+    core::FlowTable table(std::move(topology));
+    for (const auto& f : c_.flows) {
+      auto added = table.add({f.name, f.interface, f.queue, f.match, f.id, core::FlowOrigin::kConfig});
+      if (!added) {
+        const auto& field = added.error().field;
+        error(f.where.at(field.empty() ? "name" : field), added.error().message);
+      }
+    }
+  }
+
+  const Config& c_;
+  const SystemFacts& facts_;
+  Diagnostics& diags_;
+  std::map<std::string, const MemoryRegionConfig*> regions_;
+  std::map<std::string, std::vector<const QueueConfig*>> users_;
+  std::map<const QueueConfig*, std::string> user_names_;
+};
+
+}  // namespace
+
+void validate_config(const Config& config, const SystemFacts& facts, Diagnostics& diags) {
+  Validator(config, facts, diags).run();
+}
+
+const char* to_string(LogLevel level) {
+  switch (level) {
+    case LogLevel::kTrace: return "trace";
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarn: return "warn";
+    case LogLevel::kError: return "error";
+    case LogLevel::kCritical: return "critical";
+    case LogLevel::kOff: return "off";
+  }
+  return "?";
+}
+
+const char* to_string(RegionKind kind) {
+  switch (kind) {
+    case RegionKind::kHost: return "host";
+    case RegionKind::kHuge: return "huge";
+    case RegionKind::kPinned: return "pinned";
+    case RegionKind::kDevice: return "device";
+  }
+  return "?";
+}
+
+const char* to_string(Backend backend) {
+  switch (backend) {
+    case Backend::kSocket: return "socket";
+    case Backend::kDpdk: return "dpdk";
+    case Backend::kRdma: return "rdma";
+  }
+  return "?";
+}
+
+}  // namespace daqiri::config

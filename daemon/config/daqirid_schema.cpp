@@ -1,0 +1,192 @@
+// Our own schema: top-level daemon, memory_regions, interfaces, flows.
+#include "config/schemas.hpp"
+#include "config/schema_common.hpp"
+
+namespace daqiri::config {
+namespace {
+
+const std::vector<std::pair<std::string_view, RegionKind>> kRegionKinds = {
+    {"host", RegionKind::kHost},
+    {"huge", RegionKind::kHuge},
+    {"pinned", RegionKind::kPinned},
+    {"device", RegionKind::kDevice}};
+
+const std::vector<std::pair<std::string_view, Backend>> kBackends = {
+    {"socket", Backend::kSocket}, {"dpdk", Backend::kDpdk}, {"rdma", Backend::kRdma}};
+
+void read_access_list(YamlMap& parent, std::string_view key, AccessList& out, bool* given) {
+  auto n = parent.get(key);
+  if (!n) return;
+  if (given) *given = true;
+  YamlMap map(*n);
+  if (auto users = map.get("users")) {
+    for (const auto& u : users->items(true)) {
+      if (auto uid = read_user(u)) out.uids.push_back(*uid);
+    }
+  }
+  if (auto groups = map.get("groups")) {
+    for (const auto& g : groups->items(true)) {
+      if (auto gid = read_group(g)) out.gids.push_back(*gid);
+    }
+  }
+  map.finish();
+}
+
+void read_tcp(const YamlNode& node, DaemonConfig& d) {
+  TcpListenerConfig tcp;
+  tcp.where.self = node.origin();
+  YamlMap map(node);
+  map.read_string("address", tcp.address, tcp.where, /*required=*/true);
+  map.read_string("cert", tcp.cert_file, tcp.where, /*required=*/true);
+  map.read_string("key", tcp.key_file, tcp.where, /*required=*/true);
+  map.read_string("client_ca", tcp.client_ca_file, tcp.where);
+  if (auto r = map.get("role")) {
+    if (auto i = r->to_choice({"client", "admin"})) {
+      tcp.admin = *i == 1;
+      tcp.where.record("role", r->origin());
+    }
+  }
+  map.finish();
+  d.tcp = std::move(tcp);
+}
+
+void read_daemon(const YamlNode& node, DaemonConfig& d) {
+  d.where.self = node.origin();
+  YamlMap map(node);
+  map.read_string("socket", d.socket_path, d.where);
+  std::string group;
+  if (map.read_string("socket_group", group, d.where)) d.socket_group = group;
+  map.read_string("metrics", d.metrics_address, d.where);
+  if (d.metrics_address == "off") d.metrics_address.clear();
+  map.read_choice("log_level", d.log_level, log_level_names(), d.where);
+  if (auto cores = map.get("control_cores")) {
+    for (const auto& c : cores->items(true)) {
+      if (auto v = c.to_int(0, 4095)) d.control_cores.push_back(static_cast<int>(*v));
+    }
+    d.where.record("control_cores", cores->origin());
+  }
+  if (auto access = map.get("access")) {
+    YamlMap a(*access);
+    bool clients_given = false;
+    read_access_list(a, "admins", d.access.admins, nullptr);
+    read_access_list(a, "clients", d.access.clients, &clients_given);
+    d.access.default_clients = !clients_given;
+    a.finish();
+  }
+  if (auto tcp = map.get("tcp")) read_tcp(*tcp, d);
+  map.finish();
+}
+
+MemoryRegionConfig read_region(const YamlNode& node) {
+  MemoryRegionConfig r;
+  r.where.self = node.origin();
+  YamlMap map(node);
+  map.read_string("name", r.name, r.where, true);
+  map.read_choice("kind", r.kind, kRegionKinds, r.where, true);
+  map.read_uint("buf_size", r.buf_size, 64, 1u << 20, r.where, true);
+  map.read_uint("num_bufs", r.num_bufs, 1, 1u << 26, r.where, true);
+  map.read_int("gpu", r.gpu, 0, 63, r.where);
+  map.read_string_list("access", r.access, r.where);
+  map.finish();
+  return r;
+}
+
+QueueConfig read_queue(const YamlNode& node, uint32_t index) {
+  QueueConfig q;
+  q.id = index;
+  q.where.self = node.origin();
+  YamlMap map(node);
+  map.read_string("name", q.name, q.where, true);
+  map.read_uint("id", q.id, 0, 1023, q.where);
+  map.read_int("core", q.core, 0, 4095, q.where);
+  map.read_uint("batch_size", q.batch_size, 1, 65536, q.where);
+  map.read_uint("ring_size", q.ring_size, 64, 1u << 20, q.where);
+  map.read_string_list("regions", q.regions, q.where);
+  if (q.regions.empty()) {
+    Origin o = q.where.self;
+    o.key_path = node.path() + ".regions";
+    node.diags().error(o, "a queue needs at least one memory region");
+  }
+  map.finish();
+  return q;
+}
+
+void read_queues(YamlMap& dir_map, std::vector<QueueConfig>& out) {
+  if (auto qs = dir_map.get("queues")) {
+    uint32_t i = 0;
+    for (const auto& q : qs->items()) out.push_back(read_queue(q, i++));
+  }
+}
+
+InterfaceConfig read_interface(const YamlNode& node) {
+  InterfaceConfig itf;
+  itf.where.self = node.origin();
+  YamlMap map(node);
+  map.read_string("name", itf.name, itf.where, true);
+  map.read_choice("backend", itf.backend, kBackends, itf.where, true);
+  map.read_string("address", itf.address, itf.where, true);
+  map.read_uint("mtu", itf.mtu, 68, 9216, itf.where);
+  map.read_bool("promiscuous", itf.promiscuous, itf.where);
+  map.read_bool("flow_isolation", itf.flow_isolation, itf.where);
+  if (auto rdma = map.get("rdma")) {
+    RdmaConfig rc;
+    YamlMap r(*rdma);
+    r.read_choice("mode", rc.mode,
+                  {{"server", RdmaConfig::Mode::kServer}, {"client", RdmaConfig::Mode::kClient}},
+                  itf.where);
+    uint32_t port = rc.port;
+    if (r.read_uint("port", port, 1, 65535, itf.where)) rc.port = static_cast<uint16_t>(port);
+    r.read_choice("transport", rc.transport,
+                  {{"RC", RdmaConfig::Transport::kRc}, {"UC", RdmaConfig::Transport::kUc}},
+                  itf.where);
+    r.finish();
+    itf.rdma = rc;
+  }
+  if (auto rx = map.get("rx")) {
+    YamlMap r(*rx);
+    read_queues(r, itf.rx_queues);
+    r.finish();
+  }
+  if (auto tx = map.get("tx")) {
+    YamlMap t(*tx);
+    read_queues(t, itf.tx_queues);
+    t.finish();
+  }
+  map.finish();
+  return itf;
+}
+
+FlowConfig read_flow(const YamlNode& node) {
+  FlowConfig f;
+  f.where.self = node.origin();
+  YamlMap map(node);
+  map.read_string("name", f.name, f.where, true);
+  map.read_string("interface", f.interface, f.where, true);
+  map.read_string("queue", f.queue, f.where);
+  uint32_t id = 0;
+  if (map.read_uint("id", id, 0, (1u << 24) - 1, f.where)) f.id = id;
+  if (auto m = map.require("match")) {
+    f.match = read_flow_match(*m);
+    f.where.record("match", m->origin());
+  }
+  map.finish();
+  return f;
+}
+
+}  // namespace
+
+void read_daqirid_schema(YamlMap& root, Config& config) {
+  if (auto d = root.get("daemon")) read_daemon(*d, config.daemon);
+  if (auto regions = root.get("memory_regions")) {
+    for (const auto& r : regions->items()) config.memory_regions.push_back(read_region(r));
+  }
+  if (auto interfaces = root.get("interfaces")) {
+    for (const auto& i : interfaces->items()) config.interfaces.push_back(read_interface(i));
+  }
+  if (auto flows = root.get("flows")) {
+    for (const auto& f : flows->items()) config.flows.push_back(read_flow(f));
+  }
+  root.finish();
+}
+
+}  // namespace daqiri::config

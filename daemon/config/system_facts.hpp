@@ -1,0 +1,23 @@
+// What the machine offers, as the config cross-checks need it. probe() reads the real
+// machine; tests build their own.
+#pragma once
+
+#include <cstdint>
+#include <set>
+
+namespace daqiri::config {
+
+struct SystemFacts {
+  std::set<int> usable_cpus;          // from sched_getaffinity
+  uint64_t hugepage_size = 2u << 20;  // default size in bytes
+  uint64_t hugepages_free = 0;        // free pages of that size
+  uint64_t hugepages_total = 0;
+  // Backends and region kinds this build can serve.
+  bool have_dpdk = false;
+  bool have_rdma = false;
+  bool have_cuda = false;
+
+  static SystemFacts probe();
+};
+
+}  // namespace daqiri::config

@@ -1,0 +1,102 @@
+#include "control/control_server.hpp"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
+#include <grpcpp/server_posix.h>
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace daqiri::control {
+namespace {
+
+Result<std::string> read_file(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) return fail_errno(std::string("daemon.tcp.") + what + ": cannot read " + path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+Result<std::shared_ptr<grpc::ServerCredentials>> tls_credentials(
+    const config::TcpListenerConfig& tcp) {
+  auto cert = read_file(tcp.cert_file, "cert");
+  if (!cert) return std::unexpected(cert.error());
+  auto key = read_file(tcp.key_file, "key");
+  if (!key) return std::unexpected(key.error());
+  grpc::SslServerCredentialsOptions opts;
+  opts.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!tcp.client_ca_file.empty()) {
+    auto ca = read_file(tcp.client_ca_file, "client_ca");
+    if (!ca) return std::unexpected(ca.error());
+    opts.pem_root_certs = *ca;
+    opts.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(opts);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ControlServer>> ControlServer::start(const ControlServerOptions& options,
+                                                            core::Model& model,
+                                                            const AccessPolicy& policy) {
+  std::unique_ptr<ControlServer> s(new ControlServer());
+  s->service_ = std::make_unique<ControlService>(model, policy, s->connections_);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.RegisterService(s->service_.get());
+  int tcp_port = 0;
+  if (options.tcp) {
+    auto creds = tls_credentials(*options.tcp);
+    if (!creds) return std::unexpected(creds.error());
+    builder.AddListeningPort(options.tcp->address, *creds, &tcp_port);
+  }
+  s->server_ = builder.BuildAndStart();
+  if (!s->server_) return fail(ErrorCode::kInternal, "the gRPC server failed to start");
+  if (options.tcp && tcp_port == 0) {
+    return fail(ErrorCode::kUnavailable,
+                "daemon.tcp.address: cannot listen on " + options.tcp->address);
+  }
+
+  auto listener = UnixListener::bind(options.socket_path, 0660, options.socket_group);
+  if (!listener) return std::unexpected(listener.error());
+  s->listener_ = std::move(*listener);
+  grpc::Server* server = s->server_.get();
+  ConnectionRegistry* connections = &s->connections_;
+  auto started = s->listener_->start([server, connections](UniqueFd fd, PeerIdentity peer) {
+    connections->record(fd.get(), std::move(peer));
+    grpc::AddInsecureChannelFromFd(server, fd.release());  // gRPC owns it from here
+  });
+  if (!started) return std::unexpected(started.error());
+  s->set_serving(true);
+  spdlog::info("control API on unix:{}{}", options.socket_path,
+               options.tcp ? " and tls:" + options.tcp->address : std::string());
+  return s;
+}
+
+void ControlServer::set_serving(bool serving) {
+  if (auto* health = server_ ? server_->GetHealthCheckService() : nullptr) {
+    health->SetServingStatus(serving);
+  }
+}
+
+void ControlServer::shutdown(std::chrono::milliseconds grace) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (listener_) listener_->stop();
+  if (server_) {
+    set_serving(false);
+    server_->Shutdown(std::chrono::system_clock::now() + grace);
+    server_->Wait();
+  }
+  listener_.reset();  // removes the socket file
+}
+
+ControlServer::~ControlServer() { shutdown(std::chrono::milliseconds(0)); }
+
+}  // namespace daqiri::control

@@ -1,0 +1,51 @@
+// The control plane: the gRPC server (daqiri.v1.Control, grpc.health.v1, reflection) fed by
+// our own Unix listener (so every connection carries its kernel identity), plus an optional
+// TCP listener that only speaks TLS.
+#pragma once
+
+#include <grpcpp/server.h>
+
+#include <memory>
+#include <optional>
+
+#include "config/config.hpp"
+#include "control/access_policy.hpp"
+#include "control/connection_registry.hpp"
+#include "control/control_service.hpp"
+#include "control/unix_listener.hpp"
+#include "core/model.hpp"
+
+namespace daqiri::control {
+
+struct ControlServerOptions {
+  std::string socket_path;
+  std::optional<gid_t> socket_group;  // the socket is mode 0660 and owned by this group
+  std::optional<config::TcpListenerConfig> tcp;
+};
+
+class ControlServer {
+ public:
+  // Binds, starts serving and accepting. `model` and `policy` must outlive the server.
+  static Result<std::unique_ptr<ControlServer>> start(const ControlServerOptions& options,
+                                                      core::Model& model,
+                                                      const AccessPolicy& policy);
+  ~ControlServer();
+  ControlServer(const ControlServer&) = delete;
+  ControlServer& operator=(const ControlServer&) = delete;
+
+  // Stops accepting, lets calls in flight finish for up to `grace`, then cancels them.
+  void shutdown(std::chrono::milliseconds grace);
+  // Marks the health service NOT_SERVING (draining) or SERVING.
+  void set_serving(bool serving);
+
+ private:
+  ControlServer() = default;
+
+  ConnectionRegistry connections_;
+  std::unique_ptr<ControlService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<UnixListener> listener_;
+  bool shut_down_ = false;
+};
+
+}  // namespace daqiri::control

@@ -1,0 +1,48 @@
+// daqiri.v1.Control: decode, check the caller's role, call the model, encode. Errors become
+// gRPC statuses here and nowhere else. Called on gRPC's threads; the model is thread-safe.
+#pragma once
+
+#include <chrono>
+
+#include "control/access_policy.hpp"
+#include "control/connection_registry.hpp"
+#include "core/model.hpp"
+#include "daqiri/v1/control.grpc.pb.h"
+
+namespace daqiri::control {
+
+grpc::Status to_status(const Error& error);
+
+class ControlService final : public v1::Control::Service {
+ public:
+  ControlService(core::Model& model, const AccessPolicy& policy,
+                 const ConnectionRegistry& connections);
+
+  grpc::Status GetInfo(grpc::ServerContext* ctx, const v1::GetInfoRequest* req,
+                       v1::Info* resp) override;
+  grpc::Status ListInterfaces(grpc::ServerContext* ctx, const v1::ListInterfacesRequest* req,
+                              v1::ListInterfacesResponse* resp) override;
+  grpc::Status ListMemoryRegions(grpc::ServerContext* ctx, const v1::ListMemoryRegionsRequest* req,
+                                 v1::ListMemoryRegionsResponse* resp) override;
+  grpc::Status ListQueues(grpc::ServerContext* ctx, const v1::ListQueuesRequest* req,
+                          v1::ListQueuesResponse* resp) override;
+  grpc::Status ListFlows(grpc::ServerContext* ctx, const v1::ListFlowsRequest* req,
+                         v1::ListFlowsResponse* resp) override;
+  grpc::Status ListSessions(grpc::ServerContext* ctx, const v1::ListSessionsRequest* req,
+                            v1::ListSessionsResponse* resp) override;
+  grpc::Status CreateFlow(grpc::ServerContext* ctx, const v1::CreateFlowRequest* req,
+                          v1::Flow* resp) override;
+  grpc::Status DeleteFlow(grpc::ServerContext* ctx, const v1::DeleteFlowRequest* req,
+                          v1::DeleteFlowResponse* resp) override;
+
+ private:
+  // The caller's identity if it holds `need`, else the status to return.
+  Result<PeerIdentity> authorize(grpc::ServerContext* ctx, Role need, std::string_view action) const;
+
+  core::Model& model_;
+  const AccessPolicy& policy_;
+  const ConnectionRegistry& connections_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace daqiri::control

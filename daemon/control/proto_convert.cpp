@@ -1,0 +1,140 @@
+#include "control/proto_convert.hpp"
+
+namespace daqiri::control {
+namespace {
+
+void to_proto(const core::PortRange& r, v1::PortRange& out) {
+  out.set_first(r.first);
+  out.set_last(r.last);
+}
+
+void to_proto(const core::Ipv4Prefix& p, v1::Ipv4Prefix& out) {
+  core::Ipv4Prefix host = p;
+  host.length = 32;
+  out.set_address(host.to_string());
+  out.set_prefix_length(p.length);
+}
+
+Result<core::PortRange> from_proto(const v1::PortRange& r, const char* field) {
+  uint64_t last = r.last() == 0 ? r.first() : r.last();
+  auto range = core::make_port_range(r.first(), last);
+  if (!range) {
+    return fail(ErrorCode::kInvalidArgument,
+                std::string("match.") + field + ": " + range.error().message, field);
+  }
+  return range;
+}
+
+Result<core::Ipv4Prefix> from_proto(const v1::Ipv4Prefix& p, const char* field) {
+  std::string text = p.address();
+  if (p.prefix_length() != 0) text += "/" + std::to_string(p.prefix_length());
+  auto prefix = core::parse_ipv4_prefix(text);
+  if (!prefix) {
+    return fail(ErrorCode::kInvalidArgument,
+                std::string("match.") + field + ": " + prefix.error().message, field);
+  }
+  return prefix;
+}
+
+v1::Backend to_proto(config::Backend b) {
+  switch (b) {
+    case config::Backend::kSocket: return v1::BACKEND_SOCKET;
+    case config::Backend::kDpdk: return v1::BACKEND_DPDK;
+    case config::Backend::kRdma: return v1::BACKEND_RDMA;
+  }
+  return v1::BACKEND_UNSPECIFIED;
+}
+
+v1::RegionKind to_proto(config::RegionKind k) {
+  switch (k) {
+    case config::RegionKind::kHost: return v1::REGION_KIND_HOST;
+    case config::RegionKind::kHuge: return v1::REGION_KIND_HUGE;
+    case config::RegionKind::kPinned: return v1::REGION_KIND_PINNED;
+    case config::RegionKind::kDevice: return v1::REGION_KIND_DEVICE;
+  }
+  return v1::REGION_KIND_UNSPECIFIED;
+}
+
+}  // namespace
+
+void to_proto(const core::Flow& flow, v1::Flow& out) {
+  out.set_name(flow.name);
+  out.set_interface(flow.interface);
+  out.set_queue(flow.queue);
+  out.set_id(flow.id);
+  out.set_origin(flow.origin == core::FlowOrigin::kConfig ? v1::FLOW_ORIGIN_CONFIG
+                                                          : v1::FLOW_ORIGIN_API);
+  // No data plane steers flows yet; the pollers will report software or hardware steering.
+  out.set_steering(v1::STEERING_PENDING);
+  auto* m = out.mutable_match();
+  if (flow.match.udp_src) to_proto(*flow.match.udp_src, *m->mutable_udp_src());
+  if (flow.match.udp_dst) to_proto(*flow.match.udp_dst, *m->mutable_udp_dst());
+  if (flow.match.ipv4_src) to_proto(*flow.match.ipv4_src, *m->mutable_ipv4_src());
+  if (flow.match.ipv4_dst) to_proto(*flow.match.ipv4_dst, *m->mutable_ipv4_dst());
+}
+
+void to_proto(const config::InterfaceConfig& itf, v1::Interface& out) {
+  out.set_name(itf.name);
+  out.set_backend(to_proto(itf.backend));
+  out.set_address(itf.address);
+  out.set_rx_queues(static_cast<uint32_t>(itf.rx_queues.size()));
+  out.set_tx_queues(static_cast<uint32_t>(itf.tx_queues.size()));
+  out.set_state("configured");
+}
+
+void to_proto(const config::MemoryRegionConfig& region, v1::MemoryRegion& out) {
+  out.set_name(region.name);
+  out.set_kind(to_proto(region.kind));
+  out.set_buf_size(region.buf_size);
+  out.set_num_bufs(region.num_bufs);
+  out.set_total_bytes(region.total_bytes());
+  out.set_gpu(region.gpu);
+}
+
+void to_proto(const config::InterfaceConfig& itf, const config::QueueConfig& queue,
+              v1::Direction direction, v1::Queue& out) {
+  out.set_interface(itf.name);
+  out.set_name(queue.name);
+  out.set_id(queue.id);
+  out.set_direction(direction);
+  out.set_core(queue.core);
+  out.set_batch_size(queue.batch_size);
+  out.set_ring_size(queue.ring_size);
+  for (const auto& r : queue.regions) out.add_regions(r);
+}
+
+Result<core::FlowSpec> from_proto(const v1::CreateFlowRequest& request) {
+  core::FlowSpec spec;
+  spec.name = request.name();
+  spec.interface = request.interface();
+  spec.queue = request.queue();
+  spec.origin = core::FlowOrigin::kApi;
+  if (spec.name.empty()) return fail(ErrorCode::kInvalidArgument, "name is required", "name");
+  if (spec.interface.empty()) {
+    return fail(ErrorCode::kInvalidArgument, "interface is required", "interface");
+  }
+  const auto& m = request.match();
+  if (m.has_udp_src()) {
+    auto r = from_proto(m.udp_src(), "udp_src");
+    if (!r) return std::unexpected(r.error());
+    spec.match.udp_src = *r;
+  }
+  if (m.has_udp_dst()) {
+    auto r = from_proto(m.udp_dst(), "udp_dst");
+    if (!r) return std::unexpected(r.error());
+    spec.match.udp_dst = *r;
+  }
+  if (m.has_ipv4_src()) {
+    auto p = from_proto(m.ipv4_src(), "ipv4_src");
+    if (!p) return std::unexpected(p.error());
+    spec.match.ipv4_src = *p;
+  }
+  if (m.has_ipv4_dst()) {
+    auto p = from_proto(m.ipv4_dst(), "ipv4_dst");
+    if (!p) return std::unexpected(p.error());
+    spec.match.ipv4_dst = *p;
+  }
+  return spec;
+}
+
+}  // namespace daqiri::control

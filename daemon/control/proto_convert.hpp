@@ -1,0 +1,18 @@
+// Translation between the model and daqiri.v1 messages, in one place. Requests are checked
+// here: a malformed field becomes INVALID_ARGUMENT naming the field.
+#pragma once
+
+#include "core/flow_table.hpp"
+#include "config/config.hpp"
+#include "daqiri/v1/control.pb.h"
+
+namespace daqiri::control {
+
+void to_proto(const core::Flow& flow, v1::Flow& out);
+void to_proto(const config::InterfaceConfig& itf, v1::Interface& out);
+void to_proto(const config::MemoryRegionConfig& region, v1::MemoryRegion& out);
+void to_proto(const config::InterfaceConfig& itf, const config::QueueConfig& queue,
+              v1::Direction direction, v1::Queue& out);
+Result<core::FlowSpec> from_proto(const v1::CreateFlowRequest& request);
+
+}  // namespace daqiri::control

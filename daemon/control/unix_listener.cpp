@@ -1,0 +1,103 @@
+#include "control/unix_listener.hpp"
+
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <cstring>
+
+namespace daqiri::control {
+
+Result<std::unique_ptr<UnixListener>> UnixListener::bind(const std::string& path, mode_t mode,
+                                                         std::optional<gid_t> group) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    return fail(ErrorCode::kInvalidArgument, "socket path too long: " + path);
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return fail_errno("socket(AF_UNIX)");
+  ::unlink(path.c_str());  // stale: our caller holds the instance lock for this path
+  // umask 0177 while binding, so the socket is never reachable with looser permissions.
+  mode_t old_mask = ::umask(0177);
+  int rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  int err = errno;
+  ::umask(old_mask);
+  if (rc != 0) return fail_errno("bind " + path, err);
+  if (group && ::chown(path.c_str(), static_cast<uid_t>(-1), *group) != 0) {
+    int e = errno;
+    ::unlink(path.c_str());
+    return fail_errno("chown " + path, e);
+  }
+  if (::chmod(path.c_str(), mode) != 0) {
+    int e = errno;
+    ::unlink(path.c_str());
+    return fail_errno("chmod " + path, e);
+  }
+  if (::listen(fd.get(), 128) != 0) {
+    int e = errno;
+    ::unlink(path.c_str());
+    return fail_errno("listen " + path, e);
+  }
+  UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake) {
+    int e = errno;
+    ::unlink(path.c_str());
+    return fail_errno("eventfd", e);
+  }
+  return std::unique_ptr<UnixListener>(new UnixListener(path, std::move(fd), std::move(wake)));
+}
+
+UnixListener::UnixListener(std::string path, UniqueFd fd, UniqueFd wake)
+    : path_(std::move(path)), fd_(std::move(fd)), wake_(std::move(wake)) {}
+
+UnixListener::~UnixListener() {
+  stop();
+  ::unlink(path_.c_str());
+}
+
+Result<> UnixListener::start(AcceptFn on_accept) {
+  thread_ = std::thread([this, fn = std::move(on_accept)] { accept_loop(fn); });
+  return {};
+}
+
+void UnixListener::stop() {
+  if (!thread_.joinable()) return;
+  uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(wake_.get(), &one, sizeof one);
+  thread_.join();
+}
+
+void UnixListener::accept_loop(const AcceptFn& on_accept) {
+  pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+  for (;;) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      spdlog::error("{}: poll: {}", path_, std::strerror(errno));
+      return;
+    }
+    if (fds[1].revents != 0) return;
+    // gRPC's endpoint for an adopted fd expects a non-blocking socket.
+    UniqueFd conn(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!conn) {
+      if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
+        spdlog::warn("{}: accept: {}", path_, std::strerror(errno));
+      }
+      continue;
+    }
+    auto peer = identify_unix_peer(conn.get());
+    if (!peer) {
+      spdlog::warn("{}: dropping a connection: {}", path_, peer.error().message);
+      continue;
+    }
+    spdlog::debug("{}: connection from {} pid {}", path_, peer->describe(), peer->pid);
+    on_accept(std::move(conn), std::move(*peer));
+  }
+}
+
+}  // namespace daqiri::control

@@ -1,0 +1,103 @@
+#include "core/flow_match.hpp"
+
+#include <arpa/inet.h>
+
+#include <charconv>
+
+namespace daqiri::core {
+namespace {
+
+template <typename Dim>
+bool dims_overlap(const std::optional<Dim>& a, const std::optional<Dim>& b) {
+  return !a || !b || a->overlaps(*b);
+}
+
+bool parse_uint(std::string_view text, uint64_t& out) {
+  if (text.empty()) return false;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+}  // namespace
+
+std::string PortRange::to_string() const {
+  return first == last ? std::to_string(first)
+                       : std::to_string(first) + '-' + std::to_string(last);
+}
+
+std::string Ipv4Prefix::to_string() const {
+  in_addr a{htonl(address)};
+  char buf[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &a, buf, sizeof buf);
+  std::string out(buf);
+  if (length != 32) out += '/' + std::to_string(length);
+  return out;
+}
+
+bool FlowMatch::overlaps(const FlowMatch& o) const {
+  return dims_overlap(udp_src, o.udp_src) && dims_overlap(udp_dst, o.udp_dst) &&
+         dims_overlap(ipv4_src, o.ipv4_src) && dims_overlap(ipv4_dst, o.ipv4_dst);
+}
+
+std::string FlowMatch::to_string() const {
+  std::string out;
+  auto add = [&out](const char* key, const std::string& value) {
+    if (!out.empty()) out += ' ';
+    out += key;
+    out += '=';
+    out += value;
+  };
+  if (udp_src) add("udp_src", udp_src->to_string());
+  if (udp_dst) add("udp_dst", udp_dst->to_string());
+  if (ipv4_src) add("ipv4_src", ipv4_src->to_string());
+  if (ipv4_dst) add("ipv4_dst", ipv4_dst->to_string());
+  return out.empty() ? "any" : out;
+}
+
+Result<PortRange> make_port_range(uint64_t first, uint64_t last) {
+  if (first < 1 || first > 65535 || last < 1 || last > 65535) {
+    return fail(ErrorCode::kInvalidArgument, "UDP ports are 1 to 65535");
+  }
+  if (first > last) {
+    return fail(ErrorCode::kInvalidArgument, "a port range runs from low to high (" +
+                                                 std::to_string(first) + " > " +
+                                                 std::to_string(last) + ")");
+  }
+  return PortRange{static_cast<uint16_t>(first), static_cast<uint16_t>(last)};
+}
+
+Result<PortRange> parse_port_range(std::string_view text) {
+  uint64_t first = 0;
+  uint64_t last = 0;
+  auto dash = text.find('-');
+  bool ok = dash == std::string_view::npos
+                ? parse_uint(text, first) && parse_uint(text, last)
+                : parse_uint(text.substr(0, dash), first) && parse_uint(text.substr(dash + 1), last);
+  if (!ok) {
+    return fail(ErrorCode::kInvalidArgument,
+                "expected a UDP port or a range like 4096-4100, got \"" + std::string(text) + "\"");
+  }
+  return make_port_range(first, last);
+}
+
+Result<Ipv4Prefix> parse_ipv4_prefix(std::string_view text) {
+  auto bad = [&text](const std::string& why) {
+    return fail(ErrorCode::kInvalidArgument,
+                "expected an IPv4 address or prefix like 10.0.0.0/24, got \"" + std::string(text) +
+                    "\"" + (why.empty() ? "" : " (" + why + ")"));
+  };
+  auto slash = text.find('/');
+  std::string addr(text.substr(0, slash));
+  uint64_t length = 32;
+  if (slash != std::string_view::npos &&
+      (!parse_uint(text.substr(slash + 1), length) || length > 32)) {
+    return bad("prefix length must be 0 to 32");
+  }
+  in_addr a{};
+  if (inet_pton(AF_INET, addr.c_str(), &a) != 1) return bad("");
+  Ipv4Prefix p{ntohl(a.s_addr), static_cast<uint8_t>(length)};
+  if ((p.address & ~p.mask()) != 0) return bad("host bits set after the prefix");
+  return p;
+}
+
+}  // namespace daqiri::core

@@ -1,0 +1,60 @@
+// What a flow matches: UDP ports (single or ranges) and IPv4 prefixes. Unset fields match
+// anything. Used by the config parser, the control API and, later, the steering tables.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "daqiri/common/result.hpp"
+
+namespace daqiri::core {
+
+struct PortRange {
+  uint16_t first = 0;
+  uint16_t last = 0;  // inclusive
+
+  [[nodiscard]] bool overlaps(const PortRange& o) const { return first <= o.last && o.first <= last; }
+  [[nodiscard]] bool contains(uint16_t port) const { return first <= port && port <= last; }
+  // "4096" or "4096-4100"
+  [[nodiscard]] std::string to_string() const;
+  friend bool operator==(const PortRange&, const PortRange&) = default;
+};
+
+struct Ipv4Prefix {
+  uint32_t address = 0;  // host byte order, host bits cleared
+  uint8_t length = 32;
+
+  [[nodiscard]] uint32_t mask() const { return length == 0 ? 0 : ~uint32_t{0} << (32 - length); }
+  [[nodiscard]] bool overlaps(const Ipv4Prefix& o) const {
+    uint32_t m = mask() & o.mask();  // the shorter prefix decides
+    return (address & m) == (o.address & m);
+  }
+  [[nodiscard]] bool contains(uint32_t addr) const { return (addr & mask()) == address; }
+  // "10.0.0.1" or "10.0.0.0/24"
+  [[nodiscard]] std::string to_string() const;
+  friend bool operator==(const Ipv4Prefix&, const Ipv4Prefix&) = default;
+};
+
+struct FlowMatch {
+  std::optional<PortRange> udp_src;
+  std::optional<PortRange> udp_dst;
+  std::optional<Ipv4Prefix> ipv4_src;
+  std::optional<Ipv4Prefix> ipv4_dst;
+
+  [[nodiscard]] bool empty() const { return !udp_src && !udp_dst && !ipv4_src && !ipv4_dst; }
+  // True when some packet would match both: steering between them would be ambiguous.
+  [[nodiscard]] bool overlaps(const FlowMatch& o) const;
+  // "udp_dst=4096 ipv4_dst=10.0.0.0/24"
+  [[nodiscard]] std::string to_string() const;
+  friend bool operator==(const FlowMatch&, const FlowMatch&) = default;
+};
+
+// "4096", "4096-4100"; ports 1..65535, first <= last.
+Result<PortRange> parse_port_range(std::string_view text);
+Result<PortRange> make_port_range(uint64_t first, uint64_t last);
+// "10.0.0.1", "10.0.0.0/24"; host bits must be zero.
+Result<Ipv4Prefix> parse_ipv4_prefix(std::string_view text);
+
+}  // namespace daqiri::core

@@ -1,0 +1,97 @@
+#include "core/flow_table.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace daqiri::core {
+
+Result<> check_name(std::string_view what, std::string_view name) {
+  if (name.empty() || name.size() > 64) {
+    return fail(ErrorCode::kInvalidArgument,
+                std::string(what) + " name must be 1 to 64 characters long");
+  }
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == ' ' || c == '_' || c == '-' || c == '.' || c == ':';
+    if (!ok) {
+      return fail(ErrorCode::kInvalidArgument,
+                  std::string(what) + " name \"" + std::string(name) +
+                      "\" may contain only letters, digits, space, '_', '-', '.' and ':'");
+    }
+  }
+  return {};
+}
+
+Result<Flow> FlowTable::add(FlowSpec spec) {
+  if (auto ok = check_name("flow", spec.name); !ok) {
+    return fail(ok.error().code, ok.error().message, "name");
+  }
+  if (flows_.contains(spec.name)) {
+    return fail(ErrorCode::kAlreadyExists, "a flow named \"" + spec.name + "\" already exists",
+                "name");
+  }
+  auto itf = topology_.rx_queues.find(spec.interface);
+  if (itf == topology_.rx_queues.end()) {
+    std::string known;
+    for (const auto& [name, queues] : topology_.rx_queues) known += (known.empty() ? "" : ", ") + name;
+    return fail(ErrorCode::kNotFound, "no interface named \"" + spec.interface +
+                                          "\" (interfaces: " + (known.empty() ? "none" : known) +
+                                          ")",
+                "interface");
+  }
+  const auto& queues = itf->second;
+  if (queues.empty()) {
+    return fail(ErrorCode::kFailedPrecondition,
+                "interface \"" + spec.interface + "\" has no RX queue to steer a flow to",
+                "interface");
+  }
+  if (spec.queue.empty()) {
+    spec.queue = queues.front();
+  } else if (std::find(queues.begin(), queues.end(), spec.queue) == queues.end()) {
+    std::string known;
+    for (const auto& q : queues) known += (known.empty() ? "" : ", ") + q;
+    return fail(ErrorCode::kNotFound, "interface \"" + spec.interface +
+                                          "\" has no RX queue named \"" + spec.queue +
+                                          "\" (RX queues: " + known + ")",
+                "queue");
+  }
+  if (spec.match.empty()) {
+    return fail(ErrorCode::kInvalidArgument,
+                "a flow needs a match on at least one of udp_src, udp_dst, ipv4_src, ipv4_dst",
+                "match");
+  }
+  std::set<uint32_t> ids;
+  for (const auto& [name, other] : flows_) {
+    ids.insert(other.id);
+    if (other.interface == spec.interface && other.match.overlaps(spec.match)) {
+      return fail(ErrorCode::kAlreadyExists,
+                  "match " + spec.match.to_string() + " overlaps flow \"" + name + "\" (" +
+                      other.match.to_string() + ") on interface \"" + spec.interface +
+                      "\": a packet could belong to both",
+                  "match");
+    }
+  }
+  uint32_t id = 0;
+  if (spec.id) {
+    if (ids.contains(*spec.id)) {
+      return fail(ErrorCode::kAlreadyExists, "flow id " + std::to_string(*spec.id) + " is taken", "id");
+    }
+    id = *spec.id;
+  } else {
+    while (ids.contains(id)) ++id;
+  }
+  Flow flow{spec.name, spec.interface, spec.queue, spec.match, id, spec.origin};
+  flows_.emplace(flow.name, flow);
+  return flow;
+}
+
+Result<> FlowTable::remove(std::string_view name) {
+  auto it = flows_.find(name);
+  if (it == flows_.end()) {
+    return fail(ErrorCode::kNotFound, "no flow named \"" + std::string(name) + "\"");
+  }
+  flows_.erase(it);
+  return {};
+}
+
+}  // namespace daqiri::core

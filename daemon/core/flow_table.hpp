@@ -1,0 +1,62 @@
+// The set of flows of the daemon and the rules a flow must obey, whether it comes from the
+// configuration or from CreateFlow: a valid unique name, an interface and RX queue that exist,
+// a non-empty match that overlaps no other flow of the same interface, a unique id.
+// Not thread-safe: the Model serialises access.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/flow_match.hpp"
+#include "daqiri/common/result.hpp"
+
+namespace daqiri::core {
+
+enum class FlowOrigin { kConfig, kApi };
+
+struct FlowSpec {
+  std::string name;
+  std::string interface;
+  std::string queue;  // empty: the interface's first RX queue
+  FlowMatch match;
+  std::optional<uint32_t> id;  // empty: the lowest free id
+  FlowOrigin origin = FlowOrigin::kApi;
+};
+
+struct Flow {
+  std::string name;
+  std::string interface;
+  std::string queue;
+  FlowMatch match;
+  uint32_t id = 0;
+  FlowOrigin origin = FlowOrigin::kApi;
+};
+
+// The RX queues flows may target, by interface.
+struct RxTopology {
+  std::map<std::string, std::vector<std::string>, std::less<>> rx_queues;
+};
+
+// Names of interfaces, queues, regions and flows: 1 to 64 printable characters
+// (letters, digits, space, '_', '-', '.', ':').
+Result<> check_name(std::string_view what, std::string_view name);
+
+class FlowTable {
+ public:
+  explicit FlowTable(RxTopology topology) : topology_(std::move(topology)) {}
+
+  // Validates and inserts; the error code says which rule failed.
+  Result<Flow> add(FlowSpec spec);
+  Result<> remove(std::string_view name);
+  [[nodiscard]] const std::map<std::string, Flow, std::less<>>& flows() const { return flows_; }
+
+ private:
+  RxTopology topology_;
+  std::map<std::string, Flow, std::less<>> flows_;
+};
+
+}  // namespace daqiri::core

@@ -1,0 +1,34 @@
+// The daemon's model of what it serves: the configured interfaces, queues and memory regions
+// (fixed for the daemon's life) and the flow table (changed at runtime through the control
+// API). Thread-safe: any thread may read or change flows.
+#pragma once
+
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include "config/config.hpp"
+#include "core/flow_table.hpp"
+
+namespace daqiri::core {
+
+class Model {
+ public:
+  // `config` must have passed validation.
+  explicit Model(config::Config config);
+
+  [[nodiscard]] const config::Config& config() const { return config_; }
+  [[nodiscard]] const config::InterfaceConfig* find_interface(std::string_view name) const;
+
+  // Flows of one interface, or of all when `interface` is empty; ordered by name.
+  [[nodiscard]] std::vector<Flow> flows(std::string_view interface = {}) const;
+  Result<Flow> create_flow(FlowSpec spec);
+  Result<> delete_flow(std::string_view name);
+
+ private:
+  const config::Config config_;
+  mutable std::mutex mutex_;
+  FlowTable flows_;
+};
+
+}  // namespace daqiri::core

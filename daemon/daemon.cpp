@@ -1,0 +1,111 @@
+#include "daemon.hpp"
+
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <vector>
+
+#include "build_info.hpp"
+#include "system/signal_watch.hpp"
+
+namespace daqiri {
+namespace {
+
+constexpr const char* kDefaultGroup = "daqiri";
+
+std::optional<gid_t> lookup_group(const std::string& name) {
+  std::vector<char> buf(65536);
+  group gr{};
+  group* found = nullptr;
+  if (getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &found) != 0 || !found) {
+    return std::nullopt;
+  }
+  return gr.gr_gid;
+}
+
+Result<> pin_control_thread(const std::vector<int>& cores) {
+  if (cores.empty()) return {};
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cores) CPU_SET(c, &set);
+  // Threads started after this (gRPC's, the listener's) inherit the mask.
+  if (sched_setaffinity(0, sizeof set, &set) != 0) return fail_errno("sched_setaffinity");
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Daemon>> Daemon::start(config::Config config) {
+  std::unique_ptr<Daemon> d(new Daemon());
+  const config::DaemonConfig& dc = config.daemon;
+
+  std::optional<gid_t> group;
+  if (dc.socket_group) {
+    group = lookup_group(*dc.socket_group);
+    if (!group) {
+      return fail(ErrorCode::kFailedPrecondition,
+                  "daemon.socket_group: no group named \"" + *dc.socket_group + "\"");
+    }
+  } else {
+    group = lookup_group(kDefaultGroup);
+    if (!group) {
+      spdlog::warn("group \"{}\" does not exist: only root can reach {} (create the group or set "
+                   "daemon.socket_group)", kDefaultGroup, dc.socket_path);
+    }
+  }
+  if (auto ok = pin_control_thread(dc.control_cores); !ok) return std::unexpected(ok.error());
+
+  auto lock = system::InstanceLock::acquire(dc.socket_path, group);
+  if (!lock) return std::unexpected(lock.error());
+  d->lock_ = std::move(*lock);
+
+  d->policy_ = std::make_unique<control::AccessPolicy>(dc.access, lookup_group(kDefaultGroup),
+                                                       dc.tcp && dc.tcp->admin);
+  d->model_ = std::make_unique<core::Model>(std::move(config));
+  const config::DaemonConfig& kept = d->model_->config().daemon;
+  auto control = control::ControlServer::start({kept.socket_path, group, kept.tcp}, *d->model_,
+                                               *d->policy_);
+  if (!control) return std::unexpected(control.error());
+  d->control_ = std::move(*control);
+  return d;
+}
+
+int Daemon::run() {
+  auto signals = system::SignalWatch::open();
+  if (!signals) {
+    spdlog::critical("{}", signals.error().message);
+    return 1;
+  }
+  const config::Config& c = model_->config();
+  std::string status = "serving " + std::to_string(c.interfaces.size()) + " interfaces, " +
+                       std::to_string(model_->flows().size()) + " flows on " +
+                       c.daemon.socket_path;
+  notifier_.ready(status);
+  spdlog::info("daqirid {} ready: {} (config: {})", build::kVersion, status, c.source);
+
+  auto watchdog = notifier_.watchdog_interval();
+  for (;;) {
+    auto sig = signals->wait(watchdog);
+    if (!sig) {
+      notifier_.watchdog();
+      continue;
+    }
+    if (*sig == SIGHUP) {
+      spdlog::warn("SIGHUP: configuration reload is not supported yet; restart daqirid to apply "
+                   "a changed file (flows can change at runtime through the control API)");
+      continue;
+    }
+    spdlog::info("{}: draining", strsignal(*sig));
+    break;
+  }
+  notifier_.stopping();
+  control_->shutdown(std::chrono::seconds(2));
+  control_.reset();
+  lock_.reset();
+  spdlog::info("daqirid stopped");
+  return 0;
+}
+
+}  // namespace daqiri

@@ -1,0 +1,33 @@
+// daqirid's life: take the instance lock, bring up the control plane, tell systemd, wait for
+// a signal, drain, and leave nothing behind (socket, lock file) however start or stop went.
+#pragma once
+
+#include <memory>
+
+#include "config/config.hpp"
+#include "control/access_policy.hpp"
+#include "control/control_server.hpp"
+#include "core/model.hpp"
+#include "system/instance_lock.hpp"
+#include "system/service_notifier.hpp"
+
+namespace daqiri {
+
+class Daemon {
+ public:
+  // Startup only. On failure everything acquired so far is released again.
+  static Result<std::unique_ptr<Daemon>> start(config::Config config);
+  // Serves until SIGTERM or SIGINT; returns the process exit code.
+  int run();
+
+ private:
+  Daemon() = default;
+
+  system::ServiceNotifier notifier_;
+  std::unique_ptr<core::Model> model_;
+  std::unique_ptr<control::AccessPolicy> policy_;
+  std::unique_ptr<system::InstanceLock> lock_;
+  std::unique_ptr<control::ControlServer> control_;
+};
+
+}  // namespace daqiri

@@ -1,0 +1,283 @@
+#include "commands.hpp"
+
+#include <fmt/format.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <charconv>
+#include <iostream>
+
+#include "table.hpp"
+
+namespace daqiri::ctl {
+namespace {
+
+void print_json(const google::protobuf::Message& msg) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.add_whitespace = true;
+  opts.always_print_primitive_fields = true;
+  opts.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(msg, &out, opts);
+  std::cout << out;
+}
+
+std::string bytes(uint64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+std::string lower_enum(const std::string& name, const std::string& prefix) {
+  std::string s = name.starts_with(prefix) ? name.substr(prefix.size()) : name;
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string range(const v1::PortRange& r) {
+  return r.first() == r.last() ? std::to_string(r.first())
+                               : fmt::format("{}-{}", r.first(), r.last());
+}
+
+std::string prefix(const v1::Ipv4Prefix& p) {
+  return p.prefix_length() == 32 ? p.address() : fmt::format("{}/{}", p.address(), p.prefix_length());
+}
+
+std::string match_text(const v1::FlowMatch& m) {
+  std::string out;
+  auto add = [&out](const std::string& s) { out += (out.empty() ? "" : " ") + s; };
+  if (m.has_udp_src()) add("udp_src=" + range(m.udp_src()));
+  if (m.has_udp_dst()) add("udp_dst=" + range(m.udp_dst()));
+  if (m.has_ipv4_src()) add("ipv4_src=" + prefix(m.ipv4_src()));
+  if (m.has_ipv4_dst()) add("ipv4_dst=" + prefix(m.ipv4_dst()));
+  return out;
+}
+
+bool parse_ports(const std::string& text, v1::PortRange& out) {
+  auto num = [](std::string_view s, uint32_t& v) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return !s.empty() && ec == std::errc() && p == s.data() + s.size();
+  };
+  uint32_t first = 0;
+  uint32_t last = 0;
+  auto dash = text.find('-');
+  std::string_view t(text);
+  bool ok = dash == std::string::npos ? num(t, first) && num(t, last)
+                                      : num(t.substr(0, dash), first) && num(t.substr(dash + 1), last);
+  out.set_first(first);
+  out.set_last(last);
+  return ok;
+}
+
+void parse_prefix(const std::string& text, v1::Ipv4Prefix& out) {
+  auto slash = text.find('/');
+  out.set_address(text.substr(0, slash));
+  if (slash != std::string::npos) {
+    uint32_t len = 0;
+    std::from_chars(text.data() + slash + 1, text.data() + text.size(), len);
+    out.set_prefix_length(len);
+  }
+}
+
+}  // namespace
+
+int run_info(ControlClient& client, const Options& opts) {
+  v1::Info info;
+  auto ctx = client.context();
+  auto status = client.control().GetInfo(ctx.get(), {}, &info);
+  if (!status.ok()) return client.report(status);
+  if (opts.json) {
+    print_json(info);
+    return kOk;
+  }
+  std::cout << fmt::format("daqirid {}  pid {}  up {:.0f}s\n", info.version(), info.pid(),
+                           info.uptime_seconds());
+  std::cout << "config:    " << info.config_source() << '\n';
+  std::string backends;
+  for (const auto& b : info.backends()) backends += (backends.empty() ? "" : ", ") + b;
+  std::cout << "backends:  " << backends << '\n';
+  for (const auto& f : info.build_features()) {
+    std::cout << fmt::format("  {:<6} {:<4} {}\n", f.name(), f.enabled() ? "yes" : "no", f.detail());
+  }
+  std::cout << "gpus:      " << (info.gpus().empty() ? "none" : "") << '\n';
+  for (const auto& g : info.gpus()) {
+    std::cout << fmt::format("  {} {} {} {}\n", g.index(), g.name(), bytes(g.memory_bytes()),
+                             g.pci_bus_id());
+  }
+  std::cout << "hugepages: " << (info.hugepages().empty() ? "none" : "") << '\n';
+  for (const auto& h : info.hugepages()) {
+    std::cout << fmt::format("  {:<8} {} free of {}\n", bytes(h.page_size_bytes()), h.free_pages(),
+                             h.total_pages());
+  }
+  const auto& c = info.caller();
+  std::cout << fmt::format("you:       uid {} ({}) pid {} via {}, role {}\n", c.uid(), c.user(),
+                           c.pid(), c.transport(), lower_enum(v1::Role_Name(c.role()), "ROLE_"));
+  return kOk;
+}
+
+int run_interfaces(ControlClient& client, const Options& opts) {
+  v1::ListInterfacesResponse resp;
+  auto ctx = client.context();
+  auto status = client.control().ListInterfaces(ctx.get(), {}, &resp);
+  if (!status.ok()) return client.report(status);
+  if (opts.json) {
+    print_json(resp);
+    return kOk;
+  }
+  Table t({"NAME", "BACKEND", "ADDRESS", "RX", "TX", "STATE"});
+  for (const auto& i : resp.interfaces()) {
+    t.add({i.name(), lower_enum(v1::Backend_Name(i.backend()), "BACKEND_"), i.address(),
+           std::to_string(i.rx_queues()), std::to_string(i.tx_queues()), i.state()});
+  }
+  t.print(std::cout);
+  return kOk;
+}
+
+int run_regions(ControlClient& client, const Options& opts) {
+  v1::ListMemoryRegionsResponse resp;
+  auto ctx = client.context();
+  auto status = client.control().ListMemoryRegions(ctx.get(), {}, &resp);
+  if (!status.ok()) return client.report(status);
+  if (opts.json) {
+    print_json(resp);
+    return kOk;
+  }
+  Table t({"NAME", "KIND", "BUF_SIZE", "NUM_BUFS", "TOTAL", "GPU"});
+  for (const auto& r : resp.regions()) {
+    t.add({r.name(), lower_enum(v1::RegionKind_Name(r.kind()), "REGION_KIND_"),
+           std::to_string(r.buf_size()), std::to_string(r.num_bufs()), bytes(r.total_bytes()),
+           r.gpu() < 0 ? "-" : std::to_string(r.gpu())});
+  }
+  t.print(std::cout);
+  return kOk;
+}
+
+int run_queues(ControlClient& client, const Options& opts, const std::string& interface) {
+  v1::ListQueuesRequest req;
+  req.set_interface(interface);
+  v1::ListQueuesResponse resp;
+  auto ctx = client.context();
+  auto status = client.control().ListQueues(ctx.get(), req, &resp);
+  if (!status.ok()) return client.report(status);
+  if (opts.json) {
+    print_json(resp);
+    return kOk;
+  }
+  Table t({"INTERFACE", "QUEUE", "ID", "DIR", "CORE", "BATCH", "RING", "REGIONS"});
+  for (const auto& q : resp.queues()) {
+    std::string regions;
+    for (const auto& r : q.regions()) regions += (regions.empty() ? "" : ",") + r;
+    t.add({q.interface(), q.name(), std::to_string(q.id()),
+           lower_enum(v1::Direction_Name(q.direction()), "DIRECTION_"),
+           q.core() < 0 ? "-" : std::to_string(q.core()), std::to_string(q.batch_size()),
+           std::to_string(q.ring_size()), regions});
+  }
+  t.print(std::cout);
+  return kOk;
+}
+
+int run_flows_list(ControlClient& client, const Options& opts, const std::string& interface) {
+  v1::ListFlowsRequest req;
+  req.set_interface(interface);
+  v1::ListFlowsResponse resp;
+  auto ctx = client.context();
+  auto status = client.control().ListFlows(ctx.get(), req, &resp);
+  if (!status.ok()) return client.report(status);
+  if (opts.json) {
+    print_json(resp);
+    return kOk;
+  }
+  Table t({"NAME", "ID", "INTERFACE", "QUEUE", "MATCH", "ORIGIN", "STEERING"});
+  for (const auto& f : resp.flows()) {
+    t.add({f.name(), std::to_string(f.id()), f.interface(), f.queue(), match_text(f.match()),
+           lower_enum(v1::FlowOrigin_Name(f.origin()), "FLOW_ORIGIN_"),
+           lower_enum(v1::Steering_Name(f.steering()), "STEERING_")});
+  }
+  t.print(std::cout);
+  return kOk;
+}
+
+int run_flows_add(ControlClient& client, const Options& opts, const FlowAddArgs& args) {
+  v1::CreateFlowRequest req;
+  req.set_name(args.name);
+  req.set_interface(args.interface);
+  req.set_queue(args.queue);
+  auto* m = req.mutable_match();
+  if (!args.udp_src.empty() && !parse_ports(args.udp_src, *m->mutable_udp_src())) {
+    std::cerr << "daqiri-ctl: --udp-src: expected a port or a range like 4096-4100, got \""
+              << args.udp_src << "\"\n";
+    return kUsage;
+  }
+  if (!args.udp_dst.empty() && !parse_ports(args.udp_dst, *m->mutable_udp_dst())) {
+    std::cerr << "daqiri-ctl: --udp-dst: expected a port or a range like 4096-4100, got \""
+              << args.udp_dst << "\"\n";
+    return kUsage;
+  }
+  if (!args.ipv4_src.empty()) parse_prefix(args.ipv4_src, *m->mutable_ipv4_src());
+  if (!args.ipv4_dst.empty()) parse_prefix(args.ipv4_dst, *m->mutable_ipv4_dst());
+  v1::Flow flow;
+  auto ctx = client.context();
+  auto status = client.control().CreateFlow(ctx.get(), req, &flow);
+  if (!status.ok()) return client.report(status);
+  if (opts.json) {
+    print_json(flow);
+  } else {
+    std::cout << fmt::format("flow {} (id {}) created: {} -> {}/{}\n", flow.name(), flow.id(),
+                             match_text(flow.match()), flow.interface(), flow.queue());
+  }
+  return kOk;
+}
+
+int run_flows_del(ControlClient& client, const Options& opts, const std::string& name) {
+  v1::DeleteFlowRequest req;
+  req.set_name(name);
+  v1::DeleteFlowResponse resp;
+  auto ctx = client.context();
+  auto status = client.control().DeleteFlow(ctx.get(), req, &resp);
+  if (!status.ok()) return client.report(status);
+  if (opts.json) {
+    print_json(resp);
+  } else {
+    std::cout << "flow " << name << " deleted\n";
+  }
+  return kOk;
+}
+
+int run_sessions(ControlClient& client, const Options& opts) {
+  v1::ListSessionsResponse resp;
+  auto ctx = client.context();
+  auto status = client.control().ListSessions(ctx.get(), {}, &resp);
+  if (!status.ok()) return client.report(status);
+  if (opts.json) {
+    print_json(resp);
+    return kOk;
+  }
+  Table t({"ID", "USER", "UID", "PID", "NAME", "AGE", "ATTACHMENTS"});
+  for (const auto& s : resp.sessions()) {
+    t.add({std::to_string(s.id()), s.user(), std::to_string(s.uid()), std::to_string(s.pid()),
+           s.name(), fmt::format("{:.0f}s", s.age_seconds()),
+           std::to_string(s.attachments_size())});
+  }
+  t.print(std::cout);
+  return kOk;
+}
+
+int run_health(ControlClient& client, const Options& opts) {
+  grpc::health::v1::HealthCheckResponse resp;
+  auto ctx = client.context();
+  auto status = client.health().Check(ctx.get(), {}, &resp);
+  if (!status.ok()) return client.report(status);
+  if (opts.json) {
+    print_json(resp);
+  } else {
+    std::cout << lower_enum(grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status()), "")
+              << '\n';
+  }
+  return resp.status() == grpc::health::v1::HealthCheckResponse::SERVING ? kOk : kNotServing;
+}
+
+}  // namespace daqiri::ctl

@@ -1,0 +1,31 @@
+// One function per daqiri-ctl command: call the daemon, print a table or JSON, return the
+// exit code.
+#pragma once
+
+#include <string>
+
+#include "control_client.hpp"
+
+namespace daqiri::ctl {
+
+struct FlowAddArgs {
+  std::string name;
+  std::string interface;
+  std::string queue;
+  std::string udp_src;   // "4096" or "4096-4100"
+  std::string udp_dst;
+  std::string ipv4_src;  // "10.0.0.1" or "10.0.0.0/24"
+  std::string ipv4_dst;
+};
+
+int run_info(ControlClient& client, const Options& opts);
+int run_interfaces(ControlClient& client, const Options& opts);
+int run_regions(ControlClient& client, const Options& opts);
+int run_queues(ControlClient& client, const Options& opts, const std::string& interface);
+int run_flows_list(ControlClient& client, const Options& opts, const std::string& interface);
+int run_flows_add(ControlClient& client, const Options& opts, const FlowAddArgs& args);
+int run_flows_del(ControlClient& client, const Options& opts, const std::string& name);
+int run_sessions(ControlClient& client, const Options& opts);
+int run_health(ControlClient& client, const Options& opts);
+
+}  // namespace daqiri::ctl

@@ -1,0 +1,72 @@
+// daqiri-ctl: inspect and change a running daqirid. The command line only; commands.cpp
+// does the work. Exit codes are listed in control_client.hpp and docs/daqiri-ctl.md.
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+#include <functional>
+
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  using namespace daqiri::ctl;
+  Options opts;
+  if (const char* env = std::getenv("DAQIRI_SOCKET")) opts.socket = env;
+
+  CLI::App app{"daqiri-ctl: inspect and change a running daqirid", "daqiri-ctl"};
+  app.require_subcommand(1);
+  app.add_option("-s,--socket", opts.socket, "daemon control socket (env DAQIRI_SOCKET)")
+      ->capture_default_str();
+  app.add_flag("--json", opts.json, "print JSON for scripts instead of tables");
+  app.add_option("--timeout", opts.timeout_seconds, "seconds to wait for the daemon")
+      ->capture_default_str();
+
+  std::function<int(ControlClient&)> action;
+  app.add_subcommand("info", "version, build options, GPUs, hugepages, your role")
+      ->callback([&] { action = [&](ControlClient& c) { return run_info(c, opts); }; });
+  app.add_subcommand("interfaces", "list interfaces")
+      ->callback([&] { action = [&](ControlClient& c) { return run_interfaces(c, opts); }; });
+  app.add_subcommand("regions", "list memory regions")
+      ->callback([&] { action = [&](ControlClient& c) { return run_regions(c, opts); }; });
+  std::string queue_itf;
+  auto* queues = app.add_subcommand("queues", "list RX and TX queues");
+  queues->add_option("-i,--interface", queue_itf, "only this interface");
+  queues->callback([&] { action = [&](ControlClient& c) { return run_queues(c, opts, queue_itf); }; });
+
+  auto* flows = app.add_subcommand("flows", "list, add or delete flows");
+  flows->require_subcommand(1);
+  std::string flow_itf;
+  auto* flist = flows->add_subcommand("list", "list flows");
+  flist->add_option("-i,--interface", flow_itf, "only this interface");
+  flist->callback([&] { action = [&](ControlClient& c) { return run_flows_list(c, opts, flow_itf); }; });
+  FlowAddArgs add;
+  auto* fadd = flows->add_subcommand("add", "add a flow (admin)");
+  fadd->add_option("name", add.name, "flow name")->required();
+  fadd->add_option("-i,--interface", add.interface, "interface")->required();
+  fadd->add_option("-q,--queue", add.queue, "RX queue (default: the interface's first)");
+  fadd->add_option("--udp-src", add.udp_src, "UDP source port or range, e.g. 4096-4100");
+  fadd->add_option("--udp-dst", add.udp_dst, "UDP destination port or range");
+  fadd->add_option("--ipv4-src", add.ipv4_src, "IPv4 source address or prefix, e.g. 10.0.0.0/24");
+  fadd->add_option("--ipv4-dst", add.ipv4_dst, "IPv4 destination address or prefix");
+  fadd->callback([&] { action = [&](ControlClient& c) { return run_flows_add(c, opts, add); }; });
+  std::string del_name;
+  auto* fdel = flows->add_subcommand("del", "delete a flow (admin)");
+  fdel->alias("delete");
+  fdel->add_option("name", del_name, "flow name")->required();
+  fdel->callback([&] { action = [&](ControlClient& c) { return run_flows_del(c, opts, del_name); }; });
+
+  app.add_subcommand("sessions", "list client sessions")
+      ->callback([&] { action = [&](ControlClient& c) { return run_sessions(c, opts); }; });
+  app.add_subcommand("health", "grpc.health.v1 check: exit 0 when serving")
+      ->callback([&] { action = [&](ControlClient& c) { return run_health(c, opts); }; });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kUsage;
+  }
+  ControlClient client(opts);
+  return action(client);
+}
