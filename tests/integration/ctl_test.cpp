@@ -1,0 +1,167 @@
+// daqiri-ctl against a real daqirid: output, --json, exit codes, and permissions for
+// throwaway unprivileged users.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "harness.hpp"
+
+namespace daqiri::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+class CtlTest : public ::testing::Test {
+ protected:
+  CommandResult ctl(std::vector<std::string> args,
+                    std::optional<std::pair<uid_t, gid_t>> as = std::nullopt) {
+    args.insert(args.begin(), {ctl_path(), "--socket", socket_});
+    return run(args, as);
+  }
+
+  void start(const std::string& daemon_extra = "") {
+    socket_ = dir_.file("d.sock");
+    std::string config = dir_.write("d.yaml", test_config(socket_, daemon_extra));
+    daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config});
+    ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
+  }
+
+  void TearDown() override {
+    if (daemon_) {
+      EXPECT_EQ(daemon_->stop(), 0) << daemon_->log();
+    }
+  }
+
+  TempDir dir_;
+  std::string socket_;
+  std::unique_ptr<DaemonProcess> daemon_;
+};
+
+TEST_F(CtlTest, PrintsAlignedTables) {
+  start();
+  auto r = ctl({"flows", "list"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "NAME     ID  INTERFACE  QUEUE  MATCH         ORIGIN  STEERING\n"
+            "stream0  0   lo         rx0    udp_dst=4096  config  pending\n"
+            "stream1  1   lo         rx0    udp_dst=4097  config  pending\n");
+  r = ctl({"queues"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "INTERFACE  QUEUE  ID  DIR  CORE  BATCH  RING  REGIONS\n"
+            "lo         rx0    0   rx   -     64     1024  rx_host\n"
+            "lo         tx0    0   tx   -     64     1024  tx_host\n");
+  r = ctl({"interfaces"});
+  EXPECT_EQ(r.out,
+            "NAME  BACKEND  ADDRESS    RX  TX  STATE\n"
+            "lo    socket   127.0.0.1  1   1   configured\n");
+  r = ctl({"regions"});
+  EXPECT_THAT(r.out, HasSubstr("rx_host  host  2048      4096      8.0 MiB  -\n"));
+  r = ctl({"sessions"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("(none)"));
+  r = ctl({"info"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("daqirid 0.1.0"));
+  EXPECT_THAT(r.out, HasSubstr("config:    " + dir_.file("d.yaml")));
+  r = ctl({"health"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "serving\n");
+}
+
+TEST_F(CtlTest, JsonIsTheProtoMessage) {
+  start();
+  auto r = ctl({"--json", "flows", "list"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"name\": \"stream0\""));
+  EXPECT_THAT(r.out, HasSubstr("\"steering\": \"STEERING_PENDING\""));
+  EXPECT_EQ(r.out.front(), '{');
+}
+
+TEST_F(CtlTest, AddsAndDeletesFlowsWithDistinctExitCodes) {
+  if (!is_root()) GTEST_SKIP() << "needs root for the admin role";
+  start();
+  auto r = ctl({"flows", "add", "extra", "-i", "lo", "--udp-dst", "5000-5004", "--ipv4-dst",
+                "127.0.0.0/8"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "flow extra (id 2) created: udp_dst=5000-5004 ipv4_dst=127.0.0.0/8 -> lo/rx0\n");
+  r = ctl({"flows", "add", "clash", "-i", "lo", "--udp-dst", "5003"});
+  EXPECT_EQ(r.exit_code, 5);
+  EXPECT_THAT(r.err, HasSubstr("overlaps flow \"extra\""));
+  r = ctl({"flows", "add", "bad", "-i", "lo", "--udp-dst", "x"});
+  EXPECT_EQ(r.exit_code, 2);
+  r = ctl({"flows", "add", "bad", "-i", "lo", "--udp-dst", "0"});
+  EXPECT_EQ(r.exit_code, 5);
+  EXPECT_EQ(r.err, "daqiri-ctl: invalid request: match.udp_dst: UDP ports are 1 to 65535\n");
+  r = ctl({"flows", "del", "extra"});
+  EXPECT_EQ(r.exit_code, 0);
+  r = ctl({"flows", "del", "extra"});
+  EXPECT_EQ(r.exit_code, 5);
+  EXPECT_EQ(r.err, "daqiri-ctl: not found: no flow named \"extra\"\n");
+  r = ctl({"flows", "bogus"});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST_F(CtlTest, NoDaemonIsExitCodeThree) {
+  socket_ = dir_.file("nobody.sock");
+  auto r = ctl({"info"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err, "daqiri-ctl: no daqirid is listening on " + socket_ +
+                       " (the socket does not exist; is the service running?)\n");
+}
+
+TEST_F(CtlTest, ClientsMayReadButNotChangeAndStrangersGetNothing) {
+  if (!is_root()) GTEST_SKIP() << "creates throwaway users: needs root";
+  TempGroup group;  // owns the socket, so both users can connect
+  TempUser client(group.name());
+  TempUser stranger(group.name());
+  start("  socket_group: " + group.name() + "\n  access:\n    clients:\n      users: [" +
+        client.name() + "]\n");
+
+  auto r = ctl({"flows", "list"}, client.ids());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("stream0"));
+  r = ctl({"info"}, client.ids());
+  EXPECT_THAT(r.out, HasSubstr("uid " + std::to_string(client.uid()) + " (" + client.name() +
+                               ")"));
+  EXPECT_THAT(r.out, HasSubstr("role client"));
+
+  r = ctl({"flows", "add", "mine", "-i", "lo", "--udp-dst", "9000"}, client.ids());
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(r.err, "daqiri-ctl: permission denied: uid " + std::to_string(client.uid()) + " (" +
+                       client.name() +
+                       ") may not create flows: it needs the admin role and has only the client "
+                       "role (daemon.access.admins grants admin)\n");
+
+  r = ctl({"flows", "list"}, stranger.ids());
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(r.err, "daqiri-ctl: permission denied: uid " + std::to_string(stranger.uid()) + " (" +
+                       stranger.name() +
+                       ") may not list flows: it needs the client role and is listed in neither "
+                       "daemon.access.admins nor daemon.access.clients\n");
+
+  // Membership of an admin group is enough to mutate.
+  TearDown();
+  daemon_.reset();
+  start("  socket_group: " + group.name() + "\n  access:\n    admins:\n      groups: [" +
+        group.name() + "]\n");
+  r = ctl({"flows", "add", "theirs", "-i", "lo", "--udp-dst", "9001"}, stranger.ids());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(CtlTest, SocketIsGroupOwnedAndClosedToOthers) {
+  if (!is_root()) GTEST_SKIP() << "creates throwaway users: needs root";
+  TempGroup group;
+  TempUser outsider;  // not in the socket's group
+  start("  socket_group: " + group.name() + "\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(socket_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+  EXPECT_EQ(st.st_gid, group.gid());
+  auto r = ctl({"info"}, outsider.ids());
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_THAT(r.err, HasSubstr("permission denied on " + socket_));
+}
+
+}  // namespace
+}  // namespace daqiri::test

@@ -1,0 +1,259 @@
+#include "harness.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace daqiri::test {
+namespace {
+
+std::string random_suffix() {
+  static std::atomic<int> counter{0};
+  return std::to_string(::getpid()) + "x" + std::to_string(counter++);
+}
+
+int decode_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+// waitpid with a timeout; nullopt if still running.
+std::optional<int> wait_child(pid_t pid, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return decode_status(status);
+    if (r < 0) return -1;
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+std::string read_all(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+}  // namespace
+
+TempDir::TempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "daqiri-test-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+  // Throwaway users must reach sockets inside.
+  std::filesystem::permissions(path_, std::filesystem::perms::all);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string TempDir::write(const std::string& name, const std::string& text) const {
+  std::string p = file(name);
+  std::ofstream(p) << text;
+  return p;
+}
+
+CommandResult run(const std::vector<std::string>& argv, std::optional<std::pair<uid_t, gid_t>> as,
+                  std::chrono::seconds timeout) {
+  std::vector<std::string> full;
+  if (as) {
+    full = {"/usr/bin/setpriv", "--reuid=" + std::to_string(as->first),
+            "--regid=" + std::to_string(as->second), "--init-groups", "--"};
+  }
+  full.insert(full.end(), argv.begin(), argv.end());
+  int out_pipe[2];
+  int err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    throw std::runtime_error("pipe failed");
+  }
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_pipe[1], 2);
+    std::vector<char*> args;
+    for (auto& a : full) args.push_back(a.data());
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    _exit(127);
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  CommandResult r;
+  std::thread err_reader([&] { r.err = read_all(err_pipe[0]); });
+  r.out = read_all(out_pipe[0]);
+  err_reader.join();
+  ::close(out_pipe[0]);
+  ::close(err_pipe[0]);
+  auto code = wait_child(pid, timeout);
+  if (!code) {
+    ::kill(pid, SIGKILL);
+    code = wait_child(pid, std::chrono::seconds(5));
+  }
+  r.exit_code = code.value_or(-1);
+  return r;
+}
+
+NotifyListener::NotifyListener(const std::string& path) : path_(path) {
+  fd_.reset(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  ::unlink(path.c_str());
+  if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    throw std::runtime_error("bind notify socket: " + std::string(std::strerror(errno)));
+  }
+}
+
+std::string NotifyListener::next(std::chrono::milliseconds timeout) {
+  pollfd p{fd_.get(), POLLIN, 0};
+  if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return {};
+  char buf[4096];
+  ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+bool NotifyListener::wait_for(const std::string& needle, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    std::string msg = next(left);
+    if (msg.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+DaemonProcess::DaemonProcess(const TempDir& dir, std::vector<std::string> args,
+                             std::vector<std::string> extra_env)
+    : log_path_(dir.file("daqirid-" + random_suffix() + ".log")),
+      notify_(dir.file("notify-" + random_suffix() + ".sock")) {
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    int log = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(log, 2);
+    ::dup2(log, 1);
+    ::setenv("NOTIFY_SOCKET", notify_.path().c_str(), 1);
+    for (const auto& e : extra_env) ::putenv(strdup(e.c_str()));
+    std::vector<std::string> full{daqirid_path()};
+    full.insert(full.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : full) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    _exit(127);
+  }
+}
+
+DaemonProcess::~DaemonProcess() {
+  if (!exit_code_) stop(SIGKILL);
+}
+
+bool DaemonProcess::wait_ready(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (notify_.next(std::chrono::milliseconds(50)).find("READY=1") != std::string::npos) {
+      return true;
+    }
+    if (auto code = wait_child(pid_, std::chrono::milliseconds(0))) {
+      exit_code_ = code;
+      return false;
+    }
+  }
+  return false;
+}
+
+int DaemonProcess::stop(int sig, std::chrono::milliseconds timeout) {
+  if (exit_code_) return *exit_code_;
+  ::kill(pid_, sig);
+  exit_code_ = wait_child(pid_, timeout);
+  if (!exit_code_) {
+    ::kill(pid_, SIGKILL);
+    exit_code_ = wait_child(pid_, std::chrono::seconds(5)).value_or(-1);
+    return -1;  // did not stop in time
+  }
+  return *exit_code_;
+}
+
+int DaemonProcess::wait_exit(std::chrono::milliseconds timeout) {
+  if (exit_code_) return *exit_code_;
+  exit_code_ = wait_child(pid_, timeout);
+  return exit_code_.value_or(-1);
+}
+
+std::string DaemonProcess::log() const {
+  std::ifstream in(log_path_);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TempGroup::TempGroup() : name_("dqg" + random_suffix()) {
+  auto r = run({"/usr/sbin/groupadd", "--system", name_});
+  if (r.exit_code != 0) throw std::runtime_error("groupadd: " + r.err);
+  group* g = ::getgrnam(name_.c_str());
+  if (!g) throw std::runtime_error("group not found after groupadd");
+  gid_ = g->gr_gid;
+}
+
+TempGroup::~TempGroup() { run({"/usr/sbin/groupdel", name_}); }
+
+TempUser::TempUser(const std::string& extra_group) : name_("dqu" + random_suffix()) {
+  std::vector<std::string> cmd{"/usr/sbin/useradd", "--system", "--user-group", "--no-create-home",
+                               "--shell", "/usr/sbin/nologin"};
+  if (!extra_group.empty()) {
+    cmd.push_back("--groups");
+    cmd.push_back(extra_group);
+  }
+  cmd.push_back(name_);
+  auto r = run(cmd);
+  if (r.exit_code != 0) throw std::runtime_error("useradd: " + r.err);
+  passwd* pw = ::getpwnam(name_.c_str());
+  if (!pw) throw std::runtime_error("user not found after useradd");
+  uid_ = pw->pw_uid;
+  gid_ = pw->pw_gid;
+}
+
+TempUser::~TempUser() { run({"/usr/sbin/userdel", name_}); }
+
+std::string daqirid_path() { return DAQIRI_TEST_DAQIRID; }
+std::string ctl_path() { return DAQIRI_TEST_CTL; }
+std::string source_dir() { return DAQIRI_TEST_SOURCE_DIR; }
+bool is_root() { return ::geteuid() == 0; }
+
+std::string test_config(const std::string& socket, const std::string& daemon_extra) {
+  std::ifstream in(source_dir() + "/config/default.yaml");
+  std::stringstream s;
+  s << in.rdbuf();
+  std::string text = s.str();
+  std::string from = "  socket: /run/daqiri/daqiri.sock\n";
+  auto at = text.find(from);
+  if (at == std::string::npos) throw std::runtime_error("default.yaml lost its socket line");
+  text.replace(at, from.size(), "  socket: " + socket + "\n  metrics: \"off\"\n" + daemon_extra);
+  // The default names metrics once: drop that line, ours above wins.
+  auto m = text.find("  metrics: 127.0.0.1:9464\n");
+  if (m != std::string::npos) text.erase(m, std::string("  metrics: 127.0.0.1:9464\n").size());
+  return text;
+}
+
+}  // namespace daqiri::test

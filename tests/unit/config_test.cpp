@@ -1,0 +1,392 @@
+// The config parser on valid files and on each class of invalid file, with exact messages.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "config/config_loader.hpp"
+
+namespace daqiri::config {
+namespace {
+
+using ::testing::HasSubstr;
+
+SystemFacts facts() {
+  SystemFacts f;
+  f.usable_cpus = {0, 1, 2, 3};
+  f.hugepage_size = 2u << 20;
+  f.hugepages_free = 16;
+  f.hugepages_total = 16;
+  f.have_dpdk = true;
+  f.have_rdma = true;
+  f.have_cuda = true;
+  return f;
+}
+
+struct Parsed {
+  std::optional<Config> config;
+  Diagnostics diags;
+};
+
+Parsed parse(const std::string& text, const SystemFacts& f = facts()) {
+  Parsed p;
+  p.config = parse_config(text, "t.yaml", f, p.diags);
+  return p;
+}
+
+// The one error a file produces, rendered.
+std::string only_error(const std::string& text, const SystemFacts& f = facts()) {
+  auto p = parse(text, f);
+  EXPECT_FALSE(p.config.has_value());
+  std::vector<std::string> errors;
+  for (const auto& d : p.diags.items()) {
+    if (d.severity == Diagnostic::Severity::kError) errors.push_back(d.render());
+  }
+  EXPECT_EQ(errors.size(), 1u) << p.diags.render();
+  return errors.empty() ? "" : errors.front();
+}
+
+const char* kRegion = "memory_regions:\n  - {name: r, kind: host, buf_size: 2048, num_bufs: 4096}\n";
+
+std::string with_interface(const std::string& queue_extra = "", const std::string& tail = "") {
+  return std::string(kRegion) +
+         "interfaces:\n"
+         "  - name: lo\n"
+         "    backend: socket\n"
+         "    address: 127.0.0.1\n"
+         "    rx:\n"
+         "      queues:\n"
+         "        - name: q0\n"
+         "          regions: [r]\n" +
+         queue_extra + tail;
+}
+
+TEST(Config, EmbeddedDefaultIsValid) {
+  Diagnostics diags;
+  auto c = parse_config(embedded_default_config(), "<embedded default>", facts(), diags);
+  ASSERT_TRUE(c) << diags.render();
+  EXPECT_TRUE(diags.items().empty()) << diags.render();
+  EXPECT_EQ(c->daemon.socket_path, "/run/daqiri/daqiri.sock");
+  ASSERT_EQ(c->interfaces.size(), 1u);
+  EXPECT_EQ(c->interfaces[0].backend, Backend::kSocket);
+  EXPECT_EQ(c->interfaces[0].address, "127.0.0.1");
+  ASSERT_EQ(c->flows.size(), 2u);
+  EXPECT_EQ(c->flows[0].name, "stream0");
+  EXPECT_EQ(c->flows[0].match.udp_dst, (core::PortRange{4096, 4096}));
+  EXPECT_EQ(c->flows[1].name, "stream1");
+  EXPECT_EQ(c->flows[1].match.udp_dst, (core::PortRange{4097, 4097}));
+  EXPECT_EQ(c->memory_regions[0].kind, RegionKind::kHost);
+}
+
+TEST(Config, ReadsEveryKeyOfOurSchema) {
+  auto p = parse(
+      "daemon:\n"
+      "  socket: /tmp/x.sock\n"
+      "  socket_group: '0'\n"
+      "  metrics: 'off'\n"
+      "  log_level: debug\n"
+      "  control_cores: [0, 1]\n"
+      "  access:\n"
+      "    admins: {users: [root], groups: ['0']}\n"
+      "    clients: {users: ['1000']}\n"
+      "memory_regions:\n"
+      "  - {name: hdr, kind: huge, buf_size: 256, num_bufs: 8192}\n"
+      "  - {name: pay, kind: device, buf_size: 8192, num_bufs: 8192, gpu: 0}\n"
+      "interfaces:\n"
+      "  - name: p0\n"
+      "    backend: dpdk\n"
+      "    address: 10.0.0.1\n"
+      "    mtu: 9000\n"
+      "    promiscuous: true\n"
+      "    flow_isolation: true\n"
+      "    rx:\n"
+      "      queues:\n"
+      "        - {name: q0, id: 3, core: 2, batch_size: 128, ring_size: 2048, regions: [hdr, pay]}\n"
+      "flows:\n"
+      "  - name: f\n"
+      "    interface: p0\n"
+      "    queue: q0\n"
+      "    id: 7\n"
+      "    match: {udp_src: 1000-2000, udp_dst: 4096, ipv4_src: 10.0.0.0/8, ipv4_dst: 10.1.2.3}\n");
+  ASSERT_TRUE(p.config) << p.diags.render();
+  const Config& c = *p.config;
+  EXPECT_EQ(c.daemon.socket_path, "/tmp/x.sock");
+  EXPECT_EQ(c.daemon.socket_group, "0");
+  EXPECT_EQ(c.daemon.metrics_address, "");
+  EXPECT_EQ(c.daemon.log_level, LogLevel::kDebug);
+  EXPECT_EQ(c.daemon.control_cores, (std::vector<int>{0, 1}));
+  EXPECT_EQ(c.daemon.access.admins.uids, (std::vector<uid_t>{0}));
+  EXPECT_EQ(c.daemon.access.clients.uids, (std::vector<uid_t>{1000}));
+  EXPECT_FALSE(c.daemon.access.default_clients);
+  EXPECT_EQ(c.memory_regions[1].gpu, 0);
+  const auto& q = c.interfaces[0].rx_queues[0];
+  EXPECT_EQ(q.id, 3u);
+  EXPECT_EQ(q.core, 2);
+  EXPECT_EQ(q.batch_size, 128u);
+  EXPECT_EQ(q.ring_size, 2048u);
+  EXPECT_EQ(q.regions, (std::vector<std::string>{"hdr", "pay"}));
+  EXPECT_EQ(c.interfaces[0].mtu, 9000u);
+  EXPECT_TRUE(c.interfaces[0].flow_isolation);
+  const auto& f = c.flows[0];
+  EXPECT_EQ(f.id, 7u);
+  EXPECT_EQ(f.match.to_string(),
+            "udp_src=1000-2000 udp_dst=4096 ipv4_src=10.0.0.0/8 ipv4_dst=10.1.2.3");
+}
+
+TEST(Config, YamlSyntaxError) {
+  EXPECT_EQ(only_error("daemon:\n  socket: [unclosed\n"),
+            "t.yaml:3:1: error: invalid YAML: end of sequence flow not found");
+}
+
+TEST(Config, UnknownKeySuggestsTheNearest) {
+  EXPECT_EQ(only_error(with_interface("          bach_size: 32\n")),
+            "t.yaml:11:11: error: interfaces[0].rx.queues[0].bach_size: unknown key; did you mean "
+            "\"batch_size\"?");
+}
+
+TEST(Config, UnknownKeyFarFromAnyListsTheValidOnes) {
+  EXPECT_EQ(only_error("zebra: 1\n"),
+            "t.yaml:1:1: error: zebra: unknown key; valid keys here: daemon, flows, interfaces, "
+            "memory_regions");
+}
+
+TEST(Config, WrongTypeSaysWhatWasExpected) {
+  EXPECT_EQ(only_error(with_interface("          batch_size: many\n")),
+            "t.yaml:11:23: error: interfaces[0].rx.queues[0].batch_size: expected an integer from "
+            "1 to 65536, got \"many\"");
+  EXPECT_EQ(only_error("memory_regions:\n  - {name: r, kind: gpu, buf_size: 64, num_bufs: 1}\n"),
+            "t.yaml:2:21: error: memory_regions[0].kind: expected one of host, huge, pinned, "
+            "device, got \"gpu\"");
+  EXPECT_EQ(only_error("interfaces: {lo: 1}\n"),
+            "t.yaml:1:13: error: interfaces: expected a list, got a map");
+}
+
+TEST(Config, MissingRequiredKey) {
+  EXPECT_EQ(only_error("memory_regions:\n  - {name: r, kind: host, buf_size: 2048}\n"),
+            "t.yaml:2:5: error: memory_regions[0].num_bufs: missing required key");
+}
+
+TEST(Config, DuplicateKey) {
+  EXPECT_EQ(only_error("daemon:\n  log_level: info\n  log_level: debug\n"),
+            "t.yaml:3:3: error: daemon.log_level: duplicate key");
+}
+
+TEST(Config, DuplicateNames) {
+  EXPECT_EQ(only_error("memory_regions:\n  - {name: r, kind: host, buf_size: 2048, num_bufs: 10}\n"
+                       "  - {name: r, kind: host, buf_size: 2048, num_bufs: 10}\n"),
+            "t.yaml:3:12: error: memory_regions[1].name: a memory region named \"r\" is already "
+            "defined");
+}
+
+TEST(Config, ReferenceThatDoesNotResolve) {
+  auto text = with_interface();
+  text.replace(text.find("regions: [r]"), 12, "regions: [x]");
+  EXPECT_EQ(only_error(text),
+            "t.yaml:10:20: error: interfaces[0].rx.queues[0].regions: no memory region named \"x\"");
+}
+
+TEST(Config, FlowOnAMissingInterface) {
+  EXPECT_EQ(only_error(with_interface("", "flows:\n  - {name: f, interface: eth0, match: {udp_dst: 1}}\n")),
+            "t.yaml:12:26: error: flows[0].interface: no interface named \"eth0\" (interfaces: lo)");
+}
+
+TEST(Config, OverlappingFlows) {
+  EXPECT_EQ(only_error(with_interface("", "flows:\n"
+                                          "  - {name: a, interface: lo, match: {udp_dst: 100-200}}\n"
+                                          "  - {name: b, interface: lo, match: {udp_dst: 150}}\n")),
+            "t.yaml:13:37: error: flows[1].match: match udp_dst=150 overlaps flow \"a\" "
+            "(udp_dst=100-200) on interface \"lo\": a packet could belong to both");
+}
+
+TEST(Config, EmptyMatch) {
+  EXPECT_EQ(only_error(with_interface("", "flows:\n  - {name: a, interface: lo, match: {}}\n")),
+            "t.yaml:12:37: error: flows[0].match: a match needs at least one of udp_src, udp_dst, "
+            "ipv4_src, ipv4_dst");
+}
+
+TEST(Config, BadPortRange) {
+  EXPECT_EQ(only_error(with_interface("", "flows:\n  - {name: a, interface: lo, match: {udp_dst: 9-3}}\n")),
+            "t.yaml:12:47: error: flows[0].match.udp_dst: a port range runs from low to high (9 > 3)");
+}
+
+TEST(Config, CoreThatDoesNotExist) {
+  EXPECT_EQ(only_error(with_interface("          core: 9\n")),
+            "t.yaml:11:17: error: interfaces[0].rx.queues[0].core: core 9 is not available to "
+            "daqirid (usable cores: 0-3)");
+}
+
+TEST(Config, PoolTooSmallForItsRing) {
+  auto text = with_interface("          ring_size: 4096\n          batch_size: 256\n");
+  EXPECT_EQ(only_error(text),
+            "t.yaml:2:53: error: memory_regions[0].num_bufs: num_bufs 4096 is too small for the "
+            "queues that draw from region \"r\" (lo/q0 needs 6400: 1.5 x ring_size + batch_size "
+            "each); need at least 6400");
+}
+
+TEST(Config, RingSizeMustBeAPowerOfTwo) {
+  EXPECT_EQ(only_error(with_interface("          ring_size: 1000\n")),
+            "t.yaml:11:22: error: interfaces[0].rx.queues[0].ring_size: ring_size must be a power "
+            "of two, got 1000");
+}
+
+TEST(Config, HugepageShortfall) {
+  auto text = with_interface();
+  text.replace(text.find("kind: host"), 10, "kind: huge");
+  auto f = facts();
+  f.hugepages_free = 2;  // 8 MiB of buffers need 4 pages
+  EXPECT_EQ(only_error(text, f),
+            "t.yaml:2:21: error: memory_regions[0].kind: huge regions need 4 hugepages of 2 MiB but "
+            "the machine has 2 free (of 16); reserve more with `echo 18 > "
+            "/proc/sys/vm/nr_hugepages` or use kind host");
+}
+
+TEST(Config, BackendNotBuiltIn) {
+  auto text = with_interface();
+  text.replace(text.find("backend: socket"), 15, "backend: dpdk");
+  auto f = facts();
+  f.have_dpdk = false;
+  EXPECT_EQ(only_error(text, f),
+            "t.yaml:5:14: error: interfaces[0].backend: backend dpdk needs a daqirid built with DPDK "
+            "(DAQIRI_WITH_DPDK)");
+}
+
+TEST(Config, ReportsEveryErrorInOneRun) {
+  auto p = parse("daemon:\n  socket: relative.sock\n  log_level: loud\nmemory_regions: 3\n");
+  EXPECT_FALSE(p.config);
+  EXPECT_EQ(p.diags.error_count(), 2u) << p.diags.render();  // type errors stop before cross-checks
+  EXPECT_THAT(p.diags.render(), HasSubstr("daemon.log_level: expected one of trace"));
+  EXPECT_THAT(p.diags.render(), HasSubstr("memory_regions: expected a list, got \"3\""));
+}
+
+TEST(Config, TcpAdminRoleNeedsClientCertificates) {
+  EXPECT_EQ(only_error("daemon:\n  tcp: {address: '0.0.0.0:7000', cert: c.pem, key: k.pem, role: admin}\n"),
+            "t.yaml:2:65: error: daemon.tcp.role: role admin over TCP needs client_ca: callers must "
+            "prove who they are");
+}
+
+TEST(Config, RelativeSocketPath) {
+  EXPECT_EQ(only_error("daemon:\n  socket: relative.sock\n"),
+            "t.yaml:2:11: error: daemon.socket: the socket path must be absolute, got "
+            "\"relative.sock\"");
+}
+
+// A DAQIRI file as DAQIRI's own applications ship them, application keys and all.
+const char* kDaqiriFile = R"(%YAML 1.2
+---
+scheduler:
+  worker_thread_number: 5
+daqiri:
+  cfg:
+    version: 1
+    manager: "dpdk"
+    master_core: 3
+    debug: false
+    log_level: "info"
+    memory_regions:
+    - name: "Data_RX_CPU"
+      kind: "huge"
+      affinity: 0
+      num_bufs: 51200
+      buf_size: 64
+    - name: "Data_RX_GPU"
+      kind: "device"
+      affinity: 0
+      num_bufs: 51200
+      buf_size: 1000
+    interfaces:
+    - name: "rx_port"
+      address: 0000:03:00.0
+      rx:
+        flow_isolation: true
+        queues:
+        - name: "rx_q_0"
+          id: 0
+          cpu_core: 2
+          batch_size: 10240
+          output_port: "bench_rx_out"
+          memory_regions:
+            - "Data_RX_CPU"
+            - "Data_RX_GPU"
+        flows:
+        - name: "ADC Samples"
+          id: 0
+          action:
+            type: queue
+            id: 0
+          match:
+            udp_src: 4096
+            udp_dst: 4096
+            ipv4_len: 1050
+bench_rx:
+  interface_name: "rx_port"
+)";
+
+TEST(DaqiriConfig, MapsOntoOurModel) {
+  auto f = facts();
+  f.hugepages_free = 4;
+  auto p = parse(kDaqiriFile, f);
+  ASSERT_TRUE(p.config) << p.diags.render();
+  const Config& c = *p.config;
+  EXPECT_EQ(c.schema, Schema::kDaqiri);
+  EXPECT_EQ(c.daemon.control_cores, (std::vector<int>{3}));
+  ASSERT_EQ(c.memory_regions.size(), 2u);
+  EXPECT_EQ(c.memory_regions[0].kind, RegionKind::kHuge);
+  EXPECT_EQ(c.memory_regions[1].kind, RegionKind::kDevice);
+  EXPECT_EQ(c.memory_regions[1].gpu, 0);
+  ASSERT_EQ(c.interfaces.size(), 1u);
+  const auto& itf = c.interfaces[0];
+  EXPECT_EQ(itf.backend, Backend::kDpdk);
+  EXPECT_EQ(itf.address, "0000:03:00.0");
+  EXPECT_TRUE(itf.flow_isolation);
+  ASSERT_EQ(itf.rx_queues.size(), 1u);
+  EXPECT_EQ(itf.rx_queues[0].core, 2);
+  EXPECT_EQ(itf.rx_queues[0].batch_size, 10240u);
+  EXPECT_EQ(itf.rx_queues[0].ring_size, 16384u);  // grown to hold a batch
+  EXPECT_EQ(itf.rx_queues[0].regions, (std::vector<std::string>{"Data_RX_CPU", "Data_RX_GPU"}));
+  ASSERT_EQ(c.flows.size(), 1u);
+  EXPECT_EQ(c.flows[0].name, "ADC Samples");
+  EXPECT_EQ(c.flows[0].interface, "rx_port");
+  EXPECT_EQ(c.flows[0].queue, "rx_q_0");
+  EXPECT_EQ(c.flows[0].match.to_string(), "udp_src=4096 udp_dst=4096");
+
+  // What maps loosely is said, with its place in the file.
+  std::string warnings = p.diags.render();
+  EXPECT_THAT(warnings, HasSubstr("t.yaml:9:18: warning: daqiri.cfg.master_core: mapped to "
+                                  "daemon.control_cores"));
+  EXPECT_THAT(warnings, HasSubstr("t.yaml:15:17: warning: daqiri.cfg.memory_regions[0].affinity: "
+                                  "NUMA affinity of host regions is not applied"));
+  EXPECT_THAT(warnings, HasSubstr("daqiri.cfg.interfaces[0].rx.queues[0].output_port: ignored: "
+                                  "Holoscan operator wiring belongs to the application"));
+  EXPECT_THAT(warnings, HasSubstr("daqiri.cfg.interfaces[0].rx.flows[0].match.ipv4_len: ignored"));
+}
+
+TEST(DaqiriConfig, UnknownKeysInsideCfgAreErrors) {
+  std::string text = kDaqiriFile;
+  text.replace(text.find("batch_size: 10240"), 17, "batchsize: 10240");
+  auto f = facts();
+  f.hugepages_free = 4;
+  EXPECT_EQ(only_error(text, f),
+            "t.yaml:32:11: error: daqiri.cfg.interfaces[0].rx.queues[0].batchsize: unknown key; "
+            "did you mean \"batch_size\"?");
+}
+
+TEST(DaqiriConfig, FlowActionMustNameAnRxQueue) {
+  std::string text = kDaqiriFile;
+  const std::string action_id = "type: queue\n            id: 0";
+  text.replace(text.find(action_id), action_id.size(), "type: queue\n            id: 5");
+  auto f = facts();
+  f.hugepages_free = 4;
+  EXPECT_EQ(only_error(text, f),
+            "t.yaml:41:13: error: daqiri.cfg.interfaces[0].rx.flows[0].action: no RX queue with id "
+            "5 on interface rx_port");
+}
+
+TEST(DaqiriConfig, TheOlderAdvancedNetworkNameIsAccepted) {
+  std::string text = kDaqiriFile;
+  text.replace(text.find("daqiri:"), 7, "advanced_network:");
+  auto f = facts();
+  f.hugepages_free = 4;
+  auto p = parse(text, f);
+  EXPECT_TRUE(p.config) << p.diags.render();
+}
+
+}  // namespace
+}  // namespace daqiri::config

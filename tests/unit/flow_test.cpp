@@ -1,0 +1,104 @@
+// Flow matches and the flow table rules shared by the config and CreateFlow.
+#include <gtest/gtest.h>
+
+#include "core/flow_table.hpp"
+
+namespace daqiri::core {
+namespace {
+
+FlowMatch dst(uint16_t first, uint16_t last) {
+  FlowMatch m;
+  m.udp_dst = PortRange{first, last};
+  return m;
+}
+
+TEST(FlowMatch, PortRangesParse) {
+  EXPECT_EQ(*parse_port_range("4096"), (PortRange{4096, 4096}));
+  EXPECT_EQ(*parse_port_range("1-65535"), (PortRange{1, 65535}));
+  EXPECT_FALSE(parse_port_range("0"));
+  EXPECT_FALSE(parse_port_range("65536"));
+  EXPECT_FALSE(parse_port_range("10-5"));
+  EXPECT_FALSE(parse_port_range("ten"));
+  EXPECT_FALSE(parse_port_range("1-"));
+  EXPECT_FALSE(parse_port_range(""));
+}
+
+TEST(FlowMatch, Ipv4PrefixesParse) {
+  auto p = parse_ipv4_prefix("10.1.0.0/16");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->length, 16);
+  EXPECT_TRUE(p->contains(0x0a01ffff));
+  EXPECT_FALSE(p->contains(0x0a02ffff));
+  EXPECT_EQ(p->to_string(), "10.1.0.0/16");
+  EXPECT_EQ(parse_ipv4_prefix("0.0.0.0/0")->mask(), 0u);
+  EXPECT_FALSE(parse_ipv4_prefix("10.1.0.1/16"));  // host bits
+  EXPECT_FALSE(parse_ipv4_prefix("10.1.0.0/33"));
+  EXPECT_FALSE(parse_ipv4_prefix("10.1.0"));
+}
+
+TEST(FlowMatch, OverlapNeedsEveryDimensionToIntersect) {
+  EXPECT_TRUE(dst(100, 200).overlaps(dst(200, 300)));
+  EXPECT_FALSE(dst(100, 199).overlaps(dst(200, 300)));
+  FlowMatch a = dst(100, 200);
+  FlowMatch b = dst(150, 150);
+  b.udp_src = PortRange{1, 1};
+  EXPECT_TRUE(a.overlaps(b));  // a's unset udp_src matches anything
+  a.udp_src = PortRange{2, 2};
+  EXPECT_FALSE(a.overlaps(b));
+  FlowMatch n1;
+  n1.ipv4_dst = *parse_ipv4_prefix("10.0.0.0/8");
+  FlowMatch n2;
+  n2.ipv4_dst = *parse_ipv4_prefix("10.9.0.0/16");
+  EXPECT_TRUE(n1.overlaps(n2));
+  n2.ipv4_dst = *parse_ipv4_prefix("11.0.0.0/16");
+  EXPECT_FALSE(n1.overlaps(n2));
+}
+
+class FlowTableTest : public ::testing::Test {
+ protected:
+  FlowTable table{RxTopology{{{"lo", {"rx0", "rx1"}}, {"tx_only", {}}}}};
+};
+
+TEST_F(FlowTableTest, AssignsLowestFreeIdsAndDefaultsTheQueue) {
+  auto a = table.add({"a", "lo", "", dst(1, 1), std::nullopt, FlowOrigin::kApi});
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->id, 0u);
+  EXPECT_EQ(a->queue, "rx0");
+  auto b = table.add({"b", "lo", "rx1", dst(2, 2), 5u, FlowOrigin::kApi});
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->id, 5u);
+  auto c = table.add({"c", "lo", "", dst(3, 3), std::nullopt, FlowOrigin::kApi});
+  EXPECT_EQ(c->id, 1u);
+  ASSERT_TRUE(table.remove("a"));
+  auto d = table.add({"d", "lo", "", dst(4, 4), std::nullopt, FlowOrigin::kApi});
+  EXPECT_EQ(d->id, 0u);  // freed ids are reused
+}
+
+TEST_F(FlowTableTest, EachRuleHasItsCodeAndField) {
+  ASSERT_TRUE(table.add({"a", "lo", "", dst(10, 20), 1u, FlowOrigin::kApi}));
+  auto expect = [&](FlowSpec spec, ErrorCode code, const std::string& field) {
+    auto r = table.add(std::move(spec));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, code) << r.error().message;
+    EXPECT_EQ(r.error().field, field) << r.error().message;
+  };
+  expect({"a", "lo", "", dst(30, 30), {}, {}}, ErrorCode::kAlreadyExists, "name");
+  expect({"", "lo", "", dst(30, 30), {}, {}}, ErrorCode::kInvalidArgument, "name");
+  expect({"x/y", "lo", "", dst(30, 30), {}, {}}, ErrorCode::kInvalidArgument, "name");
+  expect({"b", "eth0", "", dst(30, 30), {}, {}}, ErrorCode::kNotFound, "interface");
+  expect({"b", "tx_only", "", dst(30, 30), {}, {}}, ErrorCode::kFailedPrecondition, "interface");
+  expect({"b", "lo", "rx9", dst(30, 30), {}, {}}, ErrorCode::kNotFound, "queue");
+  expect({"b", "lo", "", FlowMatch{}, {}, {}}, ErrorCode::kInvalidArgument, "match");
+  expect({"b", "lo", "", dst(15, 30), {}, {}}, ErrorCode::kAlreadyExists, "match");
+  expect({"b", "lo", "", dst(30, 30), 1u, {}}, ErrorCode::kAlreadyExists, "id");
+  EXPECT_EQ(table.flows().size(), 1u);  // nothing rejected was kept
+}
+
+TEST_F(FlowTableTest, RemovingAnUnknownFlowIsNotFound) {
+  auto r = table.remove("ghost");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace daqiri::core
