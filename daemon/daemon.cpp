@@ -29,7 +29,8 @@ Result<> pin_control_thread(const std::vector<int>& cores) {
   if (cores.empty()) return {};
   cpu_set_t set;
   CPU_ZERO(&set);
-  for (int c : cores) CPU_SET(c, &set);
+  for (int c : cores)
+    CPU_SET(c, &set);
   // Threads started after this (gRPC's, the listener's) inherit the mask.
   if (sched_setaffinity(0, sizeof set, &set) != 0) return fail_errno("sched_setaffinity");
   return {};
@@ -51,8 +52,10 @@ Result<std::unique_ptr<Daemon>> Daemon::start(config::Config config) {
   } else {
     group = lookup_group(kDefaultGroup);
     if (!group) {
-      spdlog::warn("group \"{}\" does not exist: only root can reach {} (create the group or set "
-                   "daemon.socket_group)", kDefaultGroup, dc.socket_path);
+      spdlog::warn(
+          "group \"{}\" does not exist: only root can reach {} (create the group or set "
+          "daemon.socket_group)",
+          kDefaultGroup, dc.socket_path);
     }
   }
   if (auto ok = pin_control_thread(dc.control_cores); !ok) return std::unexpected(ok.error());
@@ -65,8 +68,8 @@ Result<std::unique_ptr<Daemon>> Daemon::start(config::Config config) {
                                                        dc.tcp && dc.tcp->admin);
   d->model_ = std::make_unique<core::Model>(std::move(config));
   const config::DaemonConfig& kept = d->model_->config().daemon;
-  auto control = control::ControlServer::start({kept.socket_path, group, kept.tcp}, *d->model_,
-                                               *d->policy_);
+  auto control =
+      control::ControlServer::start({kept.socket_path, group, kept.tcp}, *d->model_, *d->policy_);
   if (!control) return std::unexpected(control.error());
   d->control_ = std::move(*control);
   return d;
@@ -80,8 +83,7 @@ int Daemon::run() {
   }
   const config::Config& c = model_->config();
   std::string status = "serving " + std::to_string(c.interfaces.size()) + " interfaces, " +
-                       std::to_string(model_->flows().size()) + " flows on " +
-                       c.daemon.socket_path;
+                       std::to_string(model_->flows().size()) + " flows on " + c.daemon.socket_path;
   notifier_.ready(status);
   spdlog::info("daqirid {} ready: {} (config: {})", build::kVersion, status, c.source);
 
@@ -93,8 +95,9 @@ int Daemon::run() {
       continue;
     }
     if (*sig == SIGHUP) {
-      spdlog::warn("SIGHUP: configuration reload is not supported yet; restart daqirid to apply "
-                   "a changed file (flows can change at runtime through the control API)");
+      spdlog::warn(
+          "SIGHUP: configuration reload is not supported yet; restart daqirid to apply "
+          "a changed file (flows can change at runtime through the control API)");
       continue;
     }
     spdlog::info("{}: draining", strsignal(*sig));

@@ -1,7 +1,7 @@
 // daqirid: command line, configuration, then the Daemon. Exit codes: 0 clean stop or valid
 // config, 1 failed to start, 2 invalid configuration or command line.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <iostream>
@@ -54,8 +54,9 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--check-config", check_path, "validate FILE, print what is wrong, and exit")
       ->type_name("FILE");
-  app.add_option("-s,--socket", socket_path,
-                 "control socket path (overrides daemon.socket; the session socket sits beside it)");
+  app.add_option(
+      "-s,--socket", socket_path,
+      "control socket path (overrides daemon.socket; the session socket sits beside it)");
   app.add_option("-l,--log-level", log_level, "trace, debug, info, warn, error, critical, off");
   app.add_flag("--print-default-config", print_default, "print the embedded configuration");
   app.set_version_flag("-V,--version", version_text());
@@ -77,8 +78,7 @@ int main(int argc, char** argv) {
     std::cout << check_path << ": valid "
               << (config->schema == daqiri::config::Schema::kDaqiri ? "DAQIRI" : "daqirid")
               << " configuration: " << config->memory_regions.size() << " memory regions, "
-              << config->interfaces.size() << " interfaces, " << config->flows.size()
-              << " flows\n";
+              << config->interfaces.size() << " interfaces, " << config->flows.size() << " flows\n";
     return 0;
   }
 
@@ -104,7 +104,8 @@ int main(int argc, char** argv) {
   if (!socket_path.empty()) config->daemon.socket_path = socket_path;
 
   daqiri::system::setup_logging(config->daemon.log_level);
-  for (const auto& d : diags.items()) spdlog::warn("{}", d.render());
+  for (const auto& d : diags.items())
+    spdlog::warn("{}", d.render());
 
   auto daemon = daqiri::Daemon::start(std::move(*config));
   if (!daemon) {

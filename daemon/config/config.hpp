@@ -29,13 +29,13 @@ struct AccessList {
 };
 
 struct AccessPolicyConfig {
-  AccessList admins;   // may mutate; uid 0 is always an admin
-  AccessList clients;  // may read and attach
+  AccessList admins;            // may mutate; uid 0 is always an admin
+  AccessList clients;           // may read and attach
   bool default_clients = true;  // no clients list given: members of group "daqiri" if it exists
 };
 
 struct TcpListenerConfig {
-  std::string address;         // host:port
+  std::string address;  // host:port
   std::string cert_file;
   std::string key_file;
   std::string client_ca_file;  // set: clients must present a certificate signed by it
@@ -45,7 +45,7 @@ struct TcpListenerConfig {
 
 struct DaemonConfig {
   std::string socket_path = "/run/daqiri/daqiri.sock";
-  std::optional<std::string> socket_group;  // unset: "daqiri" if that group exists
+  std::optional<std::string> socket_group;         // unset: "daqiri" if that group exists
   std::string metrics_address = "127.0.0.1:9464";  // empty: metrics off
   LogLevel log_level = LogLevel::kInfo;
   std::vector<int> control_cores;
@@ -59,7 +59,7 @@ struct MemoryRegionConfig {
   RegionKind kind = RegionKind::kHost;
   uint32_t buf_size = 0;
   uint32_t num_bufs = 0;
-  int gpu = -1;  // pinned/device: GPU index
+  int gpu = -1;                     // pinned/device: GPU index
   std::vector<std::string> access;  // RDMA access flags: local, rdma_read, rdma_write
   Located where;
 
@@ -100,7 +100,7 @@ struct InterfaceConfig {
 struct FlowConfig {
   std::string name;
   std::string interface;
-  std::string queue;  // empty: the interface's first RX queue
+  std::string queue;           // empty: the interface's first RX queue
   std::optional<uint32_t> id;  // unset: assigned by the daemon
   core::FlowMatch match;
   Located where;

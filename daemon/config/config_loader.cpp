@@ -14,7 +14,9 @@ namespace daqiri::config {
 
 extern const char* const kEmbeddedDefaultConfig;  // generated from config/default.yaml
 
-std::string_view embedded_default_config() { return kEmbeddedDefaultConfig; }
+std::string_view embedded_default_config() {
+  return kEmbeddedDefaultConfig;
+}
 
 std::optional<Config> parse_config(std::string_view text, const std::string& source,
                                    const SystemFacts& facts, Diagnostics& diags) {

@@ -17,14 +17,18 @@ std::string cpu_list(const std::set<int>& cpus) {
   while (it != cpus.end()) {
     int first = *it;
     int last = first;
-    while (++it != cpus.end() && *it == last + 1) last = *it;
+    while (++it != cpus.end() && *it == last + 1)
+      last = *it;
     if (!out.empty()) out += ',';
-    out += first == last ? std::to_string(first) : std::to_string(first) + '-' + std::to_string(last);
+    out +=
+        first == last ? std::to_string(first) : std::to_string(first) + '-' + std::to_string(last);
   }
   return out.empty() ? "none" : out;
 }
 
-bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+bool is_power_of_two(uint64_t v) {
+  return v != 0 && (v & (v - 1)) == 0;
+}
 
 class Validator {
  public:
@@ -57,14 +61,18 @@ class Validator {
   void check_daemon() {
     const DaemonConfig& d = c_.daemon;
     if (d.socket_path.empty() || d.socket_path.front() != '/') {
-      error(d.where.at("socket"), "the socket path must be absolute, got \"" + d.socket_path + "\"");
+      error(d.where.at("socket"),
+            "the socket path must be absolute, got \"" + d.socket_path + "\"");
     } else if (d.socket_path.size() > 100) {
-      error(d.where.at("socket"), "the socket path is longer than a Unix socket address allows "
-                                  "(100 characters)");
+      error(d.where.at("socket"),
+            "the socket path is longer than a Unix socket address allows "
+            "(100 characters)");
     }
-    for (int core : d.control_cores) check_core(core, d.where.at("control_cores"));
+    for (int core : d.control_cores)
+      check_core(core, d.where.at("control_cores"));
     if (!d.metrics_address.empty() && d.metrics_address.rfind(':') == std::string::npos) {
-      error(d.where.at("metrics"), "expected host:port or \"off\", got \"" + d.metrics_address + "\"");
+      error(d.where.at("metrics"),
+            "expected host:port or \"off\", got \"" + d.metrics_address + "\"");
     }
     if (d.tcp) {
       if (d.tcp->address.rfind(':') == std::string::npos) {
@@ -89,8 +97,8 @@ class Validator {
                                       " needs a daqirid built with CUDA (DAQIRI_WITH_CUDA)");
       }
       if (!gpu_kind && r.gpu >= 0) {
-        error(r.where.at("gpu"), std::string("gpu applies to pinned and device regions, not ") +
-                                     to_string(r.kind));
+        error(r.where.at("gpu"),
+              std::string("gpu applies to pinned and device regions, not ") + to_string(r.kind));
       }
     }
   }
@@ -99,8 +107,8 @@ class Validator {
                    std::set<std::string>& names, std::set<uint32_t>& ids) {
     check_name("queue", q.name, q.where);
     if (!names.insert(q.name).second) {
-      error(q.where.at("name"), "interface \"" + itf.name + "\" already has a queue named \"" +
-                                    q.name + "\"");
+      error(q.where.at("name"),
+            "interface \"" + itf.name + "\" already has a queue named \"" + q.name + "\"");
     }
     if (!ids.insert(q.id).second) {
       error(q.where.at("id"), std::string("interface \"") + itf.name + "\" already has an " + dir +
@@ -165,8 +173,10 @@ class Validator {
       std::set<std::string> queue_names;
       std::set<uint32_t> rx_ids;
       std::set<uint32_t> tx_ids;
-      for (const auto& q : itf.rx_queues) check_queue(itf, q, "RX", queue_names, rx_ids);
-      for (const auto& q : itf.tx_queues) check_queue(itf, q, "TX", queue_names, tx_ids);
+      for (const auto& q : itf.rx_queues)
+        check_queue(itf, q, "RX", queue_names, rx_ids);
+      for (const auto& q : itf.tx_queues)
+        check_queue(itf, q, "TX", queue_names, tx_ids);
     }
   }
 
@@ -181,10 +191,13 @@ class Validator {
         detail += user_names_.at(q) + " needs " + std::to_string(buffers_needed(*q));
       }
       if (r.num_bufs < need) {
-        error(r.where.at("num_bufs"),
-              "num_bufs " + std::to_string(r.num_bufs) + " is too small for the queues that draw "
-              "from region \"" + name + "\" (" + detail + ": 1.5 x ring_size + batch_size each); "
-              "need at least " + std::to_string(need));
+        error(r.where.at("num_bufs"), "num_bufs " + std::to_string(r.num_bufs) +
+                                          " is too small for the queues that draw "
+                                          "from region \"" +
+                                          name + "\" (" + detail +
+                                          ": 1.5 x ring_size + batch_size each); "
+                                          "need at least " +
+                                          std::to_string(need));
       }
     }
   }
@@ -204,9 +217,11 @@ class Validator {
       uint64_t mib = facts_.hugepage_size >> 20;
       error(first->where.at("kind"),
             "huge regions need " + std::to_string(pages) + " hugepages of " + std::to_string(mib) +
-                " MiB but the machine has " + std::to_string(facts_.hugepages_free) +
-                " free (of " + std::to_string(facts_.hugepages_total) + "); reserve more with "
-                "`echo " + std::to_string(facts_.hugepages_total + pages - facts_.hugepages_free) +
+                " MiB but the machine has " + std::to_string(facts_.hugepages_free) + " free (of " +
+                std::to_string(facts_.hugepages_total) +
+                "); reserve more with "
+                "`echo " +
+                std::to_string(facts_.hugepages_total + pages - facts_.hugepages_free) +
                 " > /proc/sys/vm/nr_hugepages` or use kind host");
     }
   }
@@ -215,11 +230,13 @@ class Validator {
     core::RxTopology topology;
     for (const auto& itf : c_.interfaces) {
       auto& qs = topology.rx_queues[itf.name];
-      for (const auto& q : itf.rx_queues) qs.push_back(q.name);
+      for (const auto& q : itf.rx_queues)
+        qs.push_back(q.name);
     }
     core::FlowTable table(std::move(topology));
     for (const auto& f : c_.flows) {
-      auto added = table.add({f.name, f.interface, f.queue, f.match, f.id, core::FlowOrigin::kConfig});
+      auto added =
+          table.add({f.name, f.interface, f.queue, f.match, f.id, core::FlowOrigin::kConfig});
       if (!added) {
         const auto& field = added.error().field;
         error(f.where.at(field.empty() ? "name" : field), added.error().message);
@@ -243,32 +260,46 @@ void validate_config(const Config& config, const SystemFacts& facts, Diagnostics
 
 const char* to_string(LogLevel level) {
   switch (level) {
-    case LogLevel::kTrace: return "trace";
-    case LogLevel::kDebug: return "debug";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kWarn: return "warn";
-    case LogLevel::kError: return "error";
-    case LogLevel::kCritical: return "critical";
-    case LogLevel::kOff: return "off";
+    case LogLevel::kTrace:
+      return "trace";
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kError:
+      return "error";
+    case LogLevel::kCritical:
+      return "critical";
+    case LogLevel::kOff:
+      return "off";
   }
   return "?";
 }
 
 const char* to_string(RegionKind kind) {
   switch (kind) {
-    case RegionKind::kHost: return "host";
-    case RegionKind::kHuge: return "huge";
-    case RegionKind::kPinned: return "pinned";
-    case RegionKind::kDevice: return "device";
+    case RegionKind::kHost:
+      return "host";
+    case RegionKind::kHuge:
+      return "huge";
+    case RegionKind::kPinned:
+      return "pinned";
+    case RegionKind::kDevice:
+      return "device";
   }
   return "?";
 }
 
 const char* to_string(Backend backend) {
   switch (backend) {
-    case Backend::kSocket: return "socket";
-    case Backend::kDpdk: return "dpdk";
-    case Backend::kRdma: return "rdma";
+    case Backend::kSocket:
+      return "socket";
+    case Backend::kDpdk:
+      return "dpdk";
+    case Backend::kRdma:
+      return "rdma";
   }
   return "?";
 }

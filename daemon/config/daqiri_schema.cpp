@@ -27,8 +27,9 @@ MemoryRegionConfig read_region(const YamlNode& node) {
         r.gpu = static_cast<int>(*v);
         r.where.record("gpu", affinity->origin());
       } else {
-        affinity->warning("NUMA affinity of host regions is not applied by daqirid; the region "
-                          "is allocated on the daemon's NUMA node");
+        affinity->warning(
+            "NUMA affinity of host regions is not applied by daqirid; the region "
+            "is allocated on the daemon's NUMA node");
       }
     }
   }
@@ -52,9 +53,11 @@ QueueConfig read_queue(const YamlNode& node, uint32_t index, bool tx) {
     node.diags().error(o, "a queue needs at least one memory region");
   }
   // DAQIRI sizes the NIC ring itself; keep ours large enough for its batches.
-  while (q.ring_size < q.batch_size) q.ring_size *= 2;
-  map.ignore("timeout_us", "daqirid delivers each burst as soon as it is polled; clients choose "
-                           "their own wait timeout");
+  while (q.ring_size < q.batch_size)
+    q.ring_size *= 2;
+  map.ignore("timeout_us",
+             "daqirid delivers each burst as soon as it is polled; clients choose "
+             "their own wait timeout");
   map.ignore("output_port", "Holoscan operator wiring belongs to the application");
   map.ignore("split_boundary", "header-data split follows from a queue with two memory regions");
   if (tx) {
@@ -90,8 +93,9 @@ void read_flows(const YamlNode& node, const InterfaceConfig& itf, Config& config
     }
     if (auto m = map.require("match")) {
       flow.match = read_flow_match(*m, [](YamlMap& mm) {
-        mm.ignore("ipv4_len", "daqirid does not match on the IPv4 total length; the flow "
-                              "matches packets of any length");
+        mm.ignore("ipv4_len",
+                  "daqirid does not match on the IPv4 total length; the flow "
+                  "matches packets of any length");
       });
       flow.where.record("match", m->origin());
     }
@@ -114,7 +118,8 @@ void read_interface(const YamlNode& node, Backend backend, Config& config) {
                     {{"server", RdmaConfig::Mode::kServer}, {"client", RdmaConfig::Mode::kClient}},
                     itf.where);
     uint32_t port = rc.port;
-    if (map.read_uint("rdma_port", port, 1, 65535, itf.where)) rc.port = static_cast<uint16_t>(port);
+    if (map.read_uint("rdma_port", port, 1, 65535, itf.where))
+      rc.port = static_cast<uint16_t>(port);
     map.read_choice("rdma_transport_mode", rc.transport,
                     {{"RC", RdmaConfig::Transport::kRc}, {"UC", RdmaConfig::Transport::kUc}},
                     itf.where);
@@ -126,7 +131,8 @@ void read_interface(const YamlNode& node, Backend backend, Config& config) {
     r.read_bool("flow_isolation", itf.flow_isolation, itf.where);
     if (auto qs = r.get("queues")) {
       uint32_t i = 0;
-      for (const auto& q : qs->items()) itf.rx_queues.push_back(read_queue(q, i++, false));
+      for (const auto& q : qs->items())
+        itf.rx_queues.push_back(read_queue(q, i++, false));
     }
     flows = r.get("flows");
     r.finish();
@@ -135,7 +141,8 @@ void read_interface(const YamlNode& node, Backend backend, Config& config) {
     YamlMap t(*tx);
     if (auto qs = t.get("queues")) {
       uint32_t i = 0;
-      for (const auto& q : qs->items()) itf.tx_queues.push_back(read_queue(q, i++, true));
+      for (const auto& q : qs->items())
+        itf.tx_queues.push_back(read_queue(q, i++, true));
     }
     t.ignore("accurate_send", "send-time scheduling is not offered by daqirid");
     t.finish();
@@ -164,8 +171,9 @@ void read_daqiri_schema(const YamlNode& cfg_node, Config& config) {
     if (auto v = mc->to_int(0, 4095)) {
       d.control_cores = {static_cast<int>(*v)};
       d.where.record("control_cores", mc->origin());
-      mc->warning("mapped to daemon.control_cores: pins daqirid's control thread, not a DPDK "
-                  "main lcore");
+      mc->warning(
+          "mapped to daemon.control_cores: pins daqirid's control thread, not a DPDK "
+          "main lcore");
     }
   }
   bool debug = false;
@@ -183,10 +191,12 @@ void read_daqiri_schema(const YamlNode& cfg_node, Config& config) {
   cfg.ignore("rx_meta_buffers", "daqirid sizes descriptor rings per attachment");
 
   if (auto regions = cfg.get("memory_regions")) {
-    for (const auto& r : regions->items()) config.memory_regions.push_back(read_region(r));
+    for (const auto& r : regions->items())
+      config.memory_regions.push_back(read_region(r));
   }
   if (auto interfaces = cfg.get("interfaces")) {
-    for (const auto& i : interfaces->items()) read_interface(i, backend, config);
+    for (const auto& i : interfaces->items())
+      read_interface(i, backend, config);
   }
   cfg.finish();
 }

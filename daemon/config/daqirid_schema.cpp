@@ -1,6 +1,6 @@
 // Our own schema: top-level daemon, memory_regions, interfaces, flows.
-#include "config/schemas.hpp"
 #include "config/schema_common.hpp"
+#include "config/schemas.hpp"
 
 namespace daqiri::config {
 namespace {
@@ -114,7 +114,8 @@ QueueConfig read_queue(const YamlNode& node, uint32_t index) {
 void read_queues(YamlMap& dir_map, std::vector<QueueConfig>& out) {
   if (auto qs = dir_map.get("queues")) {
     uint32_t i = 0;
-    for (const auto& q : qs->items()) out.push_back(read_queue(q, i++));
+    for (const auto& q : qs->items())
+      out.push_back(read_queue(q, i++));
   }
 }
 
@@ -178,13 +179,16 @@ FlowConfig read_flow(const YamlNode& node) {
 void read_daqirid_schema(YamlMap& root, Config& config) {
   if (auto d = root.get("daemon")) read_daemon(*d, config.daemon);
   if (auto regions = root.get("memory_regions")) {
-    for (const auto& r : regions->items()) config.memory_regions.push_back(read_region(r));
+    for (const auto& r : regions->items())
+      config.memory_regions.push_back(read_region(r));
   }
   if (auto interfaces = root.get("interfaces")) {
-    for (const auto& i : interfaces->items()) config.interfaces.push_back(read_interface(i));
+    for (const auto& i : interfaces->items())
+      config.interfaces.push_back(read_interface(i));
   }
   if (auto flows = root.get("flows")) {
-    for (const auto& f : flows->items()) config.flows.push_back(read_flow(f));
+    for (const auto& f : flows->items())
+      config.flows.push_back(read_flow(f));
   }
   root.finish();
 }

@@ -24,7 +24,8 @@ void Diagnostics::warning(const Origin& origin, std::string message) {
 
 std::string Diagnostics::render() const {
   std::string out;
-  for (const auto& d : items_) out += d.render() + '\n';
+  for (const auto& d : items_)
+    out += d.render() + '\n';
   return out;
 }
 

@@ -21,8 +21,8 @@ std::optional<gid_t> read_group(const YamlNode& node);
 // Log level names, shared so both schemas spell them alike.
 inline const std::vector<std::pair<std::string_view, LogLevel>>& log_level_names() {
   static const std::vector<std::pair<std::string_view, LogLevel>> names = {
-      {"trace", LogLevel::kTrace}, {"debug", LogLevel::kDebug},       {"info", LogLevel::kInfo},
-      {"warn", LogLevel::kWarn},   {"warning", LogLevel::kWarn},      {"error", LogLevel::kError},
+      {"trace", LogLevel::kTrace},       {"debug", LogLevel::kDebug},  {"info", LogLevel::kInfo},
+      {"warn", LogLevel::kWarn},         {"warning", LogLevel::kWarn}, {"error", LogLevel::kError},
       {"critical", LogLevel::kCritical}, {"off", LogLevel::kOff}};
   return names;
 }

@@ -8,7 +8,8 @@ namespace {
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     size_t diag = row[0];
     row[0] = i;
@@ -170,8 +171,8 @@ YamlMap::YamlMap(const YamlNode& node) : node_(node) {
       if (!kv.first.IsScalar()) continue;
       const std::string& key = kv.first.Scalar();
       if (!seen.insert(key).second) {
-        YamlNode k(kv.first, node.origin().file, node.path().empty() ? key : node.path() + "." + key,
-                   &node.diags());
+        YamlNode k(kv.first, node.origin().file,
+                   node.path().empty() ? key : node.path() + "." + key, &node.diags());
         k.error("duplicate key");
       }
     }
@@ -185,7 +186,8 @@ std::optional<YamlNode> YamlMap::get(std::string_view key) {
   if (!valid_) return std::nullopt;
   for (const auto& kv : node_.raw()) {
     if (kv.first.IsScalar() && kv.first.Scalar() == key) {
-      std::string path = node_.path().empty() ? std::string(key) : node_.path() + "." + std::string(key);
+      std::string path =
+          node_.path().empty() ? std::string(key) : node_.path() + "." + std::string(key);
       return YamlNode(kv.second, node_.origin().file, std::move(path), &node_.diags());
     }
   }
@@ -280,7 +282,8 @@ void YamlMap::finish() {
       k.error("unknown key; did you mean \"" + *hint + "\"?");
     } else {
       std::string valid;
-      for (const auto& known : known_) valid += (valid.empty() ? "" : ", ") + known;
+      for (const auto& known : known_)
+        valid += (valid.empty() ? "" : ", ") + known;
       k.error("unknown key; valid keys here: " + valid);
     }
   }

@@ -21,8 +21,8 @@ namespace daqiri::config {
 
 class YamlNode {
  public:
-  YamlNode(YAML::Node node, std::string file, std::string path, Diagnostics* diags)
-      : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)), diags_(diags) {}
+  YamlNode(const YAML::Node& node, std::string file, std::string path, Diagnostics* diags)
+      : node_(node), file_(std::move(file)), path_(std::move(path)), diags_(diags) {}
 
   [[nodiscard]] Origin origin() const;
   [[nodiscard]] const std::string& path() const { return path_; }
@@ -86,7 +86,8 @@ class YamlMap {
     if (!n) return false;
     std::vector<std::string_view> names;
     names.reserve(choices.size());
-    for (const auto& c : choices) names.push_back(c.first);
+    for (const auto& c : choices)
+      names.push_back(c.first);
     auto index = n->to_choice(names);
     if (!index) return false;
     out = choices[*index].second;
@@ -106,6 +107,7 @@ class YamlMap {
 };
 
 // Nearest candidate to `word` by edit distance, if close enough to be a plausible typo.
-std::optional<std::string> nearest(std::string_view word, const std::set<std::string, std::less<>>& candidates);
+std::optional<std::string> nearest(std::string_view word,
+                                   const std::set<std::string, std::less<>>& candidates);
 
 }  // namespace daqiri::config

@@ -6,9 +6,12 @@ namespace daqiri::control {
 
 const char* to_string(Role role) {
   switch (role) {
-    case Role::kNone: return "none";
-    case Role::kClient: return "client";
-    case Role::kAdmin: return "admin";
+    case Role::kNone:
+      return "none";
+    case Role::kClient:
+      return "client";
+    case Role::kAdmin:
+      return "admin";
   }
   return "?";
 }

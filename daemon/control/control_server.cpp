@@ -97,6 +97,8 @@ void ControlServer::shutdown(std::chrono::milliseconds grace) {
   listener_.reset();  // removes the socket file
 }
 
-ControlServer::~ControlServer() { shutdown(std::chrono::milliseconds(0)); }
+ControlServer::~ControlServer() {
+  shutdown(std::chrono::milliseconds(0));
+}
 
 }  // namespace daqiri::control

@@ -12,14 +12,30 @@ namespace daqiri::control {
 grpc::Status to_status(const Error& error) {
   grpc::StatusCode code = grpc::StatusCode::INTERNAL;
   switch (error.code) {
-    case ErrorCode::kInvalidArgument: code = grpc::StatusCode::INVALID_ARGUMENT; break;
-    case ErrorCode::kNotFound: code = grpc::StatusCode::NOT_FOUND; break;
-    case ErrorCode::kAlreadyExists: code = grpc::StatusCode::ALREADY_EXISTS; break;
-    case ErrorCode::kPermissionDenied: code = grpc::StatusCode::PERMISSION_DENIED; break;
-    case ErrorCode::kFailedPrecondition: code = grpc::StatusCode::FAILED_PRECONDITION; break;
-    case ErrorCode::kResourceExhausted: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
-    case ErrorCode::kUnavailable: code = grpc::StatusCode::UNAVAILABLE; break;
-    case ErrorCode::kInternal: code = grpc::StatusCode::INTERNAL; break;
+    case ErrorCode::kInvalidArgument:
+      code = grpc::StatusCode::INVALID_ARGUMENT;
+      break;
+    case ErrorCode::kNotFound:
+      code = grpc::StatusCode::NOT_FOUND;
+      break;
+    case ErrorCode::kAlreadyExists:
+      code = grpc::StatusCode::ALREADY_EXISTS;
+      break;
+    case ErrorCode::kPermissionDenied:
+      code = grpc::StatusCode::PERMISSION_DENIED;
+      break;
+    case ErrorCode::kFailedPrecondition:
+      code = grpc::StatusCode::FAILED_PRECONDITION;
+      break;
+    case ErrorCode::kResourceExhausted:
+      code = grpc::StatusCode::RESOURCE_EXHAUSTED;
+      break;
+    case ErrorCode::kUnavailable:
+      code = grpc::StatusCode::UNAVAILABLE;
+      break;
+    case ErrorCode::kInternal:
+      code = grpc::StatusCode::INTERNAL;
+      break;
   }
   return {code, error.message};
 }
@@ -32,8 +48,8 @@ Result<PeerIdentity> ControlService::authorize(grpc::ServerContext* ctx, Role ne
                                                std::string_view action) const {
   auto peer = connections_.lookup(ctx->peer());
   if (!peer) {
-    return fail(ErrorCode::kPermissionDenied, "the daemon cannot identify this connection (" +
-                                                  ctx->peer() + ")");
+    return fail(ErrorCode::kPermissionDenied,
+                "the daemon cannot identify this connection (" + ctx->peer() + ")");
   }
   if (auto ok = policy_.require(*peer, need, action); !ok) {
     spdlog::info("denied: {}", ok.error().message);
@@ -83,9 +99,15 @@ grpc::Status ControlService::GetInfo(grpc::ServerContext* ctx, const v1::GetInfo
   caller->set_user(peer->user);
   caller->set_transport(peer->transport == PeerIdentity::Transport::kTcp ? "tcp" : "unix");
   switch (policy_.role_of(*peer)) {
-    case Role::kNone: caller->set_role(v1::ROLE_NONE); break;
-    case Role::kClient: caller->set_role(v1::ROLE_CLIENT); break;
-    case Role::kAdmin: caller->set_role(v1::ROLE_ADMIN); break;
+    case Role::kNone:
+      caller->set_role(v1::ROLE_NONE);
+      break;
+    case Role::kClient:
+      caller->set_role(v1::ROLE_CLIENT);
+      break;
+    case Role::kAdmin:
+      caller->set_role(v1::ROLE_ADMIN);
+      break;
   }
   return grpc::Status::OK;
 }
@@ -96,7 +118,8 @@ grpc::Status ControlService::ListInterfaces(grpc::ServerContext* ctx,
   if (auto peer = authorize(ctx, Role::kClient, "list interfaces"); !peer) {
     return to_status(peer.error());
   }
-  for (const auto& itf : model_.config().interfaces) to_proto(itf, *resp->add_interfaces());
+  for (const auto& itf : model_.config().interfaces)
+    to_proto(itf, *resp->add_interfaces());
   return grpc::Status::OK;
 }
 
@@ -106,7 +129,8 @@ grpc::Status ControlService::ListMemoryRegions(grpc::ServerContext* ctx,
   if (auto peer = authorize(ctx, Role::kClient, "list memory regions"); !peer) {
     return to_status(peer.error());
   }
-  for (const auto& r : model_.config().memory_regions) to_proto(r, *resp->add_regions());
+  for (const auto& r : model_.config().memory_regions)
+    to_proto(r, *resp->add_regions());
   return grpc::Status::OK;
 }
 
@@ -120,8 +144,10 @@ grpc::Status ControlService::ListQueues(grpc::ServerContext* ctx, const v1::List
   }
   for (const auto& itf : model_.config().interfaces) {
     if (!req->interface().empty() && itf.name != req->interface()) continue;
-    for (const auto& q : itf.rx_queues) to_proto(itf, q, v1::DIRECTION_RX, *resp->add_queues());
-    for (const auto& q : itf.tx_queues) to_proto(itf, q, v1::DIRECTION_TX, *resp->add_queues());
+    for (const auto& q : itf.rx_queues)
+      to_proto(itf, q, v1::DIRECTION_RX, *resp->add_queues());
+    for (const auto& q : itf.tx_queues)
+      to_proto(itf, q, v1::DIRECTION_TX, *resp->add_queues());
   }
   return grpc::Status::OK;
 }
@@ -134,7 +160,8 @@ grpc::Status ControlService::ListFlows(grpc::ServerContext* ctx, const v1::ListF
   if (!req->interface().empty() && !model_.find_interface(req->interface())) {
     return to_status({ErrorCode::kNotFound, "no interface named \"" + req->interface() + "\"", {}});
   }
-  for (const auto& f : model_.flows(req->interface())) to_proto(f, *resp->add_flows());
+  for (const auto& f : model_.flows(req->interface()))
+    to_proto(f, *resp->add_flows());
   return grpc::Status::OK;
 }
 

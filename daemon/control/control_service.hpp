@@ -37,7 +37,8 @@ class ControlService final : public v1::Control::Service {
 
  private:
   // The caller's identity if it holds `need`, else the status to return.
-  Result<PeerIdentity> authorize(grpc::ServerContext* ctx, Role need, std::string_view action) const;
+  Result<PeerIdentity> authorize(grpc::ServerContext* ctx, Role need,
+                                 std::string_view action) const;
 
   core::Model& model_;
   const AccessPolicy& policy_;

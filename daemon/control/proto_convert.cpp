@@ -38,19 +38,26 @@ Result<core::Ipv4Prefix> from_proto(const v1::Ipv4Prefix& p, const char* field) 
 
 v1::Backend to_proto(config::Backend b) {
   switch (b) {
-    case config::Backend::kSocket: return v1::BACKEND_SOCKET;
-    case config::Backend::kDpdk: return v1::BACKEND_DPDK;
-    case config::Backend::kRdma: return v1::BACKEND_RDMA;
+    case config::Backend::kSocket:
+      return v1::BACKEND_SOCKET;
+    case config::Backend::kDpdk:
+      return v1::BACKEND_DPDK;
+    case config::Backend::kRdma:
+      return v1::BACKEND_RDMA;
   }
   return v1::BACKEND_UNSPECIFIED;
 }
 
 v1::RegionKind to_proto(config::RegionKind k) {
   switch (k) {
-    case config::RegionKind::kHost: return v1::REGION_KIND_HOST;
-    case config::RegionKind::kHuge: return v1::REGION_KIND_HUGE;
-    case config::RegionKind::kPinned: return v1::REGION_KIND_PINNED;
-    case config::RegionKind::kDevice: return v1::REGION_KIND_DEVICE;
+    case config::RegionKind::kHost:
+      return v1::REGION_KIND_HOST;
+    case config::RegionKind::kHuge:
+      return v1::REGION_KIND_HUGE;
+    case config::RegionKind::kPinned:
+      return v1::REGION_KIND_PINNED;
+    case config::RegionKind::kDevice:
+      return v1::REGION_KIND_DEVICE;
   }
   return v1::REGION_KIND_UNSPECIFIED;
 }
@@ -100,7 +107,8 @@ void to_proto(const config::InterfaceConfig& itf, const config::QueueConfig& que
   out.set_core(queue.core);
   out.set_batch_size(queue.batch_size);
   out.set_ring_size(queue.ring_size);
-  for (const auto& r : queue.regions) out.add_regions(r);
+  for (const auto& r : queue.regions)
+    out.add_regions(r);
 }
 
 Result<core::FlowSpec> from_proto(const v1::CreateFlowRequest& request) {

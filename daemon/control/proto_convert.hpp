@@ -2,8 +2,8 @@
 // here: a malformed field becomes INVALID_ARGUMENT naming the field.
 #pragma once
 
-#include "core/flow_table.hpp"
 #include "config/config.hpp"
+#include "core/flow_table.hpp"
 #include "daqiri/v1/control.pb.h"
 
 namespace daqiri::control {

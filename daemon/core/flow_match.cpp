@@ -21,8 +21,7 @@ bool parse_uint(std::string_view text, uint64_t& out) {
 }  // namespace
 
 std::string PortRange::to_string() const {
-  return first == last ? std::to_string(first)
-                       : std::to_string(first) + '-' + std::to_string(last);
+  return first == last ? std::to_string(first) : std::to_string(first) + '-' + std::to_string(last);
 }
 
 std::string Ipv4Prefix::to_string() const {
@@ -70,9 +69,9 @@ Result<PortRange> parse_port_range(std::string_view text) {
   uint64_t first = 0;
   uint64_t last = 0;
   auto dash = text.find('-');
-  bool ok = dash == std::string_view::npos
-                ? parse_uint(text, first) && parse_uint(text, last)
-                : parse_uint(text.substr(0, dash), first) && parse_uint(text.substr(dash + 1), last);
+  bool ok = dash == std::string_view::npos ? parse_uint(text, first) && parse_uint(text, last)
+                                           : parse_uint(text.substr(0, dash), first) &&
+                                                 parse_uint(text.substr(dash + 1), last);
   if (!ok) {
     return fail(ErrorCode::kInvalidArgument,
                 "expected a UDP port or a range like 4096-4100, got \"" + std::string(text) + "\"");

@@ -15,7 +15,9 @@ struct PortRange {
   uint16_t first = 0;
   uint16_t last = 0;  // inclusive
 
-  [[nodiscard]] bool overlaps(const PortRange& o) const { return first <= o.last && o.first <= last; }
+  [[nodiscard]] bool overlaps(const PortRange& o) const {
+    return first <= o.last && o.first <= last;
+  }
   [[nodiscard]] bool contains(uint16_t port) const { return first <= port && port <= last; }
   // "4096" or "4096-4100"
   [[nodiscard]] std::string to_string() const;

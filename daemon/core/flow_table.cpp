@@ -33,10 +33,11 @@ Result<Flow> FlowTable::add(FlowSpec spec) {
   auto itf = topology_.rx_queues.find(spec.interface);
   if (itf == topology_.rx_queues.end()) {
     std::string known;
-    for (const auto& [name, queues] : topology_.rx_queues) known += (known.empty() ? "" : ", ") + name;
-    return fail(ErrorCode::kNotFound, "no interface named \"" + spec.interface +
-                                          "\" (interfaces: " + (known.empty() ? "none" : known) +
-                                          ")",
+    for (const auto& [name, queues] : topology_.rx_queues)
+      known += (known.empty() ? "" : ", ") + name;
+    return fail(ErrorCode::kNotFound,
+                "no interface named \"" + spec.interface +
+                    "\" (interfaces: " + (known.empty() ? "none" : known) + ")",
                 "interface");
   }
   const auto& queues = itf->second;
@@ -49,10 +50,11 @@ Result<Flow> FlowTable::add(FlowSpec spec) {
     spec.queue = queues.front();
   } else if (std::find(queues.begin(), queues.end(), spec.queue) == queues.end()) {
     std::string known;
-    for (const auto& q : queues) known += (known.empty() ? "" : ", ") + q;
-    return fail(ErrorCode::kNotFound, "interface \"" + spec.interface +
-                                          "\" has no RX queue named \"" + spec.queue +
-                                          "\" (RX queues: " + known + ")",
+    for (const auto& q : queues)
+      known += (known.empty() ? "" : ", ") + q;
+    return fail(ErrorCode::kNotFound,
+                "interface \"" + spec.interface + "\" has no RX queue named \"" + spec.queue +
+                    "\" (RX queues: " + known + ")",
                 "queue");
   }
   if (spec.match.empty()) {
@@ -74,11 +76,13 @@ Result<Flow> FlowTable::add(FlowSpec spec) {
   uint32_t id = 0;
   if (spec.id) {
     if (ids.contains(*spec.id)) {
-      return fail(ErrorCode::kAlreadyExists, "flow id " + std::to_string(*spec.id) + " is taken", "id");
+      return fail(ErrorCode::kAlreadyExists, "flow id " + std::to_string(*spec.id) + " is taken",
+                  "id");
     }
     id = *spec.id;
   } else {
-    while (ids.contains(id)) ++id;
+    while (ids.contains(id))
+      ++id;
   }
   Flow flow{spec.name, spec.interface, spec.queue, spec.match, id, spec.origin};
   flows_.emplace(flow.name, flow);

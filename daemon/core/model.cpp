@@ -9,7 +9,8 @@ RxTopology topology_of(const config::Config& config) {
   RxTopology t;
   for (const auto& itf : config.interfaces) {
     auto& qs = t.rx_queues[itf.name];
-    for (const auto& q : itf.rx_queues) qs.push_back(q.name);
+    for (const auto& q : itf.rx_queues)
+      qs.push_back(q.name);
   }
   return t;
 }

@@ -34,7 +34,8 @@ Result<> ensure_directory(const std::filesystem::path& dir, std::optional<gid_t>
 Result<std::unique_ptr<InstanceLock>> InstanceLock::acquire(const std::string& socket_path,
                                                             std::optional<gid_t> group) {
   std::filesystem::path sock(socket_path);
-  if (auto ok = ensure_directory(sock.parent_path(), group); !ok) return std::unexpected(ok.error());
+  if (auto ok = ensure_directory(sock.parent_path(), group); !ok)
+    return std::unexpected(ok.error());
   std::string path = socket_path + ".lock";
   // The owner may unlink the file while we open it: retry until we lock the file that is
   // still at the path.
@@ -46,7 +47,8 @@ Result<std::unique_ptr<InstanceLock>> InstanceLock::acquire(const std::string& s
       char buf[32] = {};
       ssize_t n = ::pread(fd.get(), buf, sizeof buf - 1, 0);
       std::string pid = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "?";
-      while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+      while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' '))
+        pid.pop_back();
       return fail(ErrorCode::kAlreadyExists,
                   "another daqirid (pid " + pid + ") is serving " + socket_path +
                       "; stop it first or give this one another --socket");

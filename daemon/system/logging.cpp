@@ -23,7 +23,8 @@ bool stderr_is_journal() {
 
 class SyslogPriority final : public spdlog::custom_flag_formatter {
  public:
-  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
     static constexpr char kPriority[] = {'7', '7', '6', '4', '3', '2', '6'};  // by spdlog level
     char text[3] = {'<', kPriority[msg.level], '>'};
     dest.append(text, text + 3);
@@ -35,13 +36,20 @@ class SyslogPriority final : public spdlog::custom_flag_formatter {
 
 spdlog::level::level_enum to_spdlog(config::LogLevel level) {
   switch (level) {
-    case config::LogLevel::kTrace: return spdlog::level::trace;
-    case config::LogLevel::kDebug: return spdlog::level::debug;
-    case config::LogLevel::kInfo: return spdlog::level::info;
-    case config::LogLevel::kWarn: return spdlog::level::warn;
-    case config::LogLevel::kError: return spdlog::level::err;
-    case config::LogLevel::kCritical: return spdlog::level::critical;
-    case config::LogLevel::kOff: return spdlog::level::off;
+    case config::LogLevel::kTrace:
+      return spdlog::level::trace;
+    case config::LogLevel::kDebug:
+      return spdlog::level::debug;
+    case config::LogLevel::kInfo:
+      return spdlog::level::info;
+    case config::LogLevel::kWarn:
+      return spdlog::level::warn;
+    case config::LogLevel::kError:
+      return spdlog::level::err;
+    case config::LogLevel::kCritical:
+      return spdlog::level::critical;
+    case config::LogLevel::kOff:
+      return spdlog::level::off;
   }
   return spdlog::level::info;
 }
@@ -62,6 +70,8 @@ void setup_logging(config::LogLevel level) {
   spdlog::flush_on(spdlog::level::info);
 }
 
-void set_log_level(config::LogLevel level) { spdlog::set_level(to_spdlog(level)); }
+void set_log_level(config::LogLevel level) {
+  spdlog::set_level(to_spdlog(level));
+}
 
 }  // namespace daqiri::system

@@ -16,9 +16,13 @@ void ServiceNotifier::status(std::string_view status) const {
   sd_notify(0, msg.c_str());
 }
 
-void ServiceNotifier::stopping() const { sd_notify(0, "STOPPING=1\nSTATUS=stopping"); }
+void ServiceNotifier::stopping() const {
+  sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+}
 
-void ServiceNotifier::watchdog() const { sd_notify(0, "WATCHDOG=1"); }
+void ServiceNotifier::watchdog() const {
+  sd_notify(0, "WATCHDOG=1");
+}
 
 std::optional<std::chrono::milliseconds> ServiceNotifier::watchdog_interval() const {
   uint64_t usec = 0;

@@ -42,7 +42,8 @@ std::optional<int> SignalWatch::wait(std::optional<std::chrono::milliseconds> ti
       return std::nullopt;
     }
     signalfd_siginfo info{};
-    if (::read(fd_.get(), &info, sizeof info) == sizeof info) return static_cast<int>(info.ssi_signo);
+    if (::read(fd_.get(), &info, sizeof info) == sizeof info)
+      return static_cast<int>(info.ssi_signo);
   }
 }
 

@@ -118,12 +118,13 @@ TEST_F(ControlApiTest, FlowsAreCreatedListedAndDeleted) {
   ASSERT_TRUE(stub_->CreateFlow(ctx().get(), flow_request("api0", 6000, 6010), &created).ok());
   EXPECT_EQ(created.queue(), "rx0");  // defaulted to the first RX queue
   EXPECT_EQ(created.origin(), v1::FLOW_ORIGIN_API);
-  EXPECT_EQ(created.id(), 2u);        // 0 and 1 belong to stream0 and stream1
+  EXPECT_EQ(created.id(), 2u);  // 0 and 1 belong to stream0 and stream1
 
   v1::ListFlowsResponse flows;
   ASSERT_TRUE(stub_->ListFlows(ctx().get(), {}, &flows).ok());
   bool found = false;
-  for (const auto& f : flows.flows()) found |= f.name() == "api0" && f.match().udp_dst().last() == 6010;
+  for (const auto& f : flows.flows())
+    found |= f.name() == "api0" && f.match().udp_dst().last() == 6010;
   EXPECT_TRUE(found);
 
   v1::DeleteFlowRequest del;
@@ -202,7 +203,8 @@ TEST_F(ControlApiTest, ReflectionListsTheControlService) {
   ASSERT_TRUE(stream->Read(&resp));
   stream->WritesDone();
   std::vector<std::string> names;
-  for (const auto& s : resp.list_services_response().service()) names.push_back(s.name());
+  for (const auto& s : resp.list_services_response().service())
+    names.push_back(s.name());
   EXPECT_NE(std::find(names.begin(), names.end(), "daqiri.v1.Control"), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "grpc.health.v1.Health"), names.end());
 }

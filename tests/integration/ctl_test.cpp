@@ -81,8 +81,8 @@ TEST_F(CtlTest, JsonIsTheProtoMessage) {
 TEST_F(CtlTest, AddsAndDeletesFlowsWithDistinctExitCodes) {
   if (!is_root()) GTEST_SKIP() << "needs root for the admin role";
   start();
-  auto r = ctl({"flows", "add", "extra", "-i", "lo", "--udp-dst", "5000-5004", "--ipv4-dst",
-                "127.0.0.0/8"});
+  auto r = ctl(
+      {"flows", "add", "extra", "-i", "lo", "--udp-dst", "5000-5004", "--ipv4-dst", "127.0.0.0/8"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "flow extra (id 2) created: udp_dst=5000-5004 ipv4_dst=127.0.0.0/8 -> lo/rx0\n");
   r = ctl({"flows", "add", "clash", "-i", "lo", "--udp-dst", "5003"});
@@ -122,8 +122,7 @@ TEST_F(CtlTest, ClientsMayReadButNotChangeAndStrangersGetNothing) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("stream0"));
   r = ctl({"info"}, client.ids());
-  EXPECT_THAT(r.out, HasSubstr("uid " + std::to_string(client.uid()) + " (" + client.name() +
-                               ")"));
+  EXPECT_THAT(r.out, HasSubstr("uid " + std::to_string(client.uid()) + " (" + client.name() + ")"));
   EXPECT_THAT(r.out, HasSubstr("role client"));
 
   r = ctl({"flows", "add", "mine", "-i", "lo", "--udp-dst", "9000"}, client.ids());

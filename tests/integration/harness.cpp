@@ -49,7 +49,8 @@ std::string read_all(int fd) {
   std::string out;
   char buf[4096];
   ssize_t n = 0;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  while ((n = ::read(fd, buf, sizeof buf)) > 0)
+    out.append(buf, static_cast<size_t>(n));
   return out;
 }
 
@@ -92,7 +93,8 @@ CommandResult run(const std::vector<std::string>& argv, std::optional<std::pair<
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
     std::vector<char*> args;
-    for (auto& a : full) args.push_back(a.data());
+    for (auto& a : full)
+      args.push_back(a.data());
     args.push_back(nullptr);
     ::execv(args[0], args.data());
     _exit(127);
@@ -154,11 +156,13 @@ DaemonProcess::DaemonProcess(const TempDir& dir, std::vector<std::string> args,
     ::dup2(log, 2);
     ::dup2(log, 1);
     ::setenv("NOTIFY_SOCKET", notify_.path().c_str(), 1);
-    for (const auto& e : extra_env) ::putenv(strdup(e.c_str()));
+    for (const auto& e : extra_env)
+      ::putenv(strdup(e.c_str()));
     std::vector<std::string> full{daqirid_path()};
     full.insert(full.end(), args.begin(), args.end());
     std::vector<char*> argv;
-    for (auto& a : full) argv.push_back(a.data());
+    for (auto& a : full)
+      argv.push_back(a.data());
     argv.push_back(nullptr);
     ::execv(argv[0], argv.data());
     _exit(127);
@@ -216,11 +220,13 @@ TempGroup::TempGroup() : name_("dqg" + random_suffix()) {
   gid_ = g->gr_gid;
 }
 
-TempGroup::~TempGroup() { run({"/usr/sbin/groupdel", name_}); }
+TempGroup::~TempGroup() {
+  run({"/usr/sbin/groupdel", name_});
+}
 
 TempUser::TempUser(const std::string& extra_group) : name_("dqu" + random_suffix()) {
-  std::vector<std::string> cmd{"/usr/sbin/useradd", "--system", "--user-group", "--no-create-home",
-                               "--shell", "/usr/sbin/nologin"};
+  std::vector<std::string> cmd{"/usr/sbin/useradd", "--system", "--user-group",
+                               "--no-create-home",  "--shell",  "/usr/sbin/nologin"};
   if (!extra_group.empty()) {
     cmd.push_back("--groups");
     cmd.push_back(extra_group);
@@ -234,12 +240,22 @@ TempUser::TempUser(const std::string& extra_group) : name_("dqu" + random_suffix
   gid_ = pw->pw_gid;
 }
 
-TempUser::~TempUser() { run({"/usr/sbin/userdel", name_}); }
+TempUser::~TempUser() {
+  run({"/usr/sbin/userdel", name_});
+}
 
-std::string daqirid_path() { return DAQIRI_TEST_DAQIRID; }
-std::string ctl_path() { return DAQIRI_TEST_CTL; }
-std::string source_dir() { return DAQIRI_TEST_SOURCE_DIR; }
-bool is_root() { return ::geteuid() == 0; }
+std::string daqirid_path() {
+  return DAQIRI_TEST_DAQIRID;
+}
+std::string ctl_path() {
+  return DAQIRI_TEST_CTL;
+}
+std::string source_dir() {
+  return DAQIRI_TEST_SOURCE_DIR;
+}
+bool is_root() {
+  return ::geteuid() == 0;
+}
 
 std::string test_config(const std::string& socket, const std::string& daemon_extra) {
   std::ifstream in(source_dir() + "/config/default.yaml");

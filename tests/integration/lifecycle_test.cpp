@@ -77,8 +77,8 @@ TEST(Lifecycle, FailedStartLeavesNoSocketOrLock) {
                       "\n    key: " + dir.file("missing.key") + "\n";
   DaemonProcess d(dir, {"--config", dir.write("d.yaml", test_config(socket, extra))});
   EXPECT_EQ(d.wait_exit(), 1);
-  EXPECT_THAT(d.log(), HasSubstr("cannot start: daemon.tcp.cert: cannot read " +
-                                 dir.file("missing.pem")));
+  EXPECT_THAT(d.log(),
+              HasSubstr("cannot start: daemon.tcp.cert: cannot read " + dir.file("missing.pem")));
   EXPECT_FALSE(fs::exists(socket));
   EXPECT_FALSE(fs::exists(socket + ".lock"));
 }
@@ -97,7 +97,8 @@ TEST(Lifecycle, CheckConfigValidatesWithoutStarting) {
   std::string good = dir.write("good.yaml", test_config(dir.file("never.sock")));
   auto r = run({daqirid_path(), "--check-config", good});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, good + ": valid daqirid configuration: 2 memory regions, 1 interfaces, 2 flows\n");
+  EXPECT_EQ(r.out,
+            good + ": valid daqirid configuration: 2 memory regions, 1 interfaces, 2 flows\n");
   EXPECT_FALSE(fs::exists(dir.file("never.sock")));
 
   std::string bad = dir.write("bad.yaml",
@@ -105,8 +106,10 @@ TEST(Lifecycle, CheckConfigValidatesWithoutStarting) {
                               "    num_bufs: lots\n");
   r = run({daqirid_path(), "--check-config", bad});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, bad + ":5:15: error: memory_regions[0].num_bufs: expected an integer from 1 to "
-                         "67108864, got \"lots\"\n" + bad + ": 1 error(s)\n");
+  EXPECT_EQ(r.err, bad +
+                       ":5:15: error: memory_regions[0].num_bufs: expected an integer from 1 to "
+                       "67108864, got \"lots\"\n" +
+                       bad + ": 1 error(s)\n");
 }
 
 TEST(Lifecycle, EmbeddedDefaultIsPrintableAndValid) {

@@ -32,8 +32,8 @@ TEST(TcpTls, ServesOnlyTlsAndGivesTheClientRole) {
 
   std::string port = std::to_string(20000 + ::getpid() % 20000);
   std::string address = "127.0.0.1:" + port;
-  std::string extra = "  tcp:\n    address: " + address + "\n    cert: " + cert + "\n    key: " +
-                      key + "\n";
+  std::string extra =
+      "  tcp:\n    address: " + address + "\n    cert: " + cert + "\n    key: " + key + "\n";
   DaemonProcess d(dir, {"--config", dir.write("d.yaml", test_config(dir.file("d.sock"), extra))});
   ASSERT_TRUE(d.wait_ready()) << d.log();
 
@@ -60,7 +60,8 @@ TEST(TcpTls, ServesOnlyTlsAndGivesTheClientRole) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
 
   // Plaintext is not spoken on TCP.
-  auto plain = v1::Control::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto plain =
+      v1::Control::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   s = plain->GetInfo(ctx().get(), {}, &info);
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(d.stop(), 0);

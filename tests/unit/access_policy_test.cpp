@@ -22,9 +22,9 @@ TEST(AccessPolicy, RolesFromUidsAndGroups) {
   cfg.clients.uids = {2000};
   cfg.default_clients = true;
   AccessPolicy policy(cfg, /*default_client_group=*/gid_t{60}, false);
-  EXPECT_EQ(policy.role_of(peer(0, 0)), Role::kAdmin);             // root always
+  EXPECT_EQ(policy.role_of(peer(0, 0)), Role::kAdmin);  // root always
   EXPECT_EQ(policy.role_of(peer(1000, 1000)), Role::kAdmin);
-  EXPECT_EQ(policy.role_of(peer(1001, 50)), Role::kAdmin);         // primary group
+  EXPECT_EQ(policy.role_of(peer(1001, 50)), Role::kAdmin);             // primary group
   EXPECT_EQ(policy.role_of(peer(1002, 1002, {7, 50})), Role::kAdmin);  // supplementary group
   EXPECT_EQ(policy.role_of(peer(2000, 2000)), Role::kClient);
   EXPECT_EQ(policy.role_of(peer(3000, 3000, {60})), Role::kClient);  // default client group

@@ -44,7 +44,8 @@ std::string only_error(const std::string& text, const SystemFacts& f = facts()) 
   return errors.empty() ? "" : errors.front();
 }
 
-const char* kRegion = "memory_regions:\n  - {name: r, kind: host, buf_size: 2048, num_bufs: 4096}\n";
+const char* kRegion =
+    "memory_regions:\n  - {name: r, kind: host, buf_size: 2048, num_bufs: 4096}\n";
 
 std::string with_interface(const std::string& queue_extra = "", const std::string& tail = "") {
   return std::string(kRegion) +
@@ -99,7 +100,8 @@ TEST(Config, ReadsEveryKeyOfOurSchema) {
       "    flow_isolation: true\n"
       "    rx:\n"
       "      queues:\n"
-      "        - {name: q0, id: 3, core: 2, batch_size: 128, ring_size: 2048, regions: [hdr, pay]}\n"
+      "        - {name: q0, id: 3, core: 2, batch_size: 128, ring_size: 2048, regions: [hdr, "
+      "pay]}\n"
       "flows:\n"
       "  - name: f\n"
       "    interface: p0\n"
@@ -179,19 +181,23 @@ TEST(Config, DuplicateNames) {
 TEST(Config, ReferenceThatDoesNotResolve) {
   auto text = with_interface();
   text.replace(text.find("regions: [r]"), 12, "regions: [x]");
-  EXPECT_EQ(only_error(text),
-            "t.yaml:10:20: error: interfaces[0].rx.queues[0].regions: no memory region named \"x\"");
+  EXPECT_EQ(
+      only_error(text),
+      "t.yaml:10:20: error: interfaces[0].rx.queues[0].regions: no memory region named \"x\"");
 }
 
 TEST(Config, FlowOnAMissingInterface) {
-  EXPECT_EQ(only_error(with_interface("", "flows:\n  - {name: f, interface: eth0, match: {udp_dst: 1}}\n")),
-            "t.yaml:12:26: error: flows[0].interface: no interface named \"eth0\" (interfaces: lo)");
+  EXPECT_EQ(
+      only_error(
+          with_interface("", "flows:\n  - {name: f, interface: eth0, match: {udp_dst: 1}}\n")),
+      "t.yaml:12:26: error: flows[0].interface: no interface named \"eth0\" (interfaces: lo)");
 }
 
 TEST(Config, OverlappingFlows) {
-  EXPECT_EQ(only_error(with_interface("", "flows:\n"
-                                          "  - {name: a, interface: lo, match: {udp_dst: 100-200}}\n"
-                                          "  - {name: b, interface: lo, match: {udp_dst: 150}}\n")),
+  EXPECT_EQ(only_error(with_interface("",
+                                      "flows:\n"
+                                      "  - {name: a, interface: lo, match: {udp_dst: 100-200}}\n"
+                                      "  - {name: b, interface: lo, match: {udp_dst: 150}}\n")),
             "t.yaml:13:37: error: flows[1].match: match udp_dst=150 overlaps flow \"a\" "
             "(udp_dst=100-200) on interface \"lo\": a packet could belong to both");
 }
@@ -203,8 +209,10 @@ TEST(Config, EmptyMatch) {
 }
 
 TEST(Config, BadPortRange) {
-  EXPECT_EQ(only_error(with_interface("", "flows:\n  - {name: a, interface: lo, match: {udp_dst: 9-3}}\n")),
-            "t.yaml:12:47: error: flows[0].match.udp_dst: a port range runs from low to high (9 > 3)");
+  EXPECT_EQ(
+      only_error(
+          with_interface("", "flows:\n  - {name: a, interface: lo, match: {udp_dst: 9-3}}\n")),
+      "t.yaml:12:47: error: flows[0].match.udp_dst: a port range runs from low to high (9 > 3)");
 }
 
 TEST(Config, CoreThatDoesNotExist) {
@@ -232,10 +240,11 @@ TEST(Config, HugepageShortfall) {
   text.replace(text.find("kind: host"), 10, "kind: huge");
   auto f = facts();
   f.hugepages_free = 2;  // 8 MiB of buffers need 4 pages
-  EXPECT_EQ(only_error(text, f),
-            "t.yaml:2:21: error: memory_regions[0].kind: huge regions need 4 hugepages of 2 MiB but "
-            "the machine has 2 free (of 16); reserve more with `echo 18 > "
-            "/proc/sys/vm/nr_hugepages` or use kind host");
+  EXPECT_EQ(
+      only_error(text, f),
+      "t.yaml:2:21: error: memory_regions[0].kind: huge regions need 4 hugepages of 2 MiB but "
+      "the machine has 2 free (of 16); reserve more with `echo 18 > "
+      "/proc/sys/vm/nr_hugepages` or use kind host");
 }
 
 TEST(Config, BackendNotBuiltIn) {
@@ -243,9 +252,10 @@ TEST(Config, BackendNotBuiltIn) {
   text.replace(text.find("backend: socket"), 15, "backend: dpdk");
   auto f = facts();
   f.have_dpdk = false;
-  EXPECT_EQ(only_error(text, f),
-            "t.yaml:5:14: error: interfaces[0].backend: backend dpdk needs a daqirid built with DPDK "
-            "(DAQIRI_WITH_DPDK)");
+  EXPECT_EQ(
+      only_error(text, f),
+      "t.yaml:5:14: error: interfaces[0].backend: backend dpdk needs a daqirid built with DPDK "
+      "(DAQIRI_WITH_DPDK)");
 }
 
 TEST(Config, ReportsEveryErrorInOneRun) {
@@ -257,9 +267,11 @@ TEST(Config, ReportsEveryErrorInOneRun) {
 }
 
 TEST(Config, TcpAdminRoleNeedsClientCertificates) {
-  EXPECT_EQ(only_error("daemon:\n  tcp: {address: '0.0.0.0:7000', cert: c.pem, key: k.pem, role: admin}\n"),
-            "t.yaml:2:65: error: daemon.tcp.role: role admin over TCP needs client_ca: callers must "
-            "prove who they are");
+  EXPECT_EQ(
+      only_error(
+          "daemon:\n  tcp: {address: '0.0.0.0:7000', cert: c.pem, key: k.pem, role: admin}\n"),
+      "t.yaml:2:65: error: daemon.tcp.role: role admin over TCP needs client_ca: callers must "
+      "prove who they are");
 }
 
 TEST(Config, RelativeSocketPath) {

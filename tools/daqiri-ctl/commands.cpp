@@ -34,7 +34,8 @@ std::string bytes(uint64_t n) {
 
 std::string lower_enum(const std::string& name, const std::string& prefix) {
   std::string s = name.starts_with(prefix) ? name.substr(prefix.size()) : name;
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
 
@@ -44,7 +45,8 @@ std::string range(const v1::PortRange& r) {
 }
 
 std::string prefix(const v1::Ipv4Prefix& p) {
-  return p.prefix_length() == 32 ? p.address() : fmt::format("{}/{}", p.address(), p.prefix_length());
+  return p.prefix_length() == 32 ? p.address()
+                                 : fmt::format("{}/{}", p.address(), p.prefix_length());
 }
 
 std::string match_text(const v1::FlowMatch& m) {
@@ -66,8 +68,9 @@ bool parse_ports(const std::string& text, v1::PortRange& out) {
   uint32_t last = 0;
   auto dash = text.find('-');
   std::string_view t(text);
-  bool ok = dash == std::string::npos ? num(t, first) && num(t, last)
-                                      : num(t.substr(0, dash), first) && num(t.substr(dash + 1), last);
+  bool ok = dash == std::string::npos
+                ? num(t, first) && num(t, last)
+                : num(t.substr(0, dash), first) && num(t.substr(dash + 1), last);
   out.set_first(first);
   out.set_last(last);
   return ok;
@@ -98,10 +101,12 @@ int run_info(ControlClient& client, const Options& opts) {
                            info.uptime_seconds());
   std::cout << "config:    " << info.config_source() << '\n';
   std::string backends;
-  for (const auto& b : info.backends()) backends += (backends.empty() ? "" : ", ") + b;
+  for (const auto& b : info.backends())
+    backends += (backends.empty() ? "" : ", ") + b;
   std::cout << "backends:  " << backends << '\n';
   for (const auto& f : info.build_features()) {
-    std::cout << fmt::format("  {:<6} {:<4} {}\n", f.name(), f.enabled() ? "yes" : "no", f.detail());
+    std::cout << fmt::format("  {:<6} {:<4} {}\n", f.name(), f.enabled() ? "yes" : "no",
+                             f.detail());
   }
   std::cout << "gpus:      " << (info.gpus().empty() ? "none" : "") << '\n';
   for (const auto& g : info.gpus()) {
@@ -170,7 +175,8 @@ int run_queues(ControlClient& client, const Options& opts, const std::string& in
   Table t({"INTERFACE", "QUEUE", "ID", "DIR", "CORE", "BATCH", "RING", "REGIONS"});
   for (const auto& q : resp.queues()) {
     std::string regions;
-    for (const auto& r : q.regions()) regions += (regions.empty() ? "" : ",") + r;
+    for (const auto& r : q.regions())
+      regions += (regions.empty() ? "" : ",") + r;
     t.add({q.interface(), q.name(), std::to_string(q.id()),
            lower_enum(v1::Direction_Name(q.direction()), "DIRECTION_"),
            q.core() < 0 ? "-" : std::to_string(q.core()), std::to_string(q.batch_size()),
@@ -274,7 +280,8 @@ int run_health(ControlClient& client, const Options& opts) {
   if (opts.json) {
     print_json(resp);
   } else {
-    std::cout << lower_enum(grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status()), "")
+    std::cout << lower_enum(
+                     grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status()), "")
               << '\n';
   }
   return resp.status() == grpc::health::v1::HealthCheckResponse::SERVING ? kOk : kNotServing;

@@ -12,7 +12,7 @@ struct FlowAddArgs {
   std::string name;
   std::string interface;
   std::string queue;
-  std::string udp_src;   // "4096" or "4096-4100"
+  std::string udp_src;  // "4096" or "4096-4100"
   std::string udp_dst;
   std::string ipv4_src;  // "10.0.0.1" or "10.0.0.0/24"
   std::string ipv4_dst;

@@ -10,16 +10,17 @@ ControlClient::ControlClient(const Options& options) : options_(options) {
   grpc::ChannelArguments args;
   // Fail fast when nothing listens instead of retrying until the deadline.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  channel_ = grpc::CreateCustomChannel("unix:" + options.socket,
-                                       grpc::InsecureChannelCredentials(), args);
+  channel_ =
+      grpc::CreateCustomChannel("unix:" + options.socket, grpc::InsecureChannelCredentials(), args);
   control_ = v1::Control::NewStub(channel_);
   health_ = grpc::health::v1::Health::NewStub(channel_);
 }
 
 std::unique_ptr<grpc::ClientContext> ControlClient::context() const {
   auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() +
-                    std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_seconds * 1000)));
+  ctx->set_deadline(
+      std::chrono::system_clock::now() +
+      std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_seconds * 1000)));
   return ctx;
 }
 

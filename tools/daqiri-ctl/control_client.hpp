@@ -14,12 +14,12 @@ namespace daqiri::ctl {
 // Exit codes, documented in docs/daqiri-ctl.md.
 enum Exit : int {
   kOk = 0,
-  kFailed = 1,         // anything else
-  kUsage = 2,          // bad command line
-  kNoDaemon = 3,       // nothing listening on the socket
-  kDenied = 4,         // PERMISSION_DENIED
-  kRejected = 5,       // INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, FAILED_PRECONDITION
-  kNotServing = 6,     // health check: the daemon is draining
+  kFailed = 1,      // anything else
+  kUsage = 2,       // bad command line
+  kNoDaemon = 3,    // nothing listening on the socket
+  kDenied = 4,      // PERMISSION_DENIED
+  kRejected = 5,    // INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, FAILED_PRECONDITION
+  kNotServing = 6,  // health check: the daemon is draining
 };
 
 struct Options {

@@ -21,23 +21,28 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   std::function<int(ControlClient&)> action;
-  app.add_subcommand("info", "version, build options, GPUs, hugepages, your role")
-      ->callback([&] { action = [&](ControlClient& c) { return run_info(c, opts); }; });
-  app.add_subcommand("interfaces", "list interfaces")
-      ->callback([&] { action = [&](ControlClient& c) { return run_interfaces(c, opts); }; });
-  app.add_subcommand("regions", "list memory regions")
-      ->callback([&] { action = [&](ControlClient& c) { return run_regions(c, opts); }; });
+  app.add_subcommand("info", "version, build options, GPUs, hugepages, your role")->callback([&] {
+    action = [&](ControlClient& c) { return run_info(c, opts); };
+  });
+  app.add_subcommand("interfaces", "list interfaces")->callback([&] {
+    action = [&](ControlClient& c) { return run_interfaces(c, opts); };
+  });
+  app.add_subcommand("regions", "list memory regions")->callback([&] {
+    action = [&](ControlClient& c) { return run_regions(c, opts); };
+  });
   std::string queue_itf;
   auto* queues = app.add_subcommand("queues", "list RX and TX queues");
   queues->add_option("-i,--interface", queue_itf, "only this interface");
-  queues->callback([&] { action = [&](ControlClient& c) { return run_queues(c, opts, queue_itf); }; });
+  queues->callback(
+      [&] { action = [&](ControlClient& c) { return run_queues(c, opts, queue_itf); }; });
 
   auto* flows = app.add_subcommand("flows", "list, add or delete flows");
   flows->require_subcommand(1);
   std::string flow_itf;
   auto* flist = flows->add_subcommand("list", "list flows");
   flist->add_option("-i,--interface", flow_itf, "only this interface");
-  flist->callback([&] { action = [&](ControlClient& c) { return run_flows_list(c, opts, flow_itf); }; });
+  flist->callback(
+      [&] { action = [&](ControlClient& c) { return run_flows_list(c, opts, flow_itf); }; });
   FlowAddArgs add;
   auto* fadd = flows->add_subcommand("add", "add a flow (admin)");
   fadd->add_option("name", add.name, "flow name")->required();
@@ -52,12 +57,15 @@ int main(int argc, char** argv) {
   auto* fdel = flows->add_subcommand("del", "delete a flow (admin)");
   fdel->alias("delete");
   fdel->add_option("name", del_name, "flow name")->required();
-  fdel->callback([&] { action = [&](ControlClient& c) { return run_flows_del(c, opts, del_name); }; });
+  fdel->callback(
+      [&] { action = [&](ControlClient& c) { return run_flows_del(c, opts, del_name); }; });
 
-  app.add_subcommand("sessions", "list client sessions")
-      ->callback([&] { action = [&](ControlClient& c) { return run_sessions(c, opts); }; });
-  app.add_subcommand("health", "grpc.health.v1 check: exit 0 when serving")
-      ->callback([&] { action = [&](ControlClient& c) { return run_health(c, opts); }; });
+  app.add_subcommand("sessions", "list client sessions")->callback([&] {
+    action = [&](ControlClient& c) { return run_sessions(c, opts); };
+  });
+  app.add_subcommand("health", "grpc.health.v1 check: exit 0 when serving")->callback([&] {
+    action = [&](ControlClient& c) { return run_health(c, opts); };
+  });
 
   try {
     app.parse(argc, argv);

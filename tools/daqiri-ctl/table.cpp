@@ -7,7 +7,8 @@ namespace daqiri::ctl {
 
 void Table::print(std::ostream& out) const {
   std::vector<size_t> width(headers_.size());
-  for (size_t i = 0; i < headers_.size(); ++i) width[i] = headers_[i].size();
+  for (size_t i = 0; i < headers_.size(); ++i)
+    width[i] = headers_[i].size();
   for (const auto& row : rows_) {
     for (size_t i = 0; i < row.size() && i < width.size(); ++i) {
       width[i] = std::max(width[i], row[i].size());
@@ -22,7 +23,8 @@ void Table::print(std::ostream& out) const {
     out << text << '\n';
   };
   line(headers_);
-  for (const auto& row : rows_) line(row);
+  for (const auto& row : rows_)
+    line(row);
   if (rows_.empty()) out << "(none)\n";
 }
 

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the .deb from a configured build tree and checks it carries what an install needs.
+#   check-package.sh BUILD_DIR
+set -euo pipefail
+build=$1
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+cpack --config "$build/CPackConfig.cmake" -B "$out" >/dev/null
+deb=$(ls "$out"/daqiri_*.deb)
+contents=$(dpkg-deb -c "$deb" | awk '{print $6}')
+for want in ./usr/sbin/daqirid ./usr/bin/daqiri-ctl ./usr/lib/systemd/system/daqirid.service \
+    ./usr/lib/sysusers.d/daqiri.conf ./usr/lib/tmpfiles.d/daqiri.conf \
+    ./usr/share/daqiri/examples/default.yaml ./usr/share/daqiri/proto/daqiri/v1/control.proto \
+    ./usr/share/doc/daqiri/configuration.md; do
+  grep -qxF "$want" <<<"$contents" || { echo "missing from $deb: $want"; exit 1; }
+done
+dpkg-deb -I "$deb" | grep -q 'Depends:.*libgrpc++' || { echo "no shared-library dependencies"; exit 1; }
+dpkg-deb -e "$deb" "$out/control"
+[ -x "$out/control/postinst" ] || { echo "no postinst"; exit 1; }
+echo "package ok: $(basename "$deb")"
