@@ -68,8 +68,23 @@ Result<std::unique_ptr<Daemon>> Daemon::start(config::Config config) {
                                                        dc.tcp && dc.tcp->admin);
   d->model_ = std::make_unique<core::Model>(std::move(config));
   const config::DaemonConfig& kept = d->model_->config().daemon;
+
+  auto dp = dataplane::DataPlane::start(d->model_->config());
+  if (!dp) return std::unexpected(dp.error());
+  d->data_plane_ = std::move(*dp);
+  for (const auto& flow : d->model_->flows()) {
+    if (auto ok = d->data_plane_->add_flow(flow); !ok) {
+      return fail(ok.error().code, "flow " + flow.name + ": " + ok.error().message);
+    }
+  }
+  auto sessions = session::SessionServer::start(session::session_socket_path(kept.socket_path),
+                                                group, *d->data_plane_);
+  if (!sessions) return std::unexpected(sessions.error());
+  d->sessions_ = std::move(*sessions);
+
   auto control =
-      control::ControlServer::start({kept.socket_path, group, kept.tcp}, *d->model_, *d->policy_);
+      control::ControlServer::start({kept.socket_path, group, kept.tcp},
+                                    {*d->model_, *d->policy_, *d->data_plane_, *d->sessions_});
   if (!control) return std::unexpected(control.error());
   d->control_ = std::move(*control);
   return d;
@@ -106,6 +121,8 @@ int Daemon::run() {
   notifier_.stopping();
   control_->shutdown(std::chrono::seconds(2));
   control_.reset();
+  sessions_.reset();  // every client's attachments end; their rings say DETACHED
+  data_plane_.reset();
   lock_.reset();
   spdlog::info("daqirid stopped");
   return 0;

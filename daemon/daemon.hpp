@@ -8,6 +8,8 @@
 #include "control/access_policy.hpp"
 #include "control/control_server.hpp"
 #include "core/model.hpp"
+#include "dataplane/data_plane.hpp"
+#include "session/session_server.hpp"
 #include "system/instance_lock.hpp"
 #include "system/service_notifier.hpp"
 
@@ -26,7 +28,11 @@ class Daemon {
   system::ServiceNotifier notifier_;
   std::unique_ptr<core::Model> model_;
   std::unique_ptr<control::AccessPolicy> policy_;
+  // Declared in start order: destruction runs backwards (control API, sessions, data plane,
+  // lock), so nothing is torn down while something above it still uses it.
   std::unique_ptr<system::InstanceLock> lock_;
+  std::unique_ptr<dataplane::DataPlane> data_plane_;
+  std::unique_ptr<session::SessionServer> sessions_;
   std::unique_ptr<control::ControlServer> control_;
 };
 

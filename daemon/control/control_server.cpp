@@ -41,10 +41,9 @@ Result<std::shared_ptr<grpc::ServerCredentials>> tls_credentials(
 }  // namespace
 
 Result<std::unique_ptr<ControlServer>> ControlServer::start(const ControlServerOptions& options,
-                                                            core::Model& model,
-                                                            const AccessPolicy& policy) {
+                                                            const ControlTargets& targets) {
   std::unique_ptr<ControlServer> s(new ControlServer());
-  s->service_ = std::make_unique<ControlService>(model, policy, s->connections_);
+  s->service_ = std::make_unique<ControlService>(targets, s->connections_);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -25,10 +25,9 @@ struct ControlServerOptions {
 
 class ControlServer {
  public:
-  // Binds, starts serving and accepting. `model` and `policy` must outlive the server.
+  // Binds, starts serving and accepting. `targets` must outlive the server.
   static Result<std::unique_ptr<ControlServer>> start(const ControlServerOptions& options,
-                                                      core::Model& model,
-                                                      const AccessPolicy& policy);
+                                                      const ControlTargets& targets);
   ~ControlServer();
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;

@@ -40,9 +40,12 @@ grpc::Status to_status(const Error& error) {
   return {code, error.message};
 }
 
-ControlService::ControlService(core::Model& model, const AccessPolicy& policy,
-                               const ConnectionRegistry& connections)
-    : model_(model), policy_(policy), connections_(connections) {}
+ControlService::ControlService(const ControlTargets& targets, const ConnectionRegistry& connections)
+    : model_(targets.model),
+      policy_(targets.policy),
+      data_plane_(targets.data_plane),
+      sessions_(targets.sessions),
+      connections_(connections) {}
 
 Result<PeerIdentity> ControlService::authorize(grpc::ServerContext* ctx, Role need,
                                                std::string_view action) const {
@@ -92,6 +95,8 @@ grpc::Status ControlService::GetInfo(grpc::ServerContext* ctx, const v1::GetInfo
   resp->set_uptime_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
   resp->set_config_source(model_.config().source);
+  resp->set_session_socket(sessions_.path());
+  resp->set_abi_version(DAQIRI_ABI_VERSION);
   auto* caller = resp->mutable_caller();
   caller->set_uid(peer->uid);
   caller->set_gid(peer->gid);
@@ -166,11 +171,25 @@ grpc::Status ControlService::ListFlows(grpc::ServerContext* ctx, const v1::ListF
 }
 
 grpc::Status ControlService::ListSessions(grpc::ServerContext* ctx, const v1::ListSessionsRequest*,
-                                          v1::ListSessionsResponse*) {
+                                          v1::ListSessionsResponse* resp) {
   if (auto peer = authorize(ctx, Role::kClient, "list sessions"); !peer) {
     return to_status(peer.error());
   }
-  // Sessions open through the data-plane handshake; until it exists the list is empty.
+  for (const auto& s : sessions_.sessions()) {
+    auto* out = resp->add_sessions();
+    out->set_id(s.id);
+    out->set_uid(s.uid);
+    out->set_pid(s.pid);
+    out->set_user(s.user);
+    out->set_name(s.name);
+    out->set_age_seconds(s.age_seconds);
+    for (const auto& a : s.attachments) {
+      auto* att = out->add_attachments();
+      att->set_id(a.id);
+      att->set_target(a.target);
+      att->set_direction(a.rx ? v1::DIRECTION_RX : v1::DIRECTION_TX);
+    }
+  }
   return grpc::Status::OK;
 }
 
@@ -180,7 +199,8 @@ grpc::Status ControlService::CreateFlow(grpc::ServerContext* ctx, const v1::Crea
   if (!peer) return to_status(peer.error());
   auto spec = from_proto(*req);
   if (!spec) return to_status(spec.error());
-  auto flow = model_.create_flow(std::move(*spec));
+  auto flow = model_.create_flow(std::move(*spec),
+                                 [this](const core::Flow& f) { return data_plane_.add_flow(f); });
   if (!flow) return to_status(flow.error());
   spdlog::info("flow {} created by {}: {} -> {}/{}", flow->name, peer->describe(),
                flow->match.to_string(), flow->interface, flow->queue);
@@ -195,8 +215,87 @@ grpc::Status ControlService::DeleteFlow(grpc::ServerContext* ctx, const v1::Dele
   if (req->name().empty()) {
     return to_status({ErrorCode::kInvalidArgument, "name is required", "name"});
   }
-  if (auto ok = model_.delete_flow(req->name()); !ok) return to_status(ok.error());
+  auto ok = model_.delete_flow(
+      req->name(), [this](const core::Flow& f) { return data_plane_.remove_flow(f.name); });
+  if (!ok) return to_status(ok.error());
   spdlog::info("flow {} deleted by {}", req->name(), peer->describe());
+  return grpc::Status::OK;
+}
+
+}  // namespace daqiri::control
+
+namespace daqiri::control {
+
+grpc::Status ControlService::Attach(grpc::ServerContext* ctx, const v1::AttachRequest* req,
+                                    v1::AttachResponse* resp) {
+  auto peer = authorize(ctx, Role::kClient, "attach");
+  if (!peer) return to_status(peer.error());
+  session::AttachSpec spec;
+  spec.session_id = req->session_id();
+  switch (req->target_case()) {
+    case v1::AttachRequest::kFlow:
+      if (req->flow().empty()) {
+        return to_status({ErrorCode::kInvalidArgument, "flow name is empty", "flow"});
+      }
+      spec.flow = req->flow();
+      break;
+    case v1::AttachRequest::kTxQueue:
+      if (req->tx_queue().interface().empty()) {
+        return to_status(
+            {ErrorCode::kInvalidArgument, "tx_queue.interface is required", "tx_queue"});
+      }
+      spec.tx_interface = req->tx_queue().interface();
+      spec.tx_queue = req->tx_queue().queue();
+      break;
+    default:
+      return to_status(
+          {ErrorCode::kInvalidArgument, "name a flow (RX) or a tx_queue (TX)", "target"});
+  }
+  spec.rx_options.ring_size = req->ring_size();
+  spec.rx_options.backpressure = req->backpressure() == v1::BACKPRESSURE_BLOCK
+                                     ? dataplane::Backpressure::kBlock
+                                     : dataplane::Backpressure::kDropNew;
+  auto grant = sessions_.attach(*peer, spec);
+  if (!grant) return to_status(grant.error());
+  resp->set_attachment_id(grant->attachment_id);
+  resp->set_token(grant->token.data(), grant->token.size());
+  spdlog::info("attachment {} for {} pid {} on {}", grant->attachment_id, peer->describe(),
+               peer->pid, spec.flow.empty() ? spec.tx_interface + " TX" : "flow " + spec.flow);
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetStatsRequest*,
+                                      v1::Stats* resp) {
+  if (auto peer = authorize(ctx, Role::kClient, "read statistics"); !peer) {
+    return to_status(peer.error());
+  }
+  for (const auto& f : data_plane_.flow_stats()) {
+    auto* out = resp->add_flows();
+    out->set_name(f.name);
+    out->set_packets(f.packets);
+    out->set_bytes(f.bytes);
+    out->set_dropped_no_attachment(f.no_attachment);
+    out->set_dropped_rings_full(f.rings_full);
+    out->set_dropped_filtered(f.filtered);
+    out->set_truncated(f.truncated);
+    out->set_kernel_drops(f.kernel_drops);
+    out->set_attachments(static_cast<uint32_t>(f.attachments));
+  }
+  for (const auto& a : data_plane_.attachment_stats()) {
+    auto* out = resp->add_attachments();
+    out->set_id(a.id);
+    out->set_session_id(sessions_.session_of(a.id));
+    out->set_direction(a.rx ? v1::DIRECTION_RX : v1::DIRECTION_TX);
+    out->set_target(a.target);
+    out->set_packets(a.packets);
+    out->set_bytes(a.bytes);
+    out->set_dropped_ring_full(a.dropped_ring_full);
+    out->set_bad_index(a.bad_index);
+    out->set_bad_descriptor(a.bad_descriptor);
+    out->set_send_errors(a.send_errors);
+    out->set_buffers_on_loan(a.on_loan);
+  }
+  resp->set_sessions_cut_off(sessions_.sessions_cut_off());
   return grpc::Status::OK;
 }
 

@@ -8,15 +8,24 @@
 #include "control/connection_registry.hpp"
 #include "core/model.hpp"
 #include "daqiri/v1/control.grpc.pb.h"
+#include "dataplane/data_plane.hpp"
+#include "session/session_server.hpp"
 
 namespace daqiri::control {
 
 grpc::Status to_status(const Error& error);
 
+// What the control API acts on; all of it outlives the service.
+struct ControlTargets {
+  core::Model& model;
+  const AccessPolicy& policy;
+  dataplane::DataPlane& data_plane;
+  session::SessionServer& sessions;
+};
+
 class ControlService final : public v1::Control::Service {
  public:
-  ControlService(core::Model& model, const AccessPolicy& policy,
-                 const ConnectionRegistry& connections);
+  ControlService(const ControlTargets& targets, const ConnectionRegistry& connections);
 
   grpc::Status GetInfo(grpc::ServerContext* ctx, const v1::GetInfoRequest* req,
                        v1::Info* resp) override;
@@ -34,6 +43,10 @@ class ControlService final : public v1::Control::Service {
                           v1::Flow* resp) override;
   grpc::Status DeleteFlow(grpc::ServerContext* ctx, const v1::DeleteFlowRequest* req,
                           v1::DeleteFlowResponse* resp) override;
+  grpc::Status Attach(grpc::ServerContext* ctx, const v1::AttachRequest* req,
+                      v1::AttachResponse* resp) override;
+  grpc::Status GetStats(grpc::ServerContext* ctx, const v1::GetStatsRequest* req,
+                        v1::Stats* resp) override;
 
  private:
   // The caller's identity if it holds `need`, else the status to return.
@@ -42,6 +55,8 @@ class ControlService final : public v1::Control::Service {
 
   core::Model& model_;
   const AccessPolicy& policy_;
+  dataplane::DataPlane& data_plane_;
+  session::SessionServer& sessions_;
   const ConnectionRegistry& connections_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };

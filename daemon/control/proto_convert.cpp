@@ -71,8 +71,9 @@ void to_proto(const core::Flow& flow, v1::Flow& out) {
   out.set_id(flow.id);
   out.set_origin(flow.origin == core::FlowOrigin::kConfig ? v1::FLOW_ORIGIN_CONFIG
                                                           : v1::FLOW_ORIGIN_API);
-  // No data plane steers flows yet; the pollers will report software or hardware steering.
-  out.set_steering(v1::STEERING_PENDING);
+  // Every flow in the model is installed in the data plane; the socket backend steers in
+  // software (the kernel by port, the poller by the source filters).
+  out.set_steering(v1::STEERING_SOFTWARE);
   auto* m = out.mutable_match();
   if (flow.match.udp_src) to_proto(*flow.match.udp_src, *m->mutable_udp_src());
   if (flow.match.udp_dst) to_proto(*flow.match.udp_dst, *m->mutable_udp_dst());

@@ -41,13 +41,24 @@ std::vector<Flow> Model::flows(std::string_view interface) const {
   return out;
 }
 
-Result<Flow> Model::create_flow(FlowSpec spec) {
+Result<Flow> Model::create_flow(FlowSpec spec, const FlowHook& apply) {
   std::lock_guard lock(mutex_);
-  return flows_.add(std::move(spec));
+  auto flow = flows_.add(std::move(spec));
+  if (!flow || !apply) return flow;
+  if (auto ok = apply(*flow); !ok) {
+    (void)flows_.remove(flow->name);
+    return std::unexpected(ok.error());
+  }
+  return flow;
 }
 
-Result<> Model::delete_flow(std::string_view name) {
+Result<> Model::delete_flow(std::string_view name, const FlowHook& apply) {
   std::lock_guard lock(mutex_);
+  auto it = flows_.flows().find(name);
+  if (it == flows_.flows().end()) return flows_.remove(name);  // the NOT_FOUND error
+  if (apply) {
+    if (auto ok = apply(it->second); !ok) return ok;
+  }
   return flows_.remove(name);
 }
 

@@ -3,6 +3,7 @@
 // API). Thread-safe: any thread may read or change flows.
 #pragma once
 
+#include <functional>
 #include <mutex>
 #include <string_view>
 #include <vector>
@@ -22,8 +23,12 @@ class Model {
 
   // Flows of one interface, or of all when `interface` is empty; ordered by name.
   [[nodiscard]] std::vector<Flow> flows(std::string_view interface = {}) const;
-  Result<Flow> create_flow(FlowSpec spec);
-  Result<> delete_flow(std::string_view name);
+  // What must also happen for a flow change to count (installing it in the data plane); runs
+  // under the model's lock, so flows change one at a time and the table never disagrees with
+  // the data plane. An error undoes the change.
+  using FlowHook = std::function<Result<>(const Flow&)>;
+  Result<Flow> create_flow(FlowSpec spec, const FlowHook& apply = {});
+  Result<> delete_flow(std::string_view name, const FlowHook& apply = {});
 
  private:
   const config::Config config_;

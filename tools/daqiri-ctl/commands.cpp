@@ -272,6 +272,40 @@ int run_sessions(ControlClient& client, const Options& opts) {
   return kOk;
 }
 
+int run_stats(ControlClient& client, const Options& opts) {
+  v1::Stats stats;
+  auto ctx = client.context();
+  auto status = client.control().GetStats(ctx.get(), {}, &stats);
+  if (!status.ok()) return client.report(status);
+  if (opts.json) {
+    print_json(stats);
+    return kOk;
+  }
+  Table flows({"FLOW", "PACKETS", "BYTES", "NO_CLIENT", "RINGS_FULL", "FILTERED", "TRUNCATED",
+               "KERNEL_DROPS", "CLIENTS"});
+  for (const auto& f : stats.flows()) {
+    flows.add({f.name(), std::to_string(f.packets()), std::to_string(f.bytes()),
+               std::to_string(f.dropped_no_attachment()), std::to_string(f.dropped_rings_full()),
+               std::to_string(f.dropped_filtered()), std::to_string(f.truncated()),
+               std::to_string(f.kernel_drops()), std::to_string(f.attachments())});
+  }
+  flows.print(std::cout);
+  std::cout << '\n';
+  Table atts({"ATTACHMENT", "SESSION", "DIR", "TARGET", "PACKETS", "BYTES", "RING_FULL",
+              "BAD_INDEX", "BAD_DESC", "SEND_ERR", "ON_LOAN"});
+  for (const auto& a : stats.attachments()) {
+    atts.add({std::to_string(a.id()), std::to_string(a.session_id()),
+              lower_enum(v1::Direction_Name(a.direction()), "DIRECTION_"), a.target(),
+              std::to_string(a.packets()), std::to_string(a.bytes()),
+              std::to_string(a.dropped_ring_full()), std::to_string(a.bad_index()),
+              std::to_string(a.bad_descriptor()), std::to_string(a.send_errors()),
+              std::to_string(a.buffers_on_loan())});
+  }
+  atts.print(std::cout);
+  std::cout << "sessions cut off: " << stats.sessions_cut_off() << '\n';
+  return kOk;
+}
+
 int run_health(ControlClient& client, const Options& opts) {
   grpc::health::v1::HealthCheckResponse resp;
   auto ctx = client.context();

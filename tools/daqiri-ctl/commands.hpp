@@ -27,5 +27,6 @@ int run_flows_add(ControlClient& client, const Options& opts, const FlowAddArgs&
 int run_flows_del(ControlClient& client, const Options& opts, const std::string& name);
 int run_sessions(ControlClient& client, const Options& opts);
 int run_health(ControlClient& client, const Options& opts);
+int run_stats(ControlClient& client, const Options& opts);
 
 }  // namespace daqiri::ctl

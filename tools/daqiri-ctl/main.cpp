@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "commands.hpp"
+#include "tap.hpp"
 
 int main(int argc, char** argv) {
   using namespace daqiri::ctl;
@@ -62,6 +63,24 @@ int main(int argc, char** argv) {
 
   app.add_subcommand("sessions", "list client sessions")->callback([&] {
     action = [&](ControlClient& c) { return run_sessions(c, opts); };
+  });
+  TapArgs tap;
+  auto* tap_cmd =
+      app.add_subcommand("tap", "receive a flow as a client: print, count, verify, record");
+  tap_cmd->add_option("flow", tap.flow, "flow name")->required();
+  tap_cmd->add_option("-n,--count", tap.count, "stop after N packets; exit 1 if fewer arrive");
+  tap_cmd->add_option("-t,--timeout", tap.timeout, "give up after SECONDS");
+  tap_cmd->add_flag(
+      "--verify", tap.verify,
+      "check daqiri-gen's sequence and payload; exit 1 on loss, reordering, corruption");
+  tap_cmd->add_flag("-q,--quiet", tap.quiet, "no line per packet, only the summary");
+  tap_cmd->add_flag("--block", tap.block,
+                    "when this tap falls behind, hold the flow back (kernel buffers) instead of "
+                    "dropping");
+  tap_cmd->add_option("--pcap", tap.pcap, "write the frames to a PCAP file");
+  tap_cmd->callback([&] { action = [&](ControlClient&) { return run_tap(opts, tap); }; });
+  app.add_subcommand("stats", "counters of flows and attachments")->callback([&] {
+    action = [&](ControlClient& c) { return run_stats(c, opts); };
   });
   app.add_subcommand("health", "grpc.health.v1 check: exit 0 when serving")->callback([&] {
     action = [&](ControlClient& c) { return run_health(c, opts); };

@@ -1,0 +1,214 @@
+/* daqiri shared-memory ABI, version 1: the whole contract between daqirid and its clients.
+ *
+ * C-compatible, dependency-free, compiled by the daemon and by every client. docs/protocol.md
+ * explains it in prose; this header is the authority. Every size and offset is asserted.
+ *
+ * RINGS. A ring is a header followed by `size` descriptors of `desc_size` bytes, size a power
+ * of two. `producer` and `consumer` are free-running uint32 counters (they wrap at 2^32); slot
+ * of counter c is c & (size - 1); the ring holds producer - consumer entries (0 .. size).
+ * Each index has exactly one writer, on its own cache line:
+ *   producer side: write descriptors [p, p+n) -> store-release producer = p+n
+ *   consumer side: load-acquire producer -> read descriptors [c, p) -> store-release consumer
+ *   producer side: load-acquire consumer before reusing the slots it frees
+ * daqirid never trusts a client-written value: it keeps its own shadow copy of every index and
+ * descriptor it produced, bounds-checks every index and descriptor a client wrote, reads each
+ * descriptor once into private memory before using it, and cuts off a client that lies.
+ *
+ * WAKEUPS. A consumer that wants to sleep sets DAQIRI_RING_NEED_WAKEUP in `consumer_flags`,
+ * re-reads `producer` (both seq_cst, so that a producer cannot miss the flag), and waits on the
+ * attachment's eventfd. The producer, after publishing (seq_cst), signals the eventfd only when
+ * the flag is set.
+ *
+ * RX attachment: one ring of daqiri_rx_desc, daemon -> client. The client returns buffers by
+ * advancing `consumer` (in order, a whole burst at once is fine). Buffers are read-only to the
+ * client: its mappings of RX regions are PROT_READ and the memfds are sealed against writable
+ * mappings.
+ * TX attachment: a ring of daqiri_tx_desc (client -> daemon) and a completion ring of uint32
+ * buffer indices (daemon -> client). All TX buffers start with the client; a buffer submitted
+ * belongs to the daemon until its index appears in the completion ring.
+ */
+#ifndef DAQIRI_ABI_H
+#define DAQIRI_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DAQIRI_ABI_VERSION 1u
+#define DAQIRI_RING_MAGIC 0x44515249u /* "IRQD" little-endian: "DQRI" */
+#define DAQIRI_MSG_MAGIC 0x4451534du  /* "MSQD" */
+#define DAQIRI_CACHE_LINE 64u
+
+/* ---- rings ------------------------------------------------------------------------------- */
+
+enum daqiri_ring_kind {
+  DAQIRI_RING_RX = 1,         /* daqiri_rx_desc, daemon -> client */
+  DAQIRI_RING_TX = 2,         /* daqiri_tx_desc, client -> daemon */
+  DAQIRI_RING_COMPLETION = 3, /* uint32_t buffer index, daemon -> client */
+};
+
+enum daqiri_ring_state {
+  DAQIRI_RING_ACTIVE = 1,
+  DAQIRI_RING_DETACHED = 2, /* the daemon stopped serving it (flow deleted, client cut off) */
+};
+
+/* consumer_flags bits, written by the consumer only. */
+#define DAQIRI_RING_NEED_WAKEUP 0x1u
+
+struct daqiri_ring_header {
+  /* cache line 0: written by the daemon before the ring is shared; read-only afterwards,
+   * except `state` (daemon-written, atomic). */
+  uint32_t magic;
+  uint16_t abi_version;
+  uint16_t kind;        /* enum daqiri_ring_kind */
+  uint32_t size;        /* slots, a power of two */
+  uint32_t desc_size;   /* bytes per slot */
+  uint32_t desc_offset; /* from the start of this header to slot 0 */
+  uint32_t state;       /* enum daqiri_ring_state */
+  uint8_t pad0[DAQIRI_CACHE_LINE - 24];
+  /* cache line 1: written by the producer only. */
+  uint32_t producer;
+  uint8_t pad1[DAQIRI_CACHE_LINE - 4];
+  /* cache line 2: written by the consumer only. */
+  uint32_t consumer;
+  uint8_t pad2[DAQIRI_CACHE_LINE - 4];
+  /* cache line 3: written by the consumer only. */
+  uint32_t consumer_flags;
+  uint8_t pad3[DAQIRI_CACHE_LINE - 4];
+};
+
+#define DAQIRI_RING_HEADER_SIZE 256u
+
+/* daqiri_rx_desc.flags */
+#define DAQIRI_DESC_HEADERS_SYNTHESIZED 0x1u /* socket backend: eth/ipv4/udp rebuilt by daqirid */
+#define DAQIRI_DESC_TRUNCATED 0x2u           /* the frame did not fit its buffer */
+
+/* One received frame. The frame starts at `offset` in region `region` of the attachment. */
+struct daqiri_rx_desc {
+  uint64_t offset;       /* bytes from the start of the region */
+  uint64_t timestamp_ns; /* CLOCK_REALTIME when the daemon received it */
+  uint32_t length;       /* frame bytes, Ethernet header included */
+  uint32_t flow_id;
+  uint16_t region;         /* index in the attachment's region table */
+  uint16_t flags;          /* DAQIRI_DESC_* */
+  uint16_t payload_offset; /* of the UDP payload within the frame; 0 when not UDP */
+  uint16_t reserved;
+};
+
+/* One frame to send: `length` bytes from the start of TX buffer `buffer`. */
+struct daqiri_tx_desc {
+  uint32_t buffer; /* index in the TX region */
+  uint32_t length; /* frame bytes, Ethernet header included */
+  uint32_t flags;  /* none defined: must be 0 */
+  uint32_t reserved;
+};
+
+/* ---- session protocol (SOCK_SEQPACKET, one message per datagram) ---------------------------
+ * client: connect -> HELLO        daemon: WELCOME (session id)
+ * client: gRPC Attach(session id) -> attachment id + one-time token
+ * client: CLAIM(id, token)        daemon: ATTACHED + fds (SCM_RIGHTS), or ERROR
+ * client: DETACH(id)              daemon: DETACHED
+ * The connection is the session's lifeline: when it closes, or the client process exits,
+ * every attachment of the session ends and every buffer it held returns to the daemon. */
+
+enum daqiri_msg_type {
+  DAQIRI_MSG_HELLO = 1,
+  DAQIRI_MSG_WELCOME = 2,
+  DAQIRI_MSG_CLAIM = 3,
+  DAQIRI_MSG_ATTACHED = 4,
+  DAQIRI_MSG_DETACH = 5,
+  DAQIRI_MSG_DETACHED = 6,
+  DAQIRI_MSG_ERROR = 7,
+};
+
+struct daqiri_msg_header {
+  uint32_t magic;   /* DAQIRI_MSG_MAGIC */
+  uint16_t version; /* DAQIRI_ABI_VERSION */
+  uint16_t type;    /* enum daqiri_msg_type */
+  uint32_t length;  /* whole message, header included */
+  uint32_t reserved;
+};
+
+struct daqiri_msg_hello {
+  struct daqiri_msg_header h;
+  char name[64]; /* what the client calls itself, NUL-terminated; informational */
+};
+
+struct daqiri_msg_welcome {
+  struct daqiri_msg_header h;
+  uint64_t session_id;
+};
+
+#define DAQIRI_TOKEN_BYTES 16u
+
+struct daqiri_msg_claim {
+  struct daqiri_msg_header h;
+  uint64_t attachment_id;
+  uint8_t token[DAQIRI_TOKEN_BYTES];
+};
+
+#define DAQIRI_MAX_REGIONS 4u
+
+struct daqiri_region_info {
+  uint64_t size;     /* bytes to map */
+  uint32_t buf_size; /* bytes per buffer */
+  uint32_t num_bufs;
+  uint32_t writable; /* 1: TX region, map PROT_READ|PROT_WRITE; 0: map PROT_READ */
+  uint32_t reserved;
+};
+
+/* Sent with fds, in this order: the rings memfd, the eventfd, then one memfd per region. */
+struct daqiri_msg_attached {
+  struct daqiri_msg_header h;
+  uint64_t attachment_id;
+  uint32_t direction; /* 1 RX, 2 TX */
+  uint32_t region_count;
+  uint64_t rings_size;        /* bytes of the rings memfd, mapped PROT_READ|PROT_WRITE */
+  uint64_t ring_offset;       /* RX: the RX ring; TX: the TX ring */
+  uint64_t completion_offset; /* TX: the completion ring; RX: 0 */
+  struct daqiri_region_info regions[DAQIRI_MAX_REGIONS];
+};
+
+struct daqiri_msg_detach {
+  struct daqiri_msg_header h;
+  uint64_t attachment_id;
+};
+
+struct daqiri_msg_error {
+  struct daqiri_msg_header h;
+  int32_t code; /* a gRPC status code */
+  uint32_t reserved;
+  uint64_t attachment_id;
+  char message[256];
+};
+
+/* ---- layout checks ----------------------------------------------------------------------- */
+#ifdef __cplusplus
+#define DAQIRI_STATIC_ASSERT static_assert
+#else
+#define DAQIRI_STATIC_ASSERT _Static_assert
+#endif
+
+DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_ring_header) == DAQIRI_RING_HEADER_SIZE, "ring header");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_ring_header, state) == 20, "state");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_ring_header, producer) == 64, "producer line");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_ring_header, consumer) == 128, "consumer line");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_ring_header, consumer_flags) == 192, "flags line");
+DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_rx_desc) == 32, "rx desc");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, timestamp_ns) == 8, "rx desc ts");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, length) == 16, "rx desc length");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, flow_id) == 20, "rx desc flow");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, region) == 24, "rx desc region");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, flags) == 26, "rx desc flags");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, payload_offset) == 28, "rx desc payload");
+DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_tx_desc) == 16, "tx desc");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_tx_desc, length) == 4, "tx desc length");
+DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_msg_header) == 16, "msg header");
+DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_msg_hello) == 80, "hello");
+DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_msg_welcome) == 24, "welcome");
+DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_msg_claim) == 40, "claim");
+DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_region_info) == 24, "region info");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_msg_attached, regions) == 56, "attached regions");
+DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_msg_attached) == 56 + 4 * 24, "attached");
+DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_msg_error) == 288, "error");
+
+#endif /* DAQIRI_ABI_H */

@@ -1,0 +1,182 @@
+// libdaqiri: receive and send packets through daqirid, zero-copy.
+//
+//   auto client = daqiri::Client::connect({.name = "recorder"});
+//   auto& rx = **(*client)->attach_rx({.flow = "stream0"});
+//   for (;;) {
+//     auto burst = rx.wait_burst(std::chrono::milliseconds(100));
+//     if (!burst) break;                      // detached: daemon gone or flow deleted
+//     for (const daqiri::Packet& p : *burst) consume(p.payload);
+//     rx.release(*burst);                     // buffers go back to the daemon
+//   }
+//
+// Thread-safety: a Client and its streams may be used from several threads as long as each
+// object is used by one thread at a time; attach, detach and reconnect must not run
+// concurrently with any other call on the same Client. The library never installs signal
+// handlers and never touches the caller's CUDA device or context.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "daqiri/abi.h"
+#include "daqiri/common/result.hpp"
+#include "daqiri/frame.hpp"
+
+namespace daqiri {
+
+struct ClientOptions {
+  std::string socket;  // control socket; empty: $DAQIRI_SOCKET, else /run/daqiri/daqiri.sock
+  std::string name;    // shown in `daqiri-ctl sessions`
+  std::chrono::milliseconds timeout{5000};
+};
+
+struct RxOptions {
+  std::string flow;
+  uint32_t ring_size = 0;  // 0: the queue's ring_size
+  bool block = false;      // backpressure: false drops new packets when this ring is full
+};
+
+struct TxOptions {
+  std::string interface;
+  std::string queue;  // empty: the interface's first TX queue
+};
+
+struct Packet {
+  std::span<const std::byte> frame;    // Ethernet frame
+  std::span<const std::byte> payload;  // its UDP payload (empty when not UDP)
+  uint32_t flow_id = 0;
+  uint64_t timestamp_ns = 0;
+  uint16_t flags = 0;  // DAQIRI_DESC_*
+};
+
+class RxStream;
+
+// Packets delivered together; a view into the stream's ring, valid until released.
+class Burst {
+ public:
+  class iterator {
+   public:
+    iterator(const Burst* b, size_t i) : b_(b), i_(i) {}
+    Packet operator*() const { return (*b_)[i_]; }
+    iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator!=(const iterator& o) const { return i_ != o.i_; }
+
+   private:
+    const Burst* b_;
+    size_t i_;
+  };
+
+  Burst() = default;
+  [[nodiscard]] size_t size() const { return count_; }
+  [[nodiscard]] bool empty() const { return count_ == 0; }
+  [[nodiscard]] Packet operator[](size_t i) const;
+  [[nodiscard]] iterator begin() const { return {this, 0}; }
+  [[nodiscard]] iterator end() const { return {this, count_}; }
+
+ private:
+  friend class RxStream;
+  Burst(const RxStream* s, uint32_t first, uint32_t count) : s_(s), first_(first), count_(count) {}
+  const RxStream* s_ = nullptr;
+  uint32_t first_ = 0;
+  uint32_t count_ = 0;
+};
+
+class RxStream {
+ public:
+  // Whatever has arrived, up to `max` packets (0: no limit); empty when nothing has. Bursts
+  // come in ring order; each must be released (releasing one releases those before it too).
+  Burst next_burst(uint32_t max = 0);
+  // As next_burst, but sleeps on the stream's eventfd up to `timeout` for something to arrive.
+  // Empty on timeout; kUnavailable once the stream is detached.
+  Result<Burst> wait_burst(std::chrono::milliseconds timeout, uint32_t max = 0);
+  // Returns the burst's buffers (and those of earlier bursts) to the daemon.
+  void release(const Burst& burst);
+  // The daemon stopped serving this stream: flow deleted, client cut off, or daemon gone.
+  [[nodiscard]] bool detached() const;
+  [[nodiscard]] const RxOptions& options() const { return options_; }
+  [[nodiscard]] uint64_t id() const;
+
+  ~RxStream();
+  RxStream(const RxStream&) = delete;
+  RxStream& operator=(const RxStream&) = delete;
+
+  struct State;
+
+ private:
+  friend class Client;
+  friend class Burst;
+  RxStream(RxOptions options, std::unique_ptr<State> state);
+  RxOptions options_;
+  std::unique_ptr<State> s_;
+};
+
+struct TxBuffer {
+  uint32_t index = 0;
+  std::span<std::byte> data;  // the whole buffer, writable
+  uint32_t length = 0;        // bytes of frame to send
+};
+
+class TxStream {
+ public:
+  // Up to out.size() buffers the client may fill; fewer while the daemon still has the rest.
+  size_t reserve(std::span<TxBuffer> out);
+  // Queues frames for sending: `length` bytes of each buffer, an Ethernet/IPv4/UDP frame from
+  // the interface's address. Returns how many were queued (the ring may take fewer).
+  Result<size_t> submit(std::span<const TxBuffer> buffers);
+  // Takes back buffers the daemon is done with; returns how many. reserve() calls it.
+  size_t reclaim();
+  // Waits until every submitted buffer is back, up to `timeout`.
+  Result<> flush(std::chrono::milliseconds timeout);
+  [[nodiscard]] uint32_t buf_size() const;
+  [[nodiscard]] bool detached() const;
+  [[nodiscard]] uint64_t id() const;
+
+  ~TxStream();
+  TxStream(const TxStream&) = delete;
+  TxStream& operator=(const TxStream&) = delete;
+
+  struct State;
+
+ private:
+  friend class Client;
+  TxStream(TxOptions options, std::unique_ptr<State> state);
+  TxOptions options_;
+  std::unique_ptr<State> s_;
+};
+
+class Client {
+ public:
+  // Opens a session with daqirid. Errors carry the daemon's reason.
+  static Result<std::unique_ptr<Client>> connect(const ClientOptions& options = {});
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Streams belong to the Client and live until detach() or the Client's end.
+  Result<RxStream*> attach_rx(const RxOptions& options);
+  Result<TxStream*> attach_tx(const TxOptions& options);
+  void detach(RxStream* stream);
+  void detach(TxStream* stream);
+
+  // After the daemon restarted (streams report detached), opens a new session and re-attaches
+  // every stream in place: the RxStream/TxStream pointers stay valid.
+  Result<> reconnect();
+  // False once the session's connection to the daemon broke.
+  [[nodiscard]] bool connected() const;
+  [[nodiscard]] uint64_t session_id() const;
+
+  struct Impl;
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace daqiri

@@ -1,0 +1,110 @@
+// A typed view of one ring of daqiri/abi.h, used by the daemon and the client alike. It owns
+// nothing: the memory belongs to a mapping kept elsewhere. Accessors name the memory order of
+// the ABI's rules; see the comment at the top of abi.h.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "daqiri/abi.h"
+
+namespace daqiri::abi {
+
+static_assert(std::atomic_ref<uint32_t>::is_always_lock_free);
+static_assert(std::atomic_ref<uint32_t>::required_alignment <= alignof(uint32_t));
+
+class RingView {
+ public:
+  RingView() = default;
+
+  // Bytes a ring of `size` slots of `desc_size` bytes takes, header included, cache-line padded.
+  static constexpr size_t bytes_for(uint32_t size, uint32_t desc_size) {
+    size_t bytes = DAQIRI_RING_HEADER_SIZE + size_t{size} * desc_size;
+    return (bytes + DAQIRI_CACHE_LINE - 1) / DAQIRI_CACHE_LINE * DAQIRI_CACHE_LINE;
+  }
+
+  // The daemon lays out a fresh ring in zeroed memory.
+  static RingView create(void* base, daqiri_ring_kind kind, uint32_t size, uint32_t desc_size) {
+    auto* h = static_cast<daqiri_ring_header*>(base);
+    h->magic = DAQIRI_RING_MAGIC;
+    h->abi_version = DAQIRI_ABI_VERSION;
+    h->kind = static_cast<uint16_t>(kind);
+    h->size = size;
+    h->desc_size = desc_size;
+    h->desc_offset = DAQIRI_RING_HEADER_SIZE;
+    std::atomic_ref<uint32_t>(h->state).store(DAQIRI_RING_ACTIVE, std::memory_order_release);
+    return RingView(h, size, desc_size);
+  }
+
+  // A client checks a ring the daemon shared: magic, version, kind, geometry within `bytes`.
+  static std::optional<RingView> open(void* base, size_t bytes, daqiri_ring_kind kind,
+                                      uint32_t desc_size) {
+    if (bytes < DAQIRI_RING_HEADER_SIZE) return std::nullopt;
+    auto* h = static_cast<daqiri_ring_header*>(base);
+    uint32_t size = h->size;
+    bool ok = h->magic == DAQIRI_RING_MAGIC && h->abi_version == DAQIRI_ABI_VERSION &&
+              h->kind == kind && h->desc_size == desc_size &&
+              h->desc_offset == DAQIRI_RING_HEADER_SIZE && size != 0 && (size & (size - 1)) == 0 &&
+              bytes_for(size, desc_size) <= bytes;
+    if (!ok) return std::nullopt;
+    return RingView(h, size, desc_size);
+  }
+
+  [[nodiscard]] bool valid() const { return h_ != nullptr; }
+  [[nodiscard]] uint32_t size() const { return size_; }
+  [[nodiscard]] uint32_t mask() const { return size_ - 1; }
+
+  template <typename Desc>
+  [[nodiscard]] Desc* slot(uint32_t counter) const {
+    auto* base = reinterpret_cast<std::byte*>(h_) + DAQIRI_RING_HEADER_SIZE;
+    return reinterpret_cast<Desc*>(base + size_t{counter & (size_ - 1)} * desc_size_);
+  }
+
+  // Producer side.
+  [[nodiscard]] uint32_t load_consumer() const {
+    return std::atomic_ref<uint32_t>(h_->consumer).load(std::memory_order_acquire);
+  }
+  // Publishes slots written so far. seq_cst pairs with the consumer's NEED_WAKEUP handshake.
+  void publish_producer(uint32_t p) const {
+    std::atomic_ref<uint32_t>(h_->producer).store(p, std::memory_order_seq_cst);
+  }
+  [[nodiscard]] bool consumer_wants_wakeup() const {
+    return (std::atomic_ref<uint32_t>(h_->consumer_flags).load(std::memory_order_seq_cst) &
+            DAQIRI_RING_NEED_WAKEUP) != 0;
+  }
+
+  // Consumer side.
+  [[nodiscard]] uint32_t load_producer() const {
+    return std::atomic_ref<uint32_t>(h_->producer).load(std::memory_order_acquire);
+  }
+  [[nodiscard]] uint32_t load_producer_seq_cst() const {
+    return std::atomic_ref<uint32_t>(h_->producer).load(std::memory_order_seq_cst);
+  }
+  void publish_consumer(uint32_t c) const {
+    std::atomic_ref<uint32_t>(h_->consumer).store(c, std::memory_order_release);
+  }
+  void set_need_wakeup(bool on) const {
+    std::atomic_ref<uint32_t>(h_->consumer_flags)
+        .store(on ? DAQIRI_RING_NEED_WAKEUP : 0u, std::memory_order_seq_cst);
+  }
+
+  // Either side: whether the daemon still serves the ring.
+  [[nodiscard]] uint32_t state() const {
+    return std::atomic_ref<uint32_t>(h_->state).load(std::memory_order_acquire);
+  }
+  void set_state(daqiri_ring_state s) const {
+    std::atomic_ref<uint32_t>(h_->state).store(s, std::memory_order_release);
+  }
+
+ private:
+  RingView(daqiri_ring_header* h, uint32_t size, uint32_t desc_size)
+      : h_(h), size_(size), desc_size_(desc_size) {}
+
+  daqiri_ring_header* h_ = nullptr;
+  uint32_t size_ = 0;
+  uint32_t desc_size_ = 0;
+};
+
+}  // namespace daqiri::abi

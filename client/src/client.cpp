@@ -1,0 +1,530 @@
+// libdaqiri: the session handshake, attachment mappings, and the ring protocol's client side.
+#include "daqiri/client.hpp"
+
+#include <grpcpp/grpcpp.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "daqiri/common/fd_passing.hpp"
+#include "daqiri/common/unique_fd.hpp"
+#include "daqiri/ring.hpp"
+#include "daqiri/v1/control.grpc.pb.h"
+
+namespace daqiri {
+namespace {
+
+class Mapping {
+ public:
+  Mapping() = default;
+  Mapping(void* p, size_t n) : p_(p), n_(n) {}
+  Mapping(Mapping&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  Mapping& operator=(Mapping&& o) noexcept {
+    if (this != &o) {
+      reset();
+      p_ = std::exchange(o.p_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+    }
+    return *this;
+  }
+  ~Mapping() { reset(); }
+  [[nodiscard]] std::byte* data() const { return static_cast<std::byte*>(p_); }
+  [[nodiscard]] size_t size() const { return n_; }
+
+ private:
+  void reset() {
+    if (p_) ::munmap(p_, n_);
+    p_ = nullptr;
+  }
+  void* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+Result<Mapping> map(int fd, size_t size, bool writable) {
+  void* p = ::mmap(nullptr, size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return fail_errno("mmap");
+  return Mapping(p, size);
+}
+
+Error from_status(const grpc::Status& s) {
+  ErrorCode code = ErrorCode::kInternal;
+  switch (s.error_code()) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      code = ErrorCode::kInvalidArgument;
+      break;
+    case grpc::StatusCode::NOT_FOUND:
+      code = ErrorCode::kNotFound;
+      break;
+    case grpc::StatusCode::ALREADY_EXISTS:
+      code = ErrorCode::kAlreadyExists;
+      break;
+    case grpc::StatusCode::PERMISSION_DENIED:
+      code = ErrorCode::kPermissionDenied;
+      break;
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      code = ErrorCode::kFailedPrecondition;
+      break;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      code = ErrorCode::kResourceExhausted;
+      break;
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      code = ErrorCode::kUnavailable;
+      break;
+    default:
+      break;
+  }
+  return {code, s.error_message(), {}};
+}
+
+daqiri_msg_header header(daqiri_msg_type type, size_t length) {
+  return {DAQIRI_MSG_MAGIC, DAQIRI_ABI_VERSION, static_cast<uint16_t>(type),
+          static_cast<uint32_t>(length), 0};
+}
+
+// What an ATTACHED message brings: mapped rings and regions.
+struct Attached {
+  uint64_t id = 0;
+  Mapping rings;
+  UniqueFd eventfd;
+  size_t ring_offset = 0;
+  size_t completion_offset = 0;
+  struct Region {
+    Mapping map;
+    uint32_t buf_size = 0;
+    uint32_t num_bufs = 0;
+  };
+  std::vector<Region> regions;
+};
+
+bool hung_up(int fd) {
+  pollfd p{fd, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
+}
+
+}  // namespace
+
+struct Client::Impl {
+  ClientOptions options;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::Control::Stub> stub;
+  std::string session_path;
+  UniqueFd session;
+  uint64_t session_id = 0;
+  std::vector<std::unique_ptr<RxStream>> rx;
+  std::vector<std::unique_ptr<TxStream>> tx;
+
+  std::unique_ptr<grpc::ClientContext> context() const {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->set_deadline(std::chrono::system_clock::now() + options.timeout);
+    return c;
+  }
+  Result<> open_session();
+  Result<Attached> attach(const v1::AttachRequest& request);
+  bool broken() const { return !session || hung_up(session.get()); }
+};
+
+Result<> Client::Impl::open_session() {
+  v1::Info info;
+  auto ctx = context();
+  auto st = stub->GetInfo(ctx.get(), {}, &info);
+  if (!st.ok()) return std::unexpected(from_status(st));
+  if (info.abi_version() != DAQIRI_ABI_VERSION) {
+    return fail(ErrorCode::kFailedPrecondition,
+                "daqirid speaks ABI " + std::to_string(info.abi_version()) + ", this library " +
+                    std::to_string(DAQIRI_ABI_VERSION));
+  }
+  session_path = info.session_socket();
+  UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!fd) return fail_errno("socket(SOCK_SEQPACKET)");
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, session_path.c_str(), sizeof addr.sun_path - 1);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    return fail_errno("connect " + session_path);
+  }
+  daqiri_msg_hello hello{};
+  hello.h = header(DAQIRI_MSG_HELLO, sizeof hello);
+  std::strncpy(hello.name, options.name.c_str(), sizeof hello.name - 1);
+  if (auto ok = send_with_fds(fd.get(), &hello, sizeof hello, {}); !ok) return ok;
+  daqiri_msg_welcome welcome{};
+  std::vector<UniqueFd> fds;
+  auto n = recv_with_fds(fd.get(), &welcome, sizeof welcome, fds);
+  if (!n) return std::unexpected(n.error());
+  if (*n != sizeof welcome || welcome.h.type != DAQIRI_MSG_WELCOME) {
+    return fail(ErrorCode::kUnavailable, "daqirid refused the session");
+  }
+  session = std::move(fd);
+  session_id = welcome.session_id;
+  return {};
+}
+
+Result<Attached> Client::Impl::attach(const v1::AttachRequest& request) {
+  v1::AttachRequest req = request;
+  req.set_session_id(session_id);
+  v1::AttachResponse resp;
+  auto ctx = context();
+  auto st = stub->Attach(ctx.get(), req, &resp);
+  if (!st.ok()) return std::unexpected(from_status(st));
+  if (resp.token().size() != DAQIRI_TOKEN_BYTES) {
+    return fail(ErrorCode::kInternal, "daqirid sent a token of the wrong size");
+  }
+  daqiri_msg_claim claim{};
+  claim.h = header(DAQIRI_MSG_CLAIM, sizeof claim);
+  claim.attachment_id = resp.attachment_id();
+  std::memcpy(claim.token, resp.token().data(), DAQIRI_TOKEN_BYTES);
+  if (auto ok = send_with_fds(session.get(), &claim, sizeof claim, {}); !ok) {
+    return std::unexpected(ok.error());
+  }
+  alignas(8) unsigned char buf[sizeof(daqiri_msg_error) + sizeof(daqiri_msg_attached)];
+  std::vector<UniqueFd> fds;
+  auto n = recv_with_fds(session.get(), buf, sizeof buf, fds);
+  if (!n) return std::unexpected(n.error());
+  daqiri_msg_header h{};
+  if (*n < sizeof h) return fail(ErrorCode::kUnavailable, "the daemon closed the session");
+  std::memcpy(&h, buf, sizeof h);
+  if (h.type == DAQIRI_MSG_ERROR && *n == sizeof(daqiri_msg_error)) {
+    daqiri_msg_error e{};
+    std::memcpy(&e, buf, sizeof e);
+    e.message[sizeof e.message - 1] = '\0';
+    return fail(ErrorCode::kFailedPrecondition, e.message);
+  }
+  daqiri_msg_attached a{};
+  if (h.type != DAQIRI_MSG_ATTACHED || *n != sizeof a) {
+    return fail(ErrorCode::kInternal, "unexpected reply to CLAIM");
+  }
+  std::memcpy(&a, buf, sizeof a);
+  if (a.region_count > DAQIRI_MAX_REGIONS || fds.size() != 2 + a.region_count) {
+    return fail(ErrorCode::kInternal, "ATTACHED carried the wrong number of fds");
+  }
+  Attached out;
+  out.id = a.attachment_id;
+  auto rings = map(fds[0].get(), a.rings_size, true);
+  if (!rings) return std::unexpected(rings.error());
+  out.rings = std::move(*rings);
+  out.eventfd = std::move(fds[1]);
+  out.ring_offset = a.ring_offset;
+  out.completion_offset = a.completion_offset;
+  for (uint32_t i = 0; i < a.region_count; ++i) {
+    auto m = map(fds[2 + i].get(), a.regions[i].size, a.regions[i].writable != 0);
+    if (!m) return std::unexpected(m.error());
+    out.regions.push_back({std::move(*m), a.regions[i].buf_size, a.regions[i].num_bufs});
+  }
+  return out;
+}
+
+// ---- RX ----------------------------------------------------------------------------------
+
+struct RxStream::State {
+  Client::Impl* client = nullptr;
+  Attached attached;
+  abi::RingView ring;
+  uint32_t read = 0;      // next descriptor to hand out
+  uint32_t released = 0;  // consumer index published
+
+  Result<> adopt(Attached a) {
+    auto r = abi::RingView::open(a.rings.data() + a.ring_offset, a.rings.size() - a.ring_offset,
+                                 DAQIRI_RING_RX, sizeof(daqiri_rx_desc));
+    if (!r) return fail(ErrorCode::kInternal, "the daemon's RX ring does not check out");
+    attached = std::move(a);
+    ring = *r;
+    read = released = 0;
+    return {};
+  }
+};
+
+Packet Burst::operator[](size_t i) const {
+  const RxStream::State& s = *s_->s_;
+  const daqiri_rx_desc& d = *s.ring.slot<daqiri_rx_desc>(first_ + static_cast<uint32_t>(i));
+  Packet p;
+  // Descriptors come from the daemon, but a bad one must not make us read outside a mapping.
+  if (d.region >= s.attached.regions.size()) return p;
+  const Mapping& m = s.attached.regions[d.region].map;
+  if (d.offset > m.size() || d.length > m.size() - d.offset) return p;
+  p.frame = {m.data() + d.offset, d.length};
+  if (d.payload_offset != 0 && d.payload_offset <= d.length) {
+    p.payload = p.frame.subspan(d.payload_offset);
+  }
+  p.flow_id = d.flow_id;
+  p.timestamp_ns = d.timestamp_ns;
+  p.flags = d.flags;
+  return p;
+}
+
+RxStream::RxStream(RxOptions options, std::unique_ptr<State> state)
+    : options_(std::move(options)), s_(std::move(state)) {}
+RxStream::~RxStream() = default;
+
+uint64_t RxStream::id() const {
+  return s_->attached.id;
+}
+
+Burst RxStream::next_burst(uint32_t max) {
+  uint32_t avail = s_->ring.load_producer() - s_->read;
+  if (avail > s_->ring.size()) avail = 0;  // not a producer index the daemon could have written
+  uint32_t n = max == 0 ? avail : std::min(avail, max);
+  Burst b(this, s_->read, n);
+  s_->read += n;
+  return b;
+}
+
+Result<Burst> RxStream::wait_burst(std::chrono::milliseconds timeout, uint32_t max) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    Burst b = next_burst(max);
+    if (!b.empty()) return b;
+    if (detached()) return fail(ErrorCode::kUnavailable, "the stream is detached");
+    s_->ring.set_need_wakeup(true);
+    bool ready = s_->ring.load_producer_seq_cst() != s_->read;
+    if (!ready) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        s_->ring.set_need_wakeup(false);
+        return Burst();
+      }
+      pollfd p[2] = {{s_->attached.eventfd.get(), POLLIN, 0},
+                     {s_->client->session.get(), POLLRDHUP, 0}};
+      ::poll(p, 2, static_cast<int>(left.count()) + 1);
+      uint64_t v = 0;
+      [[maybe_unused]] auto r = ::read(s_->attached.eventfd.get(), &v, sizeof v);
+    }
+    s_->ring.set_need_wakeup(false);
+  }
+}
+
+void RxStream::release(const Burst& burst) {
+  uint32_t end = burst.first_ + burst.count_;
+  if (end - s_->released > s_->read - s_->released) return;  // not a burst of this stream
+  s_->released = end;
+  s_->ring.publish_consumer(end);
+}
+
+bool RxStream::detached() const {
+  return s_->ring.state() != DAQIRI_RING_ACTIVE || s_->client->broken();
+}
+
+// ---- TX ----------------------------------------------------------------------------------
+
+struct TxStream::State {
+  Client::Impl* client = nullptr;
+  Attached attached;
+  abi::RingView tx;
+  abi::RingView completion;
+  std::vector<uint32_t> free;
+  std::vector<uint8_t> mine;  // 1 while the client holds the buffer
+  uint32_t produced = 0;
+  uint32_t completed = 0;
+
+  Result<> adopt(Attached a) {
+    auto t = abi::RingView::open(a.rings.data() + a.ring_offset, a.completion_offset,
+                                 DAQIRI_RING_TX, sizeof(daqiri_tx_desc));
+    auto c = abi::RingView::open(a.rings.data() + a.completion_offset,
+                                 a.rings.size() - a.completion_offset, DAQIRI_RING_COMPLETION,
+                                 sizeof(uint32_t));
+    if (!t || !c || a.regions.size() != 1) {
+      return fail(ErrorCode::kInternal, "the daemon's TX rings do not check out");
+    }
+    attached = std::move(a);
+    tx = *t;
+    completion = *c;
+    uint32_t n = attached.regions[0].num_bufs;
+    free.resize(n);
+    for (uint32_t i = 0; i < n; ++i)
+      free[i] = n - 1 - i;
+    mine.assign(n, 1);
+    produced = completed = 0;
+    return {};
+  }
+};
+
+TxStream::TxStream(TxOptions options, std::unique_ptr<State> state)
+    : options_(std::move(options)), s_(std::move(state)) {}
+TxStream::~TxStream() = default;
+
+uint64_t TxStream::id() const {
+  return s_->attached.id;
+}
+uint32_t TxStream::buf_size() const {
+  return s_->attached.regions[0].buf_size;
+}
+
+bool TxStream::detached() const {
+  return s_->tx.state() != DAQIRI_RING_ACTIVE || s_->client->broken();
+}
+
+size_t TxStream::reclaim() {
+  uint32_t p = s_->completion.load_producer();
+  size_t n = 0;
+  for (; s_->completed != p; ++s_->completed) {
+    uint32_t b = *s_->completion.slot<uint32_t>(s_->completed);
+    if (b < s_->mine.size() && s_->mine[b] == 0) {
+      s_->mine[b] = 1;
+      s_->free.push_back(b);
+      ++n;
+    }
+  }
+  if (n) s_->completion.publish_consumer(s_->completed);
+  return n;
+}
+
+size_t TxStream::reserve(std::span<TxBuffer> out) {
+  reclaim();
+  const auto& region = s_->attached.regions[0];
+  size_t n = std::min(out.size(), s_->free.size());
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t b = s_->free.back();
+    s_->free.pop_back();
+    out[i] = {b, {region.map.data() + uint64_t{b} * region.buf_size, region.buf_size}, 0};
+  }
+  return n;
+}
+
+Result<size_t> TxStream::submit(std::span<const TxBuffer> buffers) {
+  if (detached()) return fail(ErrorCode::kUnavailable, "the stream is detached");
+  uint32_t room = s_->tx.size() - (s_->produced - s_->tx.load_consumer());
+  size_t n = std::min<size_t>(buffers.size(), room);
+  for (size_t i = 0; i < n; ++i) {
+    const TxBuffer& b = buffers[i];
+    if (b.index >= s_->mine.size() || s_->mine[b.index] != 1 || b.length > buf_size()) {
+      n = i;  // not a buffer we hold: stop here rather than hand the daemon a lie
+      break;
+    }
+    s_->mine[b.index] = 0;
+    *s_->tx.slot<daqiri_tx_desc>(s_->produced++) = {b.index, b.length, 0, 0};
+  }
+  s_->tx.publish_producer(s_->produced);
+  return n;
+}
+
+Result<> TxStream::flush(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (reclaim(), s_->free.size() < s_->mine.size()) {
+    if (detached()) return fail(ErrorCode::kUnavailable, "the stream is detached");
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return fail(ErrorCode::kUnavailable, "the daemon did not send everything in time");
+    }
+    s_->completion.set_need_wakeup(true);
+    if (s_->completion.load_producer_seq_cst() == s_->completed) {
+      pollfd p{s_->attached.eventfd.get(), POLLIN, 0};
+      ::poll(&p, 1, 2);
+      uint64_t v = 0;
+      [[maybe_unused]] auto r = ::read(s_->attached.eventfd.get(), &v, sizeof v);
+    }
+    s_->completion.set_need_wakeup(false);
+  }
+  return {};
+}
+
+// ---- Client ------------------------------------------------------------------------------
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  if (impl->options.socket.empty()) {
+    const char* env = std::getenv("DAQIRI_SOCKET");
+    impl->options.socket = env ? env : "/run/daqiri/daqiri.sock";
+  }
+  impl->channel =
+      grpc::CreateChannel("unix:" + impl->options.socket, grpc::InsecureChannelCredentials());
+  impl->stub = v1::Control::NewStub(impl->channel);
+  if (auto ok = impl->open_session(); !ok) return std::unexpected(ok.error());
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+Result<RxStream*> Client::attach_rx(const RxOptions& options) {
+  v1::AttachRequest req;
+  req.set_flow(options.flow);
+  req.set_ring_size(options.ring_size);
+  req.set_backpressure(options.block ? v1::BACKPRESSURE_BLOCK : v1::BACKPRESSURE_DROP_NEW);
+  auto a = impl_->attach(req);
+  if (!a) return std::unexpected(a.error());
+  auto state = std::make_unique<RxStream::State>();
+  state->client = impl_.get();
+  if (auto ok = state->adopt(std::move(*a)); !ok) return std::unexpected(ok.error());
+  impl_->rx.push_back(std::unique_ptr<RxStream>(new RxStream(options, std::move(state))));
+  return impl_->rx.back().get();
+}
+
+Result<TxStream*> Client::attach_tx(const TxOptions& options) {
+  v1::AttachRequest req;
+  req.mutable_tx_queue()->set_interface(options.interface);
+  req.mutable_tx_queue()->set_queue(options.queue);
+  auto a = impl_->attach(req);
+  if (!a) return std::unexpected(a.error());
+  auto state = std::make_unique<TxStream::State>();
+  state->client = impl_.get();
+  if (auto ok = state->adopt(std::move(*a)); !ok) return std::unexpected(ok.error());
+  impl_->tx.push_back(std::unique_ptr<TxStream>(new TxStream(options, std::move(state))));
+  return impl_->tx.back().get();
+}
+
+namespace {
+void send_detach(int session, uint64_t id) {
+  daqiri_msg_detach d{header(DAQIRI_MSG_DETACH, sizeof(daqiri_msg_detach)), id};
+  if (send_with_fds(session, &d, sizeof d, {})) {
+    alignas(8) unsigned char buf[sizeof(daqiri_msg_error)];
+    std::vector<UniqueFd> fds;
+    (void)recv_with_fds(session, buf, sizeof buf, fds);
+  }
+}
+}  // namespace
+
+void Client::detach(RxStream* stream) {
+  auto& v = impl_->rx;
+  auto it = std::find_if(v.begin(), v.end(), [stream](const auto& p) { return p.get() == stream; });
+  if (it == v.end()) return;
+  if (!impl_->broken()) send_detach(impl_->session.get(), stream->id());
+  v.erase(it);
+}
+
+void Client::detach(TxStream* stream) {
+  auto& v = impl_->tx;
+  auto it = std::find_if(v.begin(), v.end(), [stream](const auto& p) { return p.get() == stream; });
+  if (it == v.end()) return;
+  if (!impl_->broken()) send_detach(impl_->session.get(), stream->id());
+  v.erase(it);
+}
+
+Result<> Client::reconnect() {
+  impl_->session.reset();
+  if (auto ok = impl_->open_session(); !ok) return ok;
+  for (auto& rx : impl_->rx) {
+    v1::AttachRequest req;
+    req.set_flow(rx->options_.flow);
+    req.set_ring_size(rx->options_.ring_size);
+    req.set_backpressure(rx->options_.block ? v1::BACKPRESSURE_BLOCK : v1::BACKPRESSURE_DROP_NEW);
+    auto a = impl_->attach(req);
+    if (!a) return std::unexpected(a.error());
+    if (auto ok = rx->s_->adopt(std::move(*a)); !ok) return ok;
+  }
+  for (auto& tx : impl_->tx) {
+    v1::AttachRequest req;
+    req.mutable_tx_queue()->set_interface(tx->options_.interface);
+    req.mutable_tx_queue()->set_queue(tx->options_.queue);
+    auto a = impl_->attach(req);
+    if (!a) return std::unexpected(a.error());
+    if (auto ok = tx->s_->adopt(std::move(*a)); !ok) return ok;
+  }
+  return {};
+}
+
+bool Client::connected() const {
+  return !impl_->broken();
+}
+uint64_t Client::session_id() const {
+  return impl_->session_id;
+}
+
+}  // namespace daqiri

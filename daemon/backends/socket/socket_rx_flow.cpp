@@ -1,0 +1,214 @@
+#include "backends/socket/socket_rx_flow.hpp"
+
+#include <arpa/inet.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "daqiri/frame.hpp"
+
+namespace daqiri::backends::socket {
+namespace {
+
+void count(std::atomic<uint64_t>& c, uint64_t n) {
+  dataplane::AttachmentCounters::add(c, n);
+}
+
+uint64_t realtime_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
+
+Result<int> bind_udp(uint32_t ipv4, uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return fail_errno("socket(UDP)");
+  int rcvbuf = 8 << 20;  // absorb bursts while the poller is busy elsewhere
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(ipv4);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    int err = errno;
+    ::close(fd);
+    in_addr a{htonl(ipv4)};
+    return fail(err == EADDRINUSE ? ErrorCode::kFailedPrecondition : ErrorCode::kInternal,
+                std::string("cannot bind UDP ") + inet_ntoa(a) + ":" + std::to_string(port) + ": " +
+                    std::strerror(err) +
+                    (err == EADDRINUSE ? " (another program owns that port)" : ""));
+  }
+  return fd;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SocketRxFlow>> SocketRxFlow::create(const core::Flow& flow,
+                                                           uint32_t bind_ipv4, uint32_t buf_size,
+                                                           uint32_t num_bufs, bool huge,
+                                                           uint32_t batch) {
+  if (!flow.match.udp_dst) {
+    return fail(ErrorCode::kFailedPrecondition,
+                "flow \"" + flow.name +
+                    "\": the socket backend needs a udp_dst match (it binds a "
+                    "socket per destination port)",
+                "match");
+  }
+  const core::PortRange& ports = *flow.match.udp_dst;
+  if (uint32_t(ports.last - ports.first) + 1 > kMaxPortsPerFlow) {
+    return fail(ErrorCode::kFailedPrecondition,
+                "flow \"" + flow.name +
+                    "\": the socket backend binds one socket per port; "
+                    "ranges of up to " +
+                    std::to_string(kMaxPortsPerFlow) + " ports",
+                "match");
+  }
+  if (buf_size < frame::kUdpHeaders + 64) {
+    return fail(ErrorCode::kFailedPrecondition, "buffers too small for the socket backend");
+  }
+  // The destination address of the match, when it is one host, is what to bind.
+  uint32_t addr = bind_ipv4;
+  if (flow.match.ipv4_dst && flow.match.ipv4_dst->length == 32) addr = flow.match.ipv4_dst->address;
+
+  auto pool = memory::BufferPool::create("flow-" + flow.name, buf_size, num_bufs, huge);
+  if (!pool) return std::unexpected(pool.error());
+  if (auto ok = pool->memory().seal_read_only_for_others(); !ok) return std::unexpected(ok.error());
+  std::unique_ptr<SocketRxFlow> f(
+      new SocketRxFlow(flow, std::move(*pool), addr, std::min(batch, kMaxBatch)));
+  for (uint32_t p = ports.first; p <= ports.last; ++p) {
+    auto fd = bind_udp(addr, static_cast<uint16_t>(p));
+    if (!fd) return std::unexpected(fd.error());  // destructor closes the ones bound so far
+    auto port = std::make_unique<Port>();
+    port->fd = *fd;
+    port->number = static_cast<uint16_t>(p);
+    f->ports_.push_back(std::move(port));
+  }
+  for (auto& port : f->ports_)
+    f->arm(*port);
+  return f;
+}
+
+SocketRxFlow::SocketRxFlow(core::Flow flow, memory::BufferPool pool, uint32_t bind_ipv4,
+                           uint32_t batch)
+    : flow_(std::move(flow)), pool_(std::move(pool)), bind_ipv4_(bind_ipv4), batch_(batch) {}
+
+SocketRxFlow::~SocketRxFlow() {
+  for (auto& p : ports_)
+    ::close(p->fd);
+}
+
+std::vector<int> SocketRxFlow::fds() const {
+  std::vector<int> out;
+  for (const auto& p : ports_)
+    out.push_back(p->fd);
+  return out;
+}
+
+void SocketRxFlow::arm(Port& port) {
+  port.armed += pool_.alloc(port.buffer.data() + port.armed, batch_ - port.armed);
+  uint32_t room = pool_.buf_size() - uint32_t(frame::kUdpHeaders);
+  for (uint32_t i = 0; i < port.armed; ++i) {
+    port.iov[i] = {pool_.buffer(port.buffer[i]) + frame::kUdpHeaders, room};
+    port.msg[i].msg_hdr = {};
+    port.msg[i].msg_hdr.msg_iov = &port.iov[i];
+    port.msg[i].msg_hdr.msg_iovlen = 1;
+    port.msg[i].msg_hdr.msg_name = &port.from[i];
+    port.msg[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
+  }
+}
+
+bool SocketRxFlow::poll() {
+  size_t active = fanout_.begin(pool_);
+  if (active > 0 && fanout_.must_wait(batch_)) return false;  // blocking backpressure
+  bool work = false;
+  uint64_t now = 0;
+  for (auto& port : ports_) {
+    if (port->armed < batch_) arm(*port);
+    if (port->armed == 0) continue;  // pool exhausted: the kernel buffers until clients release
+    if (now == 0) now = realtime_ns();
+    work |= receive(*port, now);
+  }
+  if (work) fanout_.publish();
+  return work;
+}
+
+bool SocketRxFlow::receive(Port& port, uint64_t now_ns) {
+  int n = ::recvmmsg(port.fd, port.msg.data(), port.armed, MSG_DONTWAIT, nullptr);
+  if (n <= 0) return false;
+  const core::FlowMatch& m = flow_.match;
+  uint64_t bytes = 0;
+  for (int i = 0; i < n; ++i) {
+    uint32_t buf = port.buffer[i];
+    const sockaddr_in& from = port.from[i];
+    uint32_t len = port.msg[i].msg_len;
+    uint16_t flags = DAQIRI_DESC_HEADERS_SYNTHESIZED;
+    if (port.msg[i].msg_hdr.msg_flags & MSG_TRUNC) {
+      flags |= DAQIRI_DESC_TRUNCATED;
+      count(counters.truncated, 1);
+    }
+    uint32_t src_ip = ntohl(from.sin_addr.s_addr);
+    uint16_t src_port = ntohs(from.sin_port);
+    if ((m.udp_src && !m.udp_src->contains(src_port)) ||
+        (m.ipv4_src && !m.ipv4_src->contains(src_ip))) {
+      count(counters.filtered, 1);
+      pool_.set_refs(buf, 0);
+      continue;
+    }
+    std::byte* frame_start = pool_.buffer(buf);
+    frame::write_udp_headers({frame_start, frame::kUdpHeaders + len}, {src_ip, src_port},
+                             {bind_ipv4_, port.number}, len);
+    daqiri_rx_desc d{};
+    d.offset = pool_.offset(buf);
+    d.timestamp_ns = now_ns;
+    d.length = uint32_t(frame::kUdpHeaders) + len;
+    d.flow_id = flow_.id;
+    d.region = 0;
+    d.flags = flags;
+    d.payload_offset = frame::kUdpHeaders;
+    uint16_t refs = fanout_.deliver(d, buf);
+    if (refs == 0) count(fanout_.active() == 0 ? counters.no_attachment : counters.rings_full, 1);
+    pool_.set_refs(buf, refs);
+    bytes += d.length;
+  }
+  count(counters.packets, uint64_t(n));
+  count(counters.bytes, bytes);
+  // Keep the buffers that were posted but not filled; re-arm the rest next poll.
+  uint32_t left = port.armed - uint32_t(n);
+  for (uint32_t i = 0; i < left; ++i)
+    port.buffer[i] = port.buffer[uint32_t(n) + i];
+  port.armed = left;
+  return true;
+}
+
+uint64_t SocketRxFlow::kernel_drops() const {
+  // /proc/net/udp: the last column is drops, the inode identifies our sockets.
+  uint64_t total = 0;
+  std::ifstream in("/proc/net/udp");
+  std::string line;
+  std::getline(in, line);
+  std::vector<uint64_t> inodes;
+  for (const auto& p : ports_) {
+    struct stat st {};
+    if (::fstat(p->fd, &st) == 0) inodes.push_back(st.st_ino);
+  }
+  while (std::getline(in, line)) {
+    std::istringstream s(line);
+    std::string field;
+    std::vector<std::string> f;
+    while (s >> field)
+      f.push_back(field);
+    if (f.size() < 13) continue;
+    uint64_t inode = std::stoull(f[9]);
+    for (uint64_t i : inodes) {
+      if (i == inode) total += std::stoull(f.back());
+    }
+  }
+  return total;
+}
+
+}  // namespace daqiri::backends::socket

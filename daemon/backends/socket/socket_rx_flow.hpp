@@ -1,0 +1,76 @@
+// One flow on the kernel-socket backend: a UDP socket per destination port of the flow's
+// match, bound to the flow's address, whose datagrams land straight in the flow's own buffer
+// pool (recvmmsg into pre-armed buffers, 42 bytes in, so that Ethernet/IPv4/UDP headers can be
+// written in front: clients see the same frames as from a NIC). Source filters of the match
+// are applied here. A PollTask: poll() runs on the owning poller only.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "core/flow_table.hpp"
+#include "dataplane/poller.hpp"
+#include "dataplane/rx_fanout.hpp"
+#include "memory/buffer_pool.hpp"
+
+namespace daqiri::backends::socket {
+
+inline constexpr uint32_t kMaxBatch = 256;
+inline constexpr uint32_t kMaxPortsPerFlow = 64;
+
+struct FlowCounters {
+  std::atomic<uint64_t> packets{0};
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> no_attachment{0};  // arrived while nobody was attached
+  std::atomic<uint64_t> rings_full{0};     // every attached client's ring was full
+  std::atomic<uint64_t> filtered{0};       // failed the match's source filters
+  std::atomic<uint64_t> truncated{0};      // larger than a buffer
+};
+
+class SocketRxFlow final : public dataplane::PollTask {
+ public:
+  // Binds the flow's sockets and creates its pool (buf_size x num_bufs, huge or not).
+  static Result<std::unique_ptr<SocketRxFlow>> create(const core::Flow& flow, uint32_t bind_ipv4,
+                                                      uint32_t buf_size, uint32_t num_bufs,
+                                                      bool huge, uint32_t batch);
+  ~SocketRxFlow() override;
+
+  bool poll() override;
+
+  [[nodiscard]] const core::Flow& flow() const { return flow_; }
+  [[nodiscard]] std::vector<int> fds() const;
+  [[nodiscard]] memory::BufferPool& pool() { return pool_; }
+  [[nodiscard]] dataplane::RxFanout& fanout() { return fanout_; }
+  FlowCounters counters;
+  // Kernel drops on the flow's sockets (socket buffer full), from /proc: control side.
+  [[nodiscard]] uint64_t kernel_drops() const;
+
+ private:
+  struct Port {
+    int fd = -1;
+    uint16_t number = 0;  // the UDP port
+    uint32_t armed = 0;   // buffers [0, armed) are posted
+    std::array<uint32_t, kMaxBatch> buffer{};
+    std::array<mmsghdr, kMaxBatch> msg{};
+    std::array<iovec, kMaxBatch> iov{};
+    std::array<sockaddr_in, kMaxBatch> from{};
+  };
+
+  SocketRxFlow(core::Flow flow, memory::BufferPool pool, uint32_t bind_ipv4, uint32_t batch);
+  void arm(Port& port);
+  bool receive(Port& port, uint64_t now_ns);
+
+  core::Flow flow_;
+  memory::BufferPool pool_;
+  uint32_t bind_ipv4_;
+  uint32_t batch_;
+  std::vector<std::unique_ptr<Port>> ports_;
+  dataplane::RxFanout fanout_;
+};
+
+}  // namespace daqiri::backends::socket

@@ -1,0 +1,104 @@
+#include "backends/socket/socket_tx_queue.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/ip.h>
+
+#include <algorithm>
+
+#include "daqiri/frame.hpp"
+
+namespace daqiri::backends::socket {
+
+Result<std::unique_ptr<SocketTxQueue>> SocketTxQueue::create(uint32_t source_ipv4, uint32_t batch) {
+  UniqueFd raw(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_RAW));
+  if (!raw) return fail_errno("socket(SOCK_RAW) for TX (needs CAP_NET_RAW)");
+  int one = 1;
+  if (::setsockopt(raw.get(), IPPROTO_IP, IP_HDRINCL, &one, sizeof one) != 0) {
+    return fail_errno("IP_HDRINCL");
+  }
+  int sndbuf = 8 << 20;
+  ::setsockopt(raw.get(), SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf);
+  return std::unique_ptr<SocketTxQueue>(
+      new SocketTxQueue(std::move(raw), source_ipv4, std::min(batch, kMaxBatch)));
+}
+
+SocketTxQueue::SocketTxQueue(UniqueFd raw, uint32_t source_ipv4, uint32_t batch)
+    : raw_(std::move(raw)),
+      source_ipv4_(source_ipv4),
+      batch_(batch),
+      set_(std::make_unique<const Set>()) {}
+
+bool SocketTxQueue::poll() {
+  bool work = false;
+  for (dataplane::TxAttachment* a : set_.load()) {
+    if (a->lifecycle.released.load(std::memory_order_relaxed)) continue;
+    if (a->lifecycle.closing.load(std::memory_order_acquire)) {
+      a->detach();  // frames are copied by the kernel at send time: nothing is left on loan
+      continue;
+    }
+    if (a->lifecycle.violated.load(std::memory_order_relaxed)) continue;
+    work |= drain(*a);
+  }
+  return work;
+}
+
+bool SocketTxQueue::drain(dataplane::TxAttachment& a) {
+  uint32_t n = a.take(descs_.data(), batch_);
+  if (n == 0) return false;
+  uint32_t m = 0;
+  uint64_t bytes = 0;
+  uint32_t good = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const daqiri_tx_desc& d = descs_[i];
+    const std::byte* f = a.buffer(d.buffer);
+    auto udp = frame::parse_udp({f, d.length});
+    if (!udp || udp->src.ipv4 != source_ipv4_) {
+      // Not UDP over IPv4 from this interface: refused, and the client is told by the cut.
+      dataplane::AttachmentCounters::add(a.counters.bad_descriptor, 1);
+      a.lifecycle.violated.store(true, std::memory_order_release);
+      n = i;
+      break;
+    }
+    to_[m] = {};
+    to_[m].sin_family = AF_INET;
+    to_[m].sin_addr.s_addr = htonl(udp->dst.ipv4);
+    // The IP packet as the client built it; the kernel fills the IP checksum and total length.
+    iov_[m] = {const_cast<std::byte*>(f) + frame::kEthHeader, d.length - frame::kEthHeader};
+    msgs_[m].msg_hdr = {};
+    msgs_[m].msg_hdr.msg_name = &to_[m];
+    msgs_[m].msg_hdr.msg_namelen = sizeof(sockaddr_in);
+    msgs_[m].msg_hdr.msg_iov = &iov_[m];
+    msgs_[m].msg_hdr.msg_iovlen = 1;
+    bytes += d.length;
+    ++m;
+  }
+  uint32_t sent = 0;
+  while (sent < m) {
+    int r = ::sendmmsg(raw_.get(), msgs_.data() + sent, m - sent, MSG_DONTWAIT);
+    if (r <= 0) {
+      // Socket buffer full or an error: the rest are completed unsent and counted.
+      dataplane::AttachmentCounters::add(a.counters.send_errors, m - sent);
+      break;
+    }
+    sent += uint32_t(r);
+  }
+  good = sent;
+  dataplane::AttachmentCounters::add(a.counters.packets, good);
+  dataplane::AttachmentCounters::add(a.counters.bytes, bytes);
+  a.complete(descs_.data(), n);
+  return true;
+}
+
+void SocketTxQueue::add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
+  auto next = std::make_unique<Set>(set_.load());
+  next->push_back(a);
+  set_.replace(std::move(next), epoch);
+}
+
+void SocketTxQueue::remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
+  auto next = std::make_unique<Set>(set_.load());
+  next->erase(std::remove(next->begin(), next->end(), a), next->end());
+  set_.replace(std::move(next), epoch);
+}
+
+}  // namespace daqiri::backends::socket

@@ -1,0 +1,48 @@
+// One TX queue on the kernel-socket backend: drains its attachments' TX rings and sends each
+// frame's IPv4 packet as it is (raw socket, IP_HDRINCL), so the UDP ports and payload the
+// client wrote go out byte for byte. Frames must be Ethernet/IPv4/UDP from the interface's
+// own address; anything else is a bad descriptor. A PollTask: poll() runs on its poller only.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "daqiri/common/unique_fd.hpp"
+#include "dataplane/poller.hpp"
+#include "dataplane/snapshot.hpp"
+#include "dataplane/tx_attachment.hpp"
+
+namespace daqiri::backends::socket {
+
+class SocketTxQueue final : public dataplane::PollTask {
+ public:
+  static Result<std::unique_ptr<SocketTxQueue>> create(uint32_t source_ipv4, uint32_t batch);
+
+  bool poll() override;
+
+  // Control side (callers serialise); `epoch` is the owning poller's.
+  void add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch);
+  void remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch);
+
+ private:
+  using Set = std::vector<dataplane::TxAttachment*>;
+  static constexpr uint32_t kMaxBatch = 256;
+
+  SocketTxQueue(UniqueFd raw, uint32_t source_ipv4, uint32_t batch);
+  bool drain(dataplane::TxAttachment& a);
+
+  UniqueFd raw_;
+  uint32_t source_ipv4_;
+  uint32_t batch_;
+  dataplane::Published<Set> set_;
+  std::array<daqiri_tx_desc, kMaxBatch> descs_{};
+  std::array<mmsghdr, kMaxBatch> msgs_{};
+  std::array<iovec, kMaxBatch> iov_{};
+  std::array<sockaddr_in, kMaxBatch> to_{};
+};
+
+}  // namespace daqiri::backends::socket

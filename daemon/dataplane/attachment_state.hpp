@@ -1,0 +1,36 @@
+// Lifecycle flags and counters every attachment shares. Control threads write the flags and
+// read the counters; the attachment's poller does the rest (relaxed counters: each has one
+// writer, readers want only a recent value).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace daqiri::dataplane {
+
+enum class Backpressure { kDropNew, kBlock };
+
+struct AttachmentCounters {
+  std::atomic<uint64_t> packets{0};  // delivered (RX) or sent (TX)
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> dropped_ring_full{0};  // RX: the client's ring had no room
+  std::atomic<uint64_t> bad_index{0};          // the client wrote an impossible ring index
+  std::atomic<uint64_t> bad_descriptor{0};     // TX: a descriptor that failed validation
+  std::atomic<uint64_t> send_errors{0};        // TX: the backend refused a frame
+  std::atomic<uint64_t> on_loan{0};            // RX: buffers held by the client now
+
+  static void add(std::atomic<uint64_t>& c, uint64_t n) {
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+};
+
+// closing: control asks the poller to let go; released: the poller has returned every buffer
+// and will not touch the attachment again; violated: the client broke the protocol and must be
+// cut off (the session server acts on it).
+struct AttachmentLifecycle {
+  std::atomic<bool> closing{false};
+  std::atomic<bool> released{false};
+  std::atomic<bool> violated{false};
+};
+
+}  // namespace daqiri::dataplane

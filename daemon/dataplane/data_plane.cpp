@@ -1,0 +1,300 @@
+#include "dataplane/data_plane.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+namespace daqiri::dataplane {
+namespace {
+
+uint32_t ipv4_of(const config::InterfaceConfig& itf) {
+  in_addr a{};
+  inet_pton(AF_INET, itf.address.c_str(), &a);
+  return ntohl(a.s_addr);
+}
+
+const config::MemoryRegionConfig* region_named(const config::Config& c, const std::string& name) {
+  for (const auto& r : c.memory_regions) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+Result<> check_host_region(const config::MemoryRegionConfig& r, const std::string& queue) {
+  if (r.kind == config::RegionKind::kHost || r.kind == config::RegionKind::kHuge) return {};
+  return fail(ErrorCode::kFailedPrecondition,
+              "queue " + queue + ": region \"" + r.name + "\" is " + config::to_string(r.kind) +
+                  " memory; the socket backend fills host or huge regions");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config) {
+  std::unique_ptr<DataPlane> dp(new DataPlane(config));
+  const config::Config& c = dp->config_;
+  for (const auto& itf : c.interfaces) {
+    if (itf.backend != config::Backend::kSocket) {
+      return fail(ErrorCode::kFailedPrecondition,
+                  "interface \"" + itf.name + "\": the " + config::to_string(itf.backend) +
+                      " backend is not available in this version of daqirid");
+    }
+    for (const auto& q : itf.rx_queues) {
+      std::string key = itf.name + "/" + q.name;
+      if (q.regions.size() != 1) {
+        return fail(ErrorCode::kFailedPrecondition,
+                    "queue " + key +
+                        ": the socket backend takes one region per queue "
+                        "(header-data split needs a NIC that splits)");
+      }
+      const auto* region = region_named(c, q.regions[0]);
+      if (auto ok = check_host_region(*region, key); !ok) return std::unexpected(ok.error());
+      auto poller = dp->poller_for("rx:" + key, q.core);
+      if (!poller) return std::unexpected(poller.error());
+      dp->rx_queues_[key] = {*poller, &itf, &q, region};
+    }
+    for (const auto& q : itf.tx_queues) {
+      std::string key = itf.name + "/" + q.name;
+      const auto* region = region_named(c, q.regions[0]);
+      if (auto ok = check_host_region(*region, key); !ok) return std::unexpected(ok.error());
+      auto poller = dp->poller_for("tx:" + key, q.core);
+      if (!poller) return std::unexpected(poller.error());
+      auto task = backends::socket::SocketTxQueue::create(ipv4_of(itf), q.batch_size);
+      if (!task) return std::unexpected(task.error());
+      auto home = std::make_unique<TxQueueHome>();
+      home->poller = *poller;
+      home->itf = &itf;
+      home->queue = &q;
+      home->region = region;
+      home->task = std::move(*task);
+      home->poller->add_task(home->task.get(), {});
+      dp->tx_queues_[key] = std::move(home);
+    }
+  }
+  return dp;
+}
+
+DataPlane::~DataPlane() {
+  // Pollers first: nothing may be polled while it is destroyed.
+  pollers_.clear();
+}
+
+Result<Poller*> DataPlane::poller_for(const std::string& name, int core) {
+  if (core >= 0) {
+    if (auto it = pinned_.find(core); it != pinned_.end()) return it->second;
+  }
+  auto p = Poller::start(core >= 0 ? "poll:core" + std::to_string(core) : "poll:" + name, core);
+  if (!p) return std::unexpected(p.error());
+  Poller* raw = p->get();
+  pollers_.push_back(std::move(*p));
+  if (core >= 0) pinned_[core] = raw;
+  return raw;
+}
+
+Result<> DataPlane::add_flow(const core::Flow& flow) {
+  std::lock_guard lock(mutex_);
+  auto home = rx_queues_.find(flow.interface + "/" + flow.queue);
+  if (home == rx_queues_.end()) {
+    return fail(ErrorCode::kNotFound, "no RX queue " + flow.interface + "/" + flow.queue);
+  }
+  const RxQueueHome& h = home->second;
+  auto task = backends::socket::SocketRxFlow::create(
+      flow, ipv4_of(*h.itf), h.region->buf_size, h.region->num_bufs,
+      h.region->kind == config::RegionKind::kHuge, h.queue->batch_size);
+  if (!task) return std::unexpected(task.error());
+  h.poller->add_task(task->get(), (*task)->fds());
+  flows_[flow.name] = {std::move(*task), h.poller};
+  spdlog::debug("flow {} installed on {}", flow.name, h.poller->name());
+  return {};
+}
+
+Result<> DataPlane::remove_flow(std::string_view name) {
+  std::lock_guard lock(mutex_);
+  auto it = flows_.find(name);
+  if (it == flows_.end()) return fail(ErrorCode::kNotFound, "flow not installed");
+  std::vector<uint64_t> ids;
+  for (const auto& [id, a] : attachments_) {
+    if (a.rx && a.flow == name) ids.push_back(id);
+  }
+  for (uint64_t id : ids)
+    close_locked(id);
+  it->second.poller->remove_task(it->second.flow.get(), it->second.flow->fds());
+  flows_.erase(it);
+  return {};
+}
+
+Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptions& options) {
+  std::lock_guard lock(mutex_);
+  auto it = flows_.find(flow);
+  if (it == flows_.end()) {
+    return fail(ErrorCode::kNotFound, "no flow named \"" + std::string(flow) + "\"", "flow");
+  }
+  if (it->second.flow->fanout().size() >= kMaxAttachmentsPerFlow) {
+    return fail(ErrorCode::kResourceExhausted, "flow \"" + std::string(flow) + "\" already has " +
+                                                   std::to_string(kMaxAttachmentsPerFlow) +
+                                                   " attachments");
+  }
+  const core::Flow& f = it->second.flow->flow();
+  uint32_t ring = options.ring_size;
+  if (ring == 0) ring = rx_queues_.at(f.interface + "/" + f.queue).queue->ring_size;
+  if (ring < 64 || ring > (1u << 20) || (ring & (ring - 1)) != 0) {
+    return fail(ErrorCode::kInvalidArgument,
+                "ring_size must be a power of two from 64 to 1048576, got " + std::to_string(ring),
+                "ring_size");
+  }
+  uint64_t id = next_id_++;
+  auto rx = RxAttachment::create(id, ring, options.backpressure);
+  if (!rx) return std::unexpected(rx.error());
+  Attachment a;
+  a.rx = std::move(*rx);
+  a.flow = std::string(flow);
+  attachments_.emplace(id, std::move(a));
+  return id;
+}
+
+Result<uint64_t> DataPlane::create_tx(std::string_view interface, std::string_view queue) {
+  std::lock_guard lock(mutex_);
+  TxQueueHome* home = nullptr;
+  for (auto& [key, h] : tx_queues_) {
+    if (h->itf->name == interface && (queue.empty() || h->queue->name == queue)) {
+      home = h.get();
+      break;
+    }
+  }
+  if (!home) {
+    return fail(ErrorCode::kNotFound,
+                "no TX queue " + std::string(interface) + "/" +
+                    (queue.empty() ? std::string("*") : std::string(queue)),
+                "queue");
+  }
+  uint64_t id = next_id_++;
+  auto tx =
+      TxAttachment::create(id, home->region->buf_size, home->region->num_bufs,
+                           home->queue->ring_size, home->region->kind == config::RegionKind::kHuge);
+  if (!tx) return std::unexpected(tx.error());
+  Attachment a;
+  a.tx = std::move(*tx);
+  a.tx_home = home;
+  attachments_.emplace(id, std::move(a));
+  return id;
+}
+
+Result<AttachmentShare> DataPlane::activate(uint64_t id) {
+  std::lock_guard lock(mutex_);
+  auto it = attachments_.find(id);
+  if (it == attachments_.end()) return fail(ErrorCode::kNotFound, "attachment is gone");
+  Attachment& a = it->second;
+  AttachmentShare share;
+  share.id = id;
+  share.rx = a.rx != nullptr;
+  memory::SharedMemory& rings = a.rx ? a.rx->rings() : a.tx->rings();
+  auto rings_fd = rings.shared_fd();
+  if (!rings_fd) return std::unexpected(rings_fd.error());
+  share.rings_fd = std::move(*rings_fd);
+  share.rings_size = rings.size();
+  if (a.rx) {
+    FlowEntry& f = flows_.at(a.flow);
+    auto ev = ::fcntl(a.rx->eventfd(), F_DUPFD_CLOEXEC, 0);
+    share.event_fd.reset(ev);
+    auto& pool = f.flow->pool();
+    auto ro = pool.memory().read_only_fd();
+    if (!ro) return std::unexpected(ro.error());
+    share.regions.push_back(
+        {std::move(*ro), pool.memory().size(), pool.buf_size(), pool.num_bufs(), false});
+    if (!a.active) f.flow->fanout().add(a.rx.get(), f.poller->epoch());
+  } else {
+    share.event_fd.reset(::fcntl(a.tx->eventfd(), F_DUPFD_CLOEXEC, 0));
+    share.completion_offset = a.tx->completion_offset();
+    auto buf_fd = a.tx->buffers().shared_fd();
+    if (!buf_fd) return std::unexpected(buf_fd.error());
+    share.regions.push_back(
+        {std::move(*buf_fd), a.tx->buffers().size(), a.tx->buf_size(), a.tx->num_bufs(), true});
+    if (!a.active) a.tx_home->task->add(a.tx.get(), a.tx_home->poller->epoch());
+  }
+  if (!share.event_fd) return fail_errno("dup eventfd");
+  a.active = true;
+  return share;
+}
+
+void DataPlane::close(uint64_t id) {
+  std::lock_guard lock(mutex_);
+  close_locked(id);
+}
+
+void DataPlane::close_locked(uint64_t id) {
+  auto it = attachments_.find(id);
+  if (it == attachments_.end()) return;
+  Attachment& a = it->second;
+  AttachmentLifecycle& life = a.rx ? a.rx->lifecycle : a.tx->lifecycle;
+  if (a.active) {
+    life.closing.store(true, std::memory_order_release);
+    // The poller returns every buffer and lets go; it parks for at most 1 ms.
+    while (!life.released.load(std::memory_order_acquire)) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    if (a.rx) {
+      FlowEntry& f = flows_.at(a.flow);
+      f.flow->fanout().remove(a.rx.get(), f.poller->epoch());
+    } else {
+      a.tx_home->task->remove(a.tx.get(), a.tx_home->poller->epoch());
+    }
+  }
+  attachments_.erase(it);
+}
+
+std::vector<uint64_t> DataPlane::violated() const {
+  std::lock_guard lock(mutex_);
+  std::vector<uint64_t> out;
+  for (const auto& [id, a] : attachments_) {
+    const AttachmentLifecycle& life = a.rx ? a.rx->lifecycle : a.tx->lifecycle;
+    if (life.violated.load(std::memory_order_acquire)) out.push_back(id);
+  }
+  return out;
+}
+
+std::vector<FlowStats> DataPlane::flow_stats() const {
+  std::lock_guard lock(mutex_);
+  std::vector<FlowStats> out;
+  for (const auto& [name, f] : flows_) {
+    const auto& c = f.flow->counters;
+    FlowStats s;
+    s.name = name;
+    s.packets = c.packets.load(std::memory_order_relaxed);
+    s.bytes = c.bytes.load(std::memory_order_relaxed);
+    s.no_attachment = c.no_attachment.load(std::memory_order_relaxed);
+    s.rings_full = c.rings_full.load(std::memory_order_relaxed);
+    s.filtered = c.filtered.load(std::memory_order_relaxed);
+    s.truncated = c.truncated.load(std::memory_order_relaxed);
+    s.kernel_drops = f.flow->kernel_drops();
+    s.buffers_total = f.flow->pool().num_bufs();
+    s.attachments = f.flow->fanout().size();
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<AttachmentStats> DataPlane::attachment_stats() const {
+  std::lock_guard lock(mutex_);
+  std::vector<AttachmentStats> out;
+  for (const auto& [id, a] : attachments_) {
+    const AttachmentCounters& c = a.rx ? a.rx->counters : a.tx->counters;
+    const AttachmentLifecycle& life = a.rx ? a.rx->lifecycle : a.tx->lifecycle;
+    AttachmentStats s;
+    s.id = id;
+    s.rx = a.rx != nullptr;
+    s.target = a.rx ? a.flow : a.tx_home->itf->name + "/" + a.tx_home->queue->name;
+    s.packets = c.packets.load(std::memory_order_relaxed);
+    s.bytes = c.bytes.load(std::memory_order_relaxed);
+    s.dropped_ring_full = c.dropped_ring_full.load(std::memory_order_relaxed);
+    s.bad_index = c.bad_index.load(std::memory_order_relaxed);
+    s.bad_descriptor = c.bad_descriptor.load(std::memory_order_relaxed);
+    s.send_errors = c.send_errors.load(std::memory_order_relaxed);
+    s.on_loan = c.on_loan.load(std::memory_order_relaxed);
+    s.violated = life.violated.load(std::memory_order_relaxed);
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace daqiri::dataplane

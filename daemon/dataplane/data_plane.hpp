@@ -1,0 +1,132 @@
+// The data plane as control threads see it: flows installed and removed, attachments created,
+// activated and closed, counters read. Owns the pollers and everything they poll. Thread-safe:
+// every method may be called from any control thread (a mutex serialises them); pollers never
+// take that mutex.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backends/socket/socket_rx_flow.hpp"
+#include "backends/socket/socket_tx_queue.hpp"
+#include "config/config.hpp"
+#include "core/flow_table.hpp"
+#include "dataplane/poller.hpp"
+#include "dataplane/rx_attachment.hpp"
+#include "dataplane/tx_attachment.hpp"
+
+namespace daqiri::dataplane {
+
+struct RxAttachOptions {
+  uint32_t ring_size = 0;  // 0: the queue's ring_size
+  Backpressure backpressure = Backpressure::kDropNew;
+};
+
+struct FlowStats {
+  std::string name;
+  uint64_t packets = 0, bytes = 0, no_attachment = 0, rings_full = 0, filtered = 0, truncated = 0;
+  uint64_t kernel_drops = 0;
+  uint32_t buffers_free = 0, buffers_total = 0;
+  size_t attachments = 0;
+};
+
+struct AttachmentStats {
+  uint64_t id = 0;
+  bool rx = true;
+  std::string target;
+  uint64_t packets = 0, bytes = 0, dropped_ring_full = 0, bad_index = 0, bad_descriptor = 0,
+           send_errors = 0, on_loan = 0;
+  bool violated = false;
+};
+
+// What a client needs to map an attachment: sent over the session socket.
+struct AttachmentShare {
+  uint64_t id = 0;
+  bool rx = true;
+  UniqueFd rings_fd;
+  size_t rings_size = 0;
+  size_t ring_offset = 0;
+  size_t completion_offset = 0;
+  UniqueFd event_fd;
+  struct Region {
+    UniqueFd fd;
+    uint64_t size = 0;
+    uint32_t buf_size = 0;
+    uint32_t num_bufs = 0;
+    bool writable = false;
+  };
+  std::vector<Region> regions;
+};
+
+class DataPlane {
+ public:
+  // Starts a poller per RX queue and per TX queue (queues pinned to one core share it).
+  static Result<std::unique_ptr<DataPlane>> start(const config::Config& config);
+  ~DataPlane();
+  DataPlane(const DataPlane&) = delete;
+  DataPlane& operator=(const DataPlane&) = delete;
+
+  Result<> add_flow(const core::Flow& flow);
+  // Detaches every attachment of the flow (their rings say DETACHED), then removes it.
+  Result<> remove_flow(std::string_view name);
+
+  // A new RX attachment on a flow, not yet delivering. Its id is unique for the daemon's life.
+  Result<uint64_t> create_rx(std::string_view flow, const RxAttachOptions& options);
+  // A new TX attachment on an interface's TX queue (empty queue: the first).
+  Result<uint64_t> create_tx(std::string_view interface, std::string_view queue);
+  // Starts delivery (RX) or draining (TX); returns what the client must map.
+  Result<AttachmentShare> activate(uint64_t id);
+  // Ends an attachment: the poller returns every buffer it lent, then it is freed. Blocks for
+  // about a poller iteration. Unknown ids (already closed) are ignored.
+  void close(uint64_t id);
+  // Attachments whose clients broke the protocol.
+  [[nodiscard]] std::vector<uint64_t> violated() const;
+
+  [[nodiscard]] std::vector<FlowStats> flow_stats() const;
+  [[nodiscard]] std::vector<AttachmentStats> attachment_stats() const;
+
+ private:
+  struct RxQueueHome {
+    Poller* poller = nullptr;
+    const config::InterfaceConfig* itf = nullptr;
+    const config::QueueConfig* queue = nullptr;
+    const config::MemoryRegionConfig* region = nullptr;
+  };
+  struct TxQueueHome {
+    Poller* poller = nullptr;
+    const config::InterfaceConfig* itf = nullptr;
+    const config::QueueConfig* queue = nullptr;
+    const config::MemoryRegionConfig* region = nullptr;
+    std::unique_ptr<backends::socket::SocketTxQueue> task;
+  };
+  struct FlowEntry {
+    std::unique_ptr<backends::socket::SocketRxFlow> flow;
+    Poller* poller = nullptr;
+  };
+  struct Attachment {
+    std::unique_ptr<RxAttachment> rx;
+    std::unique_ptr<TxAttachment> tx;
+    std::string flow;  // RX
+    TxQueueHome* tx_home = nullptr;
+    bool active = false;
+  };
+
+  explicit DataPlane(config::Config config) : config_(std::move(config)) {}
+  Result<Poller*> poller_for(const std::string& name, int core);
+  void close_locked(uint64_t id);
+
+  const config::Config config_;
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<Poller>> pollers_;
+  std::map<int, Poller*> pinned_;
+  std::map<std::string, RxQueueHome> rx_queues_;  // "interface/queue"
+  std::map<std::string, std::unique_ptr<TxQueueHome>> tx_queues_;
+  std::map<std::string, FlowEntry, std::less<>> flows_;
+  std::map<uint64_t, Attachment> attachments_;
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace daqiri::dataplane

@@ -1,0 +1,120 @@
+#include "dataplane/poller.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace daqiri::dataplane {
+namespace {
+
+constexpr int kIdleSpins = 2048;  // empty iterations before parking
+constexpr int kParkMs = 1;
+
+}  // namespace
+
+Result<std::unique_ptr<Poller>> Poller::start(std::string name, int core) {
+  UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
+  if (!ep) return fail_errno("epoll_create1");
+  UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake) return fail_errno("eventfd");
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = wake.get();
+  if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, wake.get(), &ev) != 0) return fail_errno("epoll_ctl");
+  std::unique_ptr<Poller> p(new Poller(std::move(name), core, std::move(ep), std::move(wake)));
+  p->thread_ = std::jthread([raw = p.get()](const std::stop_token& stop) { raw->run(stop); });
+  return p;
+}
+
+Poller::Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake)
+    : name_(std::move(name)),
+      core_(core),
+      epoll_(std::move(epoll)),
+      wake_(std::move(wake)),
+      tasks_(std::make_unique<const Tasks>()) {}
+
+Poller::~Poller() {
+  if (thread_.joinable()) {
+    thread_.request_stop();
+    uint64_t one = 1;
+    [[maybe_unused]] auto w = ::write(wake_.get(), &one, sizeof one);
+    thread_.join();
+  }
+}
+
+void Poller::add_task(PollTask* task, const std::vector<int>& wake_fds) {
+  for (int fd : wake_fds) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev);
+  }
+  auto next = std::make_unique<Tasks>(tasks_.load());
+  next->push_back(task);
+  tasks_.replace(std::move(next), epoch_);
+}
+
+void Poller::remove_task(PollTask* task, const std::vector<int>& wake_fds) {
+  for (int fd : wake_fds)
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+  auto next = std::make_unique<Tasks>(tasks_.load());
+  next->erase(std::remove(next->begin(), next->end(), task), next->end());
+  uint64_t one = 1;  // get it out of a park so the epoch moves promptly
+  [[maybe_unused]] auto w = ::write(wake_.get(), &one, sizeof one);
+  tasks_.replace(std::move(next), epoch_);
+}
+
+double Poller::busy_ratio() const {
+  uint64_t loops = loops_.load(std::memory_order_relaxed);
+  return loops == 0 ? 0.0 : static_cast<double>(busy_.load(std::memory_order_relaxed)) / loops;
+}
+
+void Poller::run(const std::stop_token& stop) {
+  pthread_setname_np(pthread_self(), name_.substr(0, 15).c_str());
+  if (core_ >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(core_, &set);
+    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
+      spdlog::warn("poller {}: cannot pin to core {}", name_, core_);
+    }
+  }
+  int idle = 0;
+  uint64_t busy = 0;
+  uint64_t loops = 0;
+  while (!stop.stop_requested()) {
+    bool work = false;
+    for (PollTask* t : tasks_.load())
+      work |= t->poll();
+    epoch_.advance();
+    ++loops;
+    if (work) {
+      ++busy;
+      idle = 0;
+    } else if (++idle >= kIdleSpins) {
+      // Parked: a packet on a task's fd, a control change, or the timeout ends it. The
+      // timeout bounds how long client releases and TX submissions wait.
+      epoll_event events[16];
+      int n = ::epoll_wait(epoll_.get(), events, 16, kParkMs);
+      for (int i = 0; i < n; ++i) {
+        if (events[i].data.fd == wake_.get()) {
+          uint64_t v = 0;
+          [[maybe_unused]] auto r = ::read(wake_.get(), &v, sizeof v);
+        }
+      }
+      idle = 0;
+    }
+    if ((loops & 1023) == 0) {
+      busy_.store(busy, std::memory_order_relaxed);
+      loops_.store(loops, std::memory_order_relaxed);
+    }
+  }
+  epoch_.set_stopped();
+}
+
+}  // namespace daqiri::dataplane

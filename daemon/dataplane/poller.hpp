@@ -1,0 +1,58 @@
+// One poller thread: busy-polls its tasks (RX flows, TX queues), and after a stretch of idle
+// iterations sleeps in epoll on the tasks' fds for at most 1 ms (the Seastar contract: poll
+// while there is work, park when there is none). Tasks are a Published snapshot.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daqiri/common/result.hpp"
+#include "daqiri/common/unique_fd.hpp"
+#include "dataplane/snapshot.hpp"
+
+namespace daqiri::dataplane {
+
+class PollTask {
+ public:
+  virtual ~PollTask() = default;
+  // Does one round of work; true if it did any.
+  virtual bool poll() = 0;
+};
+
+class Poller {
+ public:
+  // core < 0: not pinned.
+  static Result<std::unique_ptr<Poller>> start(std::string name, int core);
+  ~Poller();
+  Poller(const Poller&) = delete;
+  Poller& operator=(const Poller&) = delete;
+
+  // Control side (callers serialise).
+  void add_task(PollTask* task, const std::vector<int>& wake_fds);
+  void remove_task(PollTask* task, const std::vector<int>& wake_fds);
+  [[nodiscard]] const Epoch& epoch() const { return epoch_; }
+  [[nodiscard]] const std::string& name() const { return name_; }
+  // Fraction of iterations that did work since start (for stats).
+  [[nodiscard]] double busy_ratio() const;
+
+ private:
+  using Tasks = std::vector<PollTask*>;
+  Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake);
+  void run(const std::stop_token& stop);
+
+  std::string name_;
+  int core_;
+  UniqueFd epoll_;
+  UniqueFd wake_;
+  Epoch epoch_;
+  Published<Tasks> tasks_;
+  std::atomic<uint64_t> busy_{0};
+  std::atomic<uint64_t> loops_{0};
+  std::jthread thread_;
+};
+
+}  // namespace daqiri::dataplane

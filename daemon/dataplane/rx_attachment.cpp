@@ -1,0 +1,71 @@
+#include "dataplane/rx_attachment.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+namespace daqiri::dataplane {
+
+Result<std::unique_ptr<RxAttachment>> RxAttachment::create(uint64_t id, uint32_t ring_size,
+                                                           Backpressure backpressure) {
+  size_t bytes = abi::RingView::bytes_for(ring_size, sizeof(daqiri_rx_desc));
+  auto rings = memory::SharedMemory::create("rx-ring-" + std::to_string(id), bytes, false);
+  if (!rings) return std::unexpected(rings.error());
+  if (auto ok = rings->seal_size(); !ok) return std::unexpected(ok.error());
+  UniqueFd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!efd) return fail_errno("eventfd");
+  auto ring =
+      abi::RingView::create(rings->data(), DAQIRI_RING_RX, ring_size, sizeof(daqiri_rx_desc));
+  return std::unique_ptr<RxAttachment>(
+      new RxAttachment(id, std::move(*rings), std::move(efd), ring, backpressure));
+}
+
+RxAttachment::RxAttachment(uint64_t id, memory::SharedMemory rings, UniqueFd eventfd,
+                           abi::RingView ring, Backpressure backpressure)
+    : id_(id),
+      rings_(std::move(rings)),
+      eventfd_(std::move(eventfd)),
+      ring_(ring),
+      backpressure_(backpressure),
+      shadow_(ring.size()) {}
+
+void RxAttachment::publish() {
+  if (prod_ == published_) return;
+  uint32_t n = prod_ - published_;
+  published_ = prod_;
+  ring_.publish_producer(prod_);
+  AttachmentCounters::add(counters.on_loan, n);
+  if (ring_.consumer_wants_wakeup()) {
+    uint64_t one = 1;
+    [[maybe_unused]] auto w = ::write(eventfd_.get(), &one, sizeof one);
+  }
+}
+
+bool RxAttachment::reclaim(memory::BufferPool& pool) {
+  uint32_t c = ring_.load_consumer();
+  if (c == cons_) return true;
+  // Unsigned distances: valid iff cons_ <= c <= published_ in ring order.
+  if (c - cons_ > published_ - cons_) {
+    AttachmentCounters::add(counters.bad_index, 1);
+    lifecycle.violated.store(true, std::memory_order_release);
+    return false;
+  }
+  uint32_t n = c - cons_;
+  for (; cons_ != c; ++cons_)
+    pool.unref(shadow_[cons_ & ring_.mask()]);
+  counters.on_loan.store(counters.on_loan.load(std::memory_order_relaxed) - n,
+                         std::memory_order_relaxed);
+  return true;
+}
+
+void RxAttachment::release_all(memory::BufferPool& pool) {
+  for (; cons_ != prod_; ++cons_)
+    pool.unref(shadow_[cons_ & ring_.mask()]);
+  published_ = prod_;
+  counters.on_loan.store(0, std::memory_order_relaxed);
+  ring_.set_state(DAQIRI_RING_DETACHED);
+  uint64_t one = 1;  // wake a sleeping client so it notices
+  [[maybe_unused]] auto w = ::write(eventfd_.get(), &one, sizeof one);
+  lifecycle.released.store(true, std::memory_order_release);
+}
+
+}  // namespace daqiri::dataplane

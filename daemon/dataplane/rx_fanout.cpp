@@ -1,0 +1,64 @@
+#include "dataplane/rx_fanout.hpp"
+
+#include <algorithm>
+
+namespace daqiri::dataplane {
+
+size_t RxFanout::begin(memory::BufferPool& pool) {
+  active_count_ = 0;
+  for (RxAttachment* a : set_.load()) {
+    if (a->lifecycle.released.load(std::memory_order_relaxed)) continue;
+    if (a->lifecycle.closing.load(std::memory_order_acquire)) {
+      a->release_all(pool);
+      continue;
+    }
+    if (a->lifecycle.violated.load(std::memory_order_relaxed)) continue;
+    if (!a->reclaim(pool)) continue;
+    active_[active_count_++] = a;
+  }
+  return active_count_;
+}
+
+bool RxFanout::must_wait(uint32_t burst) const {
+  for (size_t i = 0; i < active_count_; ++i) {
+    if (active_[i]->backpressure() == Backpressure::kBlock && active_[i]->free_slots() < burst) {
+      return true;
+    }
+  }
+  return false;
+}
+
+uint16_t RxFanout::deliver(const daqiri_rx_desc& desc, uint32_t buffer) {
+  uint16_t refs = 0;
+  for (size_t i = 0; i < active_count_; ++i) {
+    RxAttachment* a = active_[i];
+    if (a->free_slots() == 0) {
+      AttachmentCounters::add(a->counters.dropped_ring_full, 1);
+      continue;
+    }
+    a->push(desc, buffer);
+    AttachmentCounters::add(a->counters.packets, 1);
+    AttachmentCounters::add(a->counters.bytes, desc.length);
+    ++refs;
+  }
+  return refs;
+}
+
+void RxFanout::publish() {
+  for (size_t i = 0; i < active_count_; ++i)
+    active_[i]->publish();
+}
+
+void RxFanout::add(RxAttachment* a, const Epoch& epoch) {
+  auto next = std::make_unique<Set>(set_.load());
+  next->push_back(a);
+  set_.replace(std::move(next), epoch);
+}
+
+void RxFanout::remove(RxAttachment* a, const Epoch& epoch) {
+  auto next = std::make_unique<Set>(set_.load());
+  next->erase(std::remove(next->begin(), next->end(), a), next->end());
+  set_.replace(std::move(next), epoch);
+}
+
+}  // namespace daqiri::dataplane

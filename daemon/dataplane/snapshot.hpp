@@ -1,0 +1,56 @@
+// Immutable snapshots published by pointer, RCU-style: control threads build a new value,
+// swap it in, wait until the poller has passed through two loop iterations (so it can no longer
+// hold the old pointer), then free the old one. Pollers only ever load.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <thread>
+
+namespace daqiri::dataplane {
+
+// Counts a poller's loop iterations. One writer (the poller); control threads wait on it.
+class Epoch {
+ public:
+  void advance() {
+    value_.store(value_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
+  void set_stopped() { stopped_.store(true, std::memory_order_release); }
+  // Returns once every loop iteration that might have seen the old snapshot has ended.
+  void wait_quiescent() const {
+    uint64_t start = value_.load(std::memory_order_acquire);
+    while (!stopped_.load(std::memory_order_acquire) &&
+           value_.load(std::memory_order_acquire) < start + 2) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
+ private:
+  std::atomic<uint64_t> value_{0};
+  std::atomic<bool> stopped_{false};
+};
+
+template <typename T>
+class Published {
+ public:
+  explicit Published(std::unique_ptr<const T> initial) : ptr_(initial.release()) {}
+  ~Published() { delete ptr_.load(); }
+  Published(const Published&) = delete;
+  Published& operator=(const Published&) = delete;
+
+  // Poller side.
+  [[nodiscard]] const T& load() const { return *ptr_.load(std::memory_order_acquire); }
+  // Control side (callers serialise): swaps, waits for the poller, frees the old value.
+  void replace(std::unique_ptr<const T> next, const Epoch& epoch) {
+    const T* old = ptr_.exchange(next.release(), std::memory_order_acq_rel);
+    epoch.wait_quiescent();
+    delete old;
+  }
+
+ private:
+  std::atomic<const T*> ptr_;
+};
+
+}  // namespace daqiri::dataplane

@@ -1,0 +1,99 @@
+#include "dataplane/tx_attachment.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <bit>
+
+#include "daqiri/frame.hpp"
+
+namespace daqiri::dataplane {
+
+Result<std::unique_ptr<TxAttachment>> TxAttachment::create(uint64_t id, uint32_t buf_size,
+                                                           uint32_t num_bufs, uint32_t ring_size,
+                                                           bool huge) {
+  // The completion ring holds every buffer at once: it can never overflow.
+  uint32_t completion_size = std::bit_ceil(num_bufs);
+  size_t tx_bytes = abi::RingView::bytes_for(ring_size, sizeof(daqiri_tx_desc));
+  size_t comp_bytes = abi::RingView::bytes_for(completion_size, sizeof(uint32_t));
+  auto rings =
+      memory::SharedMemory::create("tx-rings-" + std::to_string(id), tx_bytes + comp_bytes, false);
+  if (!rings) return std::unexpected(rings.error());
+  auto buffers = memory::SharedMemory::create("tx-buffers-" + std::to_string(id),
+                                              uint64_t{buf_size} * num_bufs, huge);
+  if (!buffers) return std::unexpected(buffers.error());
+  if (auto ok = rings->seal_size(); !ok) return std::unexpected(ok.error());
+  if (auto ok = buffers->seal_size(); !ok) return std::unexpected(ok.error());
+  UniqueFd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!efd) return fail_errno("eventfd");
+  auto tx = abi::RingView::create(rings->data(), DAQIRI_RING_TX, ring_size, sizeof(daqiri_tx_desc));
+  auto comp = abi::RingView::create(rings->data() + tx_bytes, DAQIRI_RING_COMPLETION,
+                                    completion_size, sizeof(uint32_t));
+  return std::unique_ptr<TxAttachment>(new TxAttachment(id, std::move(*rings), std::move(*buffers),
+                                                        std::move(efd), tx, comp, tx_bytes,
+                                                        buf_size, num_bufs));
+}
+
+TxAttachment::TxAttachment(uint64_t id, memory::SharedMemory rings, memory::SharedMemory buffers,
+                           UniqueFd eventfd, abi::RingView tx, abi::RingView completion,
+                           size_t completion_offset, uint32_t buf_size, uint32_t num_bufs)
+    : id_(id),
+      rings_(std::move(rings)),
+      buffers_(std::move(buffers)),
+      eventfd_(std::move(eventfd)),
+      tx_(tx),
+      completion_(completion),
+      completion_offset_(completion_offset),
+      buf_size_(buf_size),
+      num_bufs_(num_bufs),
+      with_daemon_(num_bufs, 0) {}
+
+uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max) {
+  uint32_t p = tx_.load_producer();
+  uint32_t pending = p - tx_cons_;
+  if (pending > tx_.size()) {
+    AttachmentCounters::add(counters.bad_index, 1);
+    lifecycle.violated.store(true, std::memory_order_release);
+    return 0;
+  }
+  uint32_t n = pending < max ? pending : max;
+  uint32_t taken = 0;
+  for (; taken < n; ++taken) {
+    daqiri_tx_desc d = *tx_.slot<daqiri_tx_desc>(tx_cons_);  // read once: the client may change it
+    bool ok = d.buffer < num_bufs_ && with_daemon_[d.buffer] == 0 && d.flags == 0 &&
+              d.length >= frame::kUdpHeaders && d.length <= buf_size_;
+    if (!ok) {
+      AttachmentCounters::add(counters.bad_descriptor, 1);
+      lifecycle.violated.store(true, std::memory_order_release);
+      break;
+    }
+    with_daemon_[d.buffer] = 1;
+    out[taken] = d;
+    ++tx_cons_;
+  }
+  if (taken > 0) tx_.publish_consumer(tx_cons_);
+  return taken;
+}
+
+void TxAttachment::complete(const daqiri_tx_desc* done, uint32_t n) {
+  if (n == 0) return;
+  for (uint32_t i = 0; i < n; ++i) {
+    with_daemon_[done[i].buffer] = 0;
+    *completion_.slot<uint32_t>(comp_prod_++) = done[i].buffer;
+  }
+  completion_.publish_producer(comp_prod_);
+  if (completion_.consumer_wants_wakeup()) {
+    uint64_t one = 1;
+    [[maybe_unused]] auto w = ::write(eventfd_.get(), &one, sizeof one);
+  }
+}
+
+void TxAttachment::detach() {
+  tx_.set_state(DAQIRI_RING_DETACHED);
+  completion_.set_state(DAQIRI_RING_DETACHED);
+  uint64_t one = 1;
+  [[maybe_unused]] auto w = ::write(eventfd_.get(), &one, sizeof one);
+  lifecycle.released.store(true, std::memory_order_release);
+}
+
+}  // namespace daqiri::dataplane

@@ -1,0 +1,64 @@
+// One client's TX lease on a queue: a private buffer region the client fills, a TX ring of
+// descriptors it submits, and a completion ring through which buffers come back. The daemon
+// tracks who owns each buffer; a descriptor naming a buffer the client does not own, or out of
+// range, or of impossible length, is a protocol violation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "daqiri/abi.h"
+#include "daqiri/ring.hpp"
+#include "dataplane/attachment_state.hpp"
+#include "memory/buffer_pool.hpp"
+
+namespace daqiri::dataplane {
+
+class TxAttachment {
+ public:
+  static Result<std::unique_ptr<TxAttachment>> create(uint64_t id, uint32_t buf_size,
+                                                      uint32_t num_bufs, uint32_t ring_size,
+                                                      bool huge);
+
+  [[nodiscard]] uint64_t id() const { return id_; }
+  [[nodiscard]] memory::SharedMemory& rings() { return rings_; }
+  [[nodiscard]] memory::SharedMemory& buffers() { return buffers_; }
+  [[nodiscard]] uint32_t buf_size() const { return buf_size_; }
+  [[nodiscard]] uint32_t num_bufs() const { return num_bufs_; }
+  [[nodiscard]] size_t completion_offset() const { return completion_offset_; }
+  [[nodiscard]] int eventfd() const { return eventfd_.get(); }
+  AttachmentLifecycle lifecycle;
+  AttachmentCounters counters;
+
+  // ---- poller side ----
+  // Up to `max` descriptors the client submitted, copied out of shared memory and validated;
+  // returns how many. Stops at the first invalid one and marks the attachment violated.
+  uint32_t take(daqiri_tx_desc* out, uint32_t max);
+  // Hands buffers back through the completion ring (and wakes the client if it sleeps).
+  void complete(const daqiri_tx_desc* done, uint32_t n);
+  [[nodiscard]] const std::byte* buffer(uint32_t index) const {
+    return buffers_.data() + uint64_t{index} * buf_size_;
+  }
+  void detach();
+
+ private:
+  TxAttachment(uint64_t id, memory::SharedMemory rings, memory::SharedMemory buffers,
+               UniqueFd eventfd, abi::RingView tx, abi::RingView completion,
+               size_t completion_offset, uint32_t buf_size, uint32_t num_bufs);
+
+  uint64_t id_;
+  memory::SharedMemory rings_;
+  memory::SharedMemory buffers_;
+  UniqueFd eventfd_;
+  abi::RingView tx_;
+  abi::RingView completion_;
+  size_t completion_offset_;
+  uint32_t buf_size_;
+  uint32_t num_bufs_;
+  std::vector<uint8_t> with_daemon_;  // 1 while a buffer is submitted and not yet completed
+  uint32_t tx_cons_ = 0;
+  uint32_t comp_prod_ = 0;
+};
+
+}  // namespace daqiri::dataplane

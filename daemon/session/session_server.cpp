@@ -1,0 +1,457 @@
+#include "session/session_server.hpp"
+
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "daqiri/common/fd_passing.hpp"
+
+namespace daqiri::session {
+namespace {
+
+constexpr int kGrpcNotFound = 5;
+
+daqiri_msg_header header(daqiri_msg_type type, size_t length) {
+  return {DAQIRI_MSG_MAGIC, DAQIRI_ABI_VERSION, static_cast<uint16_t>(type),
+          static_cast<uint32_t>(length), 0};
+}
+
+bool same_token(const uint8_t* a, const uint8_t* b) {
+  uint8_t diff = 0;  // constant time: a token is a secret
+  for (size_t i = 0; i < DAQIRI_TOKEN_BYTES; ++i)
+    diff |= a[i] ^ b[i];
+  return diff == 0;
+}
+
+int grpc_code(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::kInvalidArgument:
+      return 3;
+    case ErrorCode::kNotFound:
+      return 5;
+    case ErrorCode::kAlreadyExists:
+      return 6;
+    case ErrorCode::kPermissionDenied:
+      return 7;
+    case ErrorCode::kResourceExhausted:
+      return 8;
+    case ErrorCode::kFailedPrecondition:
+      return 9;
+    case ErrorCode::kUnavailable:
+      return 14;
+    case ErrorCode::kInternal:
+      return 13;
+  }
+  return 13;
+}
+
+}  // namespace
+
+std::string session_socket_path(const std::string& control_socket) {
+  const std::string suffix = ".sock";
+  if (control_socket.size() > suffix.size() && control_socket.ends_with(suffix)) {
+    return control_socket.substr(0, control_socket.size() - suffix.size()) + ".session.sock";
+  }
+  return control_socket + ".session";
+}
+
+Result<std::unique_ptr<SessionServer>> SessionServer::start(const std::string& path,
+                                                            std::optional<gid_t> group,
+                                                            dataplane::DataPlane& data_plane) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    return fail(ErrorCode::kInvalidArgument, "session socket path too long: " + path);
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) return fail_errno("socket(SOCK_SEQPACKET)");
+  ::unlink(path.c_str());  // stale: the daemon holds the instance lock
+  mode_t old = ::umask(0177);
+  int rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  int err = errno;
+  ::umask(old);
+  if (rc != 0) return fail_errno("bind " + path, err);
+  auto undo = [&path](const std::string& what) {
+    int e = errno;
+    ::unlink(path.c_str());
+    return fail_errno(what + " " + path, e);
+  };
+  if (group && ::chown(path.c_str(), static_cast<uid_t>(-1), *group) != 0) return undo("chown");
+  if (::chmod(path.c_str(), 0660) != 0) return undo("chmod");
+  if (::listen(fd.get(), 64) != 0) return undo("listen");
+  UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
+  UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!ep || !wake) return undo("epoll/eventfd for");
+  for (int f : {fd.get(), wake.get()}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = f;
+    ::epoll_ctl(ep.get(), EPOLL_CTL_ADD, f, &ev);
+  }
+  std::unique_ptr<SessionServer> s(
+      new SessionServer(path, std::move(fd), std::move(ep), std::move(wake), data_plane));
+  s->thread_ = std::thread([raw = s.get()] { raw->run(); });
+  return s;
+}
+
+SessionServer::SessionServer(std::string path, UniqueFd listen, UniqueFd epoll, UniqueFd wake,
+                             dataplane::DataPlane& dp)
+    : path_(std::move(path)),
+      listen_(std::move(listen)),
+      epoll_(std::move(epoll)),
+      wake_(std::move(wake)),
+      dp_(dp) {}
+
+SessionServer::~SessionServer() {
+  stop_.store(true);
+  uint64_t one = 1;
+  [[maybe_unused]] auto w = ::write(wake_.get(), &one, sizeof one);
+  if (thread_.joinable()) thread_.join();
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, s] : sessions_)
+      ids.push_back(id);
+  }
+  for (uint64_t id : ids)
+    end_session(id, "daemon stopping");
+  ::unlink(path_.c_str());
+}
+
+void SessionServer::run() {
+  pthread_setname_np(pthread_self(), "sessions");
+  epoll_event events[32];
+  while (!stop_.load()) {
+    // The timeout bounds how long a protocol violation goes unanswered.
+    int n = ::epoll_wait(epoll_.get(), events, 32, 10);
+    for (int i = 0; i < n; ++i) {
+      int fd = events[i].data.fd;
+      if (fd == listen_.get()) {
+        accept_one();
+        continue;
+      }
+      if (fd == wake_.get()) continue;
+      uint64_t sid = 0;
+      bool is_pidfd = false;
+      {
+        std::lock_guard lock(mutex_);
+        auto it = by_fd_.find(fd);
+        if (it == by_fd_.end()) continue;
+        sid = it->second;
+        is_pidfd = sessions_.at(sid)->pidfd.get() == fd;
+      }
+      if (is_pidfd) {
+        end_session(sid, "its process exited");
+      } else if (events[i].events & EPOLLIN) {
+        on_message(sid);
+      } else {
+        end_session(sid, "it disconnected");
+      }
+    }
+    cut_off_violators();
+  }
+}
+
+void SessionServer::accept_one() {
+  UniqueFd conn(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+  if (!conn) return;
+  auto peer = control::identify_unix_peer(conn.get());
+  if (!peer) {
+    spdlog::warn("session socket: {}", peer.error().message);
+    return;
+  }
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, peer->pid, 0)));
+  if (!pidfd) {
+    spdlog::warn("session socket: pidfd_open({}): {}", peer->pid, std::strerror(errno));
+    return;
+  }
+  auto s = std::make_unique<Session>();
+  s->peer = std::move(*peer);
+  s->started = std::chrono::steady_clock::now();
+  std::lock_guard lock(mutex_);
+  s->id = next_session_++;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.fd = conn.get();
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, conn.get(), &ev);
+  ev.events = EPOLLIN;
+  ev.data.fd = pidfd.get();
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, pidfd.get(), &ev);
+  by_fd_[conn.get()] = s->id;
+  by_fd_[pidfd.get()] = s->id;
+  s->conn = std::move(conn);
+  s->pidfd = std::move(pidfd);
+  sessions_[s->id] = std::move(s);
+}
+
+void SessionServer::on_message(uint64_t session_id) {
+  alignas(8) unsigned char buf[512];
+  std::vector<UniqueFd> fds;
+  Session* s = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = sessions_.find(session_id);
+    if (it == sessions_.end()) return;
+    s = it->second.get();
+  }
+  // Only this thread ends sessions, so `s` stays valid until we do.
+  auto n = recv_with_fds(s->conn.get(), buf, sizeof buf, fds, MSG_DONTWAIT);
+  if (!n) {
+    if (n.error().code == ErrorCode::kInvalidArgument) {
+      end_session(session_id, "it sent an oversized message");
+    } else if (errno != EAGAIN) {
+      end_session(session_id, "it disconnected");
+    }
+    return;
+  }
+  if (*n == 0) {
+    end_session(session_id, "it disconnected");
+    return;
+  }
+  if (!fds.empty()) {
+    end_session(session_id, "it sent file descriptors");  // clients never send any
+    return;
+  }
+  daqiri_msg_header h{};
+  if (*n < sizeof h) {
+    end_session(session_id, "it sent a short message");
+    return;
+  }
+  std::memcpy(&h, buf, sizeof h);
+  if (h.magic != DAQIRI_MSG_MAGIC || h.version != DAQIRI_ABI_VERSION || h.length != *n) {
+    end_session(session_id, "it speaks another protocol version (ABI " + std::to_string(h.version) +
+                                ", daemon " + std::to_string(DAQIRI_ABI_VERSION) + ")");
+    return;
+  }
+  switch (h.type) {
+    case DAQIRI_MSG_HELLO:
+      handle_hello(*s, buf, *n);
+      break;
+    case DAQIRI_MSG_CLAIM:
+      handle_claim(*s, buf, *n);
+      break;
+    case DAQIRI_MSG_DETACH:
+      handle_detach(*s, buf, *n);
+      break;
+    default:
+      end_session(session_id, "it sent message type " + std::to_string(h.type));
+  }
+}
+
+void SessionServer::handle_hello(Session& s, const void* msg, size_t len) {
+  if (len != sizeof(daqiri_msg_hello) || s.welcomed) {
+    end_session(s.id, "it sent a malformed HELLO");
+    return;
+  }
+  daqiri_msg_hello hello{};
+  std::memcpy(&hello, msg, sizeof hello);
+  hello.name[sizeof hello.name - 1] = '\0';
+  {
+    std::lock_guard lock(mutex_);
+    s.name = hello.name;
+    s.welcomed = true;
+  }
+  daqiri_msg_welcome w{header(DAQIRI_MSG_WELCOME, sizeof(daqiri_msg_welcome)), s.id};
+  (void)send_with_fds(s.conn.get(), &w, sizeof w, {});
+  spdlog::info("session {} opened: {} pid {} \"{}\"", s.id, s.peer.describe(), s.peer.pid, s.name);
+}
+
+void SessionServer::handle_claim(Session& s, const void* msg, size_t len) {
+  if (len != sizeof(daqiri_msg_claim)) {
+    end_session(s.id, "it sent a malformed CLAIM");
+    return;
+  }
+  daqiri_msg_claim claim{};
+  std::memcpy(&claim, msg, sizeof claim);
+  {
+    std::lock_guard lock(mutex_);
+    auto it = s.attachments.find(claim.attachment_id);
+    if (it == s.attachments.end() || it->second.claimed ||
+        !same_token(it->second.token.data(), claim.token)) {
+      // Unknown, already claimed, or a wrong token: nothing is revealed about which.
+      send_error(s, claim.attachment_id, kGrpcNotFound, "no such attachment for this session");
+      return;
+    }
+    it->second.claimed = true;  // one time only, right or wrong later on
+  }
+  auto share = dp_.activate(claim.attachment_id);
+  if (!share) {
+    send_error(s, claim.attachment_id, grpc_code(share.error().code), share.error().message);
+    return;
+  }
+  daqiri_msg_attached a{};
+  a.h = header(DAQIRI_MSG_ATTACHED, sizeof a);
+  a.attachment_id = share->id;
+  a.direction = share->rx ? 1 : 2;
+  a.region_count = static_cast<uint32_t>(share->regions.size());
+  a.rings_size = share->rings_size;
+  a.ring_offset = share->ring_offset;
+  a.completion_offset = share->completion_offset;
+  std::vector<int> fds{share->rings_fd.get(), share->event_fd.get()};
+  for (size_t i = 0; i < share->regions.size() && i < DAQIRI_MAX_REGIONS; ++i) {
+    const auto& r = share->regions[i];
+    a.regions[i] = {r.size, r.buf_size, r.num_bufs, r.writable ? 1u : 0u, 0};
+    fds.push_back(r.fd.get());
+  }
+  if (auto ok = send_with_fds(s.conn.get(), &a, sizeof a, fds); !ok) {
+    spdlog::warn("session {}: sending attachment {}: {}", s.id, a.attachment_id,
+                 ok.error().message);
+  }
+}
+
+void SessionServer::handle_detach(Session& s, const void* msg, size_t len) {
+  if (len != sizeof(daqiri_msg_detach)) {
+    end_session(s.id, "it sent a malformed DETACH");
+    return;
+  }
+  daqiri_msg_detach d{};
+  std::memcpy(&d, msg, sizeof d);
+  bool known = false;
+  {
+    std::lock_guard lock(mutex_);
+    known = s.attachments.erase(d.attachment_id) > 0;
+  }
+  if (!known) {
+    send_error(s, d.attachment_id, kGrpcNotFound, "no such attachment for this session");
+    return;
+  }
+  dp_.close(d.attachment_id);
+  daqiri_msg_detach reply{header(DAQIRI_MSG_DETACHED, sizeof reply), d.attachment_id};
+  (void)send_with_fds(s.conn.get(), &reply, sizeof reply, {});
+}
+
+void SessionServer::send_error(Session& s, uint64_t attachment, int code, const std::string& text) {
+  daqiri_msg_error e{};
+  e.h = header(DAQIRI_MSG_ERROR, sizeof e);
+  e.code = code;
+  e.attachment_id = attachment;
+  std::strncpy(e.message, text.c_str(), sizeof e.message - 1);
+  (void)send_with_fds(s.conn.get(), &e, sizeof e, {});
+}
+
+void SessionServer::end_session(uint64_t session_id, const std::string& why) {
+  std::unique_ptr<Session> s;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = sessions_.find(session_id);
+    if (it == sessions_.end()) return;
+    s = std::move(it->second);
+    sessions_.erase(it);
+    by_fd_.erase(s->conn.get());
+    by_fd_.erase(s->pidfd.get());
+  }
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s->conn.get(), nullptr);
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s->pidfd.get(), nullptr);
+  for (const auto& [id, a] : s->attachments)
+    dp_.close(id);
+  if (s->welcomed || !s->attachments.empty()) {
+    spdlog::info(
+        "session {} ({} pid {}) ended: {}; {} attachment(s) closed, their buffers "
+        "returned",
+        s->id, s->peer.describe(), s->peer.pid, why, s->attachments.size());
+  }
+}
+
+void SessionServer::cut_off_violators() {
+  auto violated = dp_.violated();
+  for (uint64_t attachment : violated) {
+    uint64_t sid = session_of(attachment);
+    if (sid == 0) {
+      dp_.close(attachment);
+      continue;
+    }
+    cut_off_.fetch_add(1);
+    spdlog::warn(
+        "session {}: cutting off: attachment {} wrote an impossible ring index or "
+        "descriptor",
+        sid, attachment);
+    end_session(sid, "it broke the ring protocol");
+  }
+}
+
+Result<AttachGrant> SessionServer::attach(const control::PeerIdentity& caller,
+                                          const AttachSpec& spec) {
+  if (caller.transport != control::PeerIdentity::Transport::kUnix) {
+    return fail(ErrorCode::kPermissionDenied,
+                "attachments are for local processes: call Attach on the Unix socket");
+  }
+  {
+    std::lock_guard lock(mutex_);
+    auto it = sessions_.find(spec.session_id);
+    if (it == sessions_.end() || !it->second->welcomed) {
+      return fail(
+          ErrorCode::kNotFound,
+          "no session " + std::to_string(spec.session_id) + " (open one on " + path_ + " first)",
+          "session_id");
+    }
+    const Session& s = *it->second;
+    if (s.peer.uid != caller.uid || s.peer.pid != caller.pid) {
+      return fail(ErrorCode::kPermissionDenied,
+                  "session " + std::to_string(spec.session_id) +
+                      " belongs to another process; attach from the process that opened it",
+                  "session_id");
+    }
+  }
+  Result<uint64_t> id = spec.flow.empty() ? dp_.create_tx(spec.tx_interface, spec.tx_queue)
+                                          : dp_.create_rx(spec.flow, spec.rx_options);
+  if (!id) return std::unexpected(id.error());
+  AttachGrant grant;
+  grant.attachment_id = *id;
+  if (::getrandom(grant.token.data(), grant.token.size(), 0) !=
+      static_cast<ssize_t>(grant.token.size())) {
+    dp_.close(*id);
+    return fail_errno("getrandom");
+  }
+  std::lock_guard lock(mutex_);
+  auto it = sessions_.find(spec.session_id);
+  if (it == sessions_.end()) {  // it ended meanwhile
+    dp_.close(*id);
+    return fail(ErrorCode::kNotFound, "the session ended", "session_id");
+  }
+  Attachment a;
+  a.id = *id;
+  a.rx = !spec.flow.empty();
+  a.target = a.rx ? spec.flow : spec.tx_interface + "/" + spec.tx_queue;
+  a.token = grant.token;
+  it->second->attachments[*id] = a;
+  return grant;
+}
+
+std::vector<SessionInfo> SessionServer::sessions() const {
+  std::lock_guard lock(mutex_);
+  std::vector<SessionInfo> out;
+  auto now = std::chrono::steady_clock::now();
+  for (const auto& [id, s] : sessions_) {
+    SessionInfo info;
+    info.id = id;
+    info.uid = s->peer.uid;
+    info.pid = s->peer.pid;
+    info.user = s->peer.user;
+    info.name = s->name;
+    info.age_seconds = std::chrono::duration<double>(now - s->started).count();
+    for (const auto& [aid, a] : s->attachments) {
+      info.attachments.push_back({aid, a.target, a.rx, a.claimed});
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+uint64_t SessionServer::session_of(uint64_t attachment_id) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& [id, s] : sessions_) {
+    if (s->attachments.contains(attachment_id)) return id;
+  }
+  return 0;
+}
+
+}  // namespace daqiri::session

@@ -1,0 +1,123 @@
+// The session socket (SOCK_SEQPACKET, beside the control socket): the handshake that turns a
+// gRPC Attach into mapped memory, and each client's lifeline. A session is one connected
+// client process, identified by SO_PEERCRED and held by a pidfd. When its connection closes,
+// its process exits, or it breaks the ring protocol, every attachment it holds ends and every
+// buffer comes back. One thread runs the sockets; attach() is called from gRPC threads.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "control/peer_identity.hpp"
+#include "daqiri/abi.h"
+#include "dataplane/data_plane.hpp"
+
+namespace daqiri::session {
+
+struct AttachSpec {
+  uint64_t session_id = 0;
+  std::string flow;          // RX when set
+  std::string tx_interface;  // TX when set
+  std::string tx_queue;
+  dataplane::RxAttachOptions rx_options;
+};
+
+struct AttachGrant {
+  uint64_t attachment_id = 0;
+  std::array<uint8_t, DAQIRI_TOKEN_BYTES> token{};
+};
+
+struct SessionInfo {
+  uint64_t id = 0;
+  uid_t uid = 0;
+  pid_t pid = 0;
+  std::string user;
+  std::string name;
+  double age_seconds = 0;
+  struct Attachment {
+    uint64_t id;
+    std::string target;
+    bool rx;
+    bool claimed;
+  };
+  std::vector<Attachment> attachments;
+};
+
+class SessionServer {
+ public:
+  static Result<std::unique_ptr<SessionServer>> start(const std::string& path,
+                                                      std::optional<gid_t> group,
+                                                      dataplane::DataPlane& data_plane);
+  // Ends every session (returning all buffers), stops the thread, removes the socket.
+  ~SessionServer();
+  SessionServer(const SessionServer&) = delete;
+  SessionServer& operator=(const SessionServer&) = delete;
+
+  // From gRPC: leases `spec`'s target to a session owned by `caller` (same uid and pid).
+  Result<AttachGrant> attach(const control::PeerIdentity& caller, const AttachSpec& spec);
+  [[nodiscard]] std::vector<SessionInfo> sessions() const;
+  // Session of an attachment, 0 if none.
+  [[nodiscard]] uint64_t session_of(uint64_t attachment_id) const;
+  [[nodiscard]] uint64_t sessions_cut_off() const { return cut_off_.load(); }
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  struct Attachment {
+    uint64_t id = 0;
+    std::string target;
+    bool rx = true;
+    bool claimed = false;
+    std::array<uint8_t, DAQIRI_TOKEN_BYTES> token{};
+  };
+  struct Session {
+    uint64_t id = 0;
+    UniqueFd conn;
+    UniqueFd pidfd;
+    control::PeerIdentity peer;
+    std::string name;
+    bool welcomed = false;
+    std::chrono::steady_clock::time_point started;
+    std::map<uint64_t, Attachment> attachments;
+  };
+
+  SessionServer(std::string path, UniqueFd listen, UniqueFd epoll, UniqueFd wake,
+                dataplane::DataPlane& dp);
+  void run();
+  void accept_one();
+  void on_message(uint64_t session_id);
+  void handle_hello(Session& s, const void* msg, size_t len);
+  void handle_claim(Session& s, const void* msg, size_t len);
+  void handle_detach(Session& s, const void* msg, size_t len);
+  void send_error(Session& s, uint64_t attachment, int code, const std::string& text);
+  // Ends a session: every attachment closed, fds dropped. `why` goes to the log.
+  void end_session(uint64_t session_id, const std::string& why);
+  void cut_off_violators();
+
+  std::string path_;
+  UniqueFd listen_;
+  UniqueFd epoll_;
+  UniqueFd wake_;
+  dataplane::DataPlane& dp_;
+  mutable std::mutex mutex_;  // sessions_ and their attachments
+  std::map<uint64_t, std::unique_ptr<Session>> sessions_;
+  std::map<int, uint64_t> by_fd_;  // conn and pidfd -> session
+  uint64_t next_session_ = 1;
+  std::atomic<uint64_t> cut_off_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// "/run/daqiri/daqiri.sock" -> "/run/daqiri/daqiri.session.sock"
+std::string session_socket_path(const std::string& control_socket);
+
+}  // namespace daqiri::session

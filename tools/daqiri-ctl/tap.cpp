@@ -1,0 +1,152 @@
+#include "tap.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "daqiri/client.hpp"
+#include "daqiri/test_pattern.hpp"
+#include "pcap_writer.hpp"
+
+namespace daqiri::ctl {
+namespace {
+
+// Sequence bookkeeping per daqiri-gen stream.
+struct StreamCheck {
+  std::vector<bool> seen;
+  uint64_t received = 0;
+  uint64_t duplicates = 0;
+  uint64_t reordered = 0;
+  uint64_t max_seq = 0;
+
+  void add(uint64_t seq) {
+    if (seq >= seen.size()) seen.resize(seq + 1 + seen.size() / 2, false);
+    if (seen[seq]) {
+      ++duplicates;
+      return;
+    }
+    if (received > 0 && seq < max_seq) ++reordered;
+    seen[seq] = true;
+    ++received;
+    if (seq > max_seq || received == 1) max_seq = seq;
+  }
+  [[nodiscard]] uint64_t lost() const { return received == 0 ? 0 : max_seq + 1 - received; }
+};
+
+int exit_for(const Error& e) {
+  switch (e.code) {
+    case ErrorCode::kUnavailable:
+      return kNoDaemon;
+    case ErrorCode::kPermissionDenied:
+      return kDenied;
+    case ErrorCode::kInvalidArgument:
+    case ErrorCode::kNotFound:
+    case ErrorCode::kAlreadyExists:
+    case ErrorCode::kFailedPrecondition:
+    case ErrorCode::kResourceExhausted:
+      return kRejected;
+    case ErrorCode::kInternal:
+      return kFailed;
+  }
+  return kFailed;
+}
+
+std::string ipv4(uint32_t a) {
+  return fmt::format("{}.{}.{}.{}", a >> 24, (a >> 16) & 0xff, (a >> 8) & 0xff, a & 0xff);
+}
+
+}  // namespace
+
+int run_tap(const Options& opts, const TapArgs& args) {
+  auto client = Client::connect({opts.socket, "daqiri-ctl tap",
+                                 std::chrono::milliseconds(int64_t(opts.timeout_seconds * 1000))});
+  if (!client) {
+    std::cerr << "daqiri-ctl: tap: " << client.error().message << '\n';
+    return exit_for(client.error());
+  }
+  auto rx = (*client)->attach_rx({.flow = args.flow, .ring_size = 0, .block = args.block});
+  if (!rx) {
+    std::cerr << "daqiri-ctl: tap: " << rx.error().message << '\n';
+    return exit_for(rx.error());
+  }
+  std::optional<PcapWriter> pcap;
+  if (!args.pcap.empty()) {
+    auto w = PcapWriter::open(args.pcap);
+    if (!w) {
+      std::cerr << "daqiri-ctl: tap: " << w.error().message << '\n';
+      return kFailed;
+    }
+    pcap.emplace(std::move(*w));
+  }
+
+  std::map<uint32_t, StreamCheck> streams;
+  uint64_t packets = 0;
+  uint64_t bytes = 0;
+  uint64_t corrupt = 0;
+  uint64_t foreign = 0;
+  bool detached = false;
+  auto start = std::chrono::steady_clock::now();
+  auto deadline = args.timeout > 0 ? start + std::chrono::milliseconds(int64_t(args.timeout * 1000))
+                                   : std::chrono::steady_clock::time_point::max();
+  while (args.count == 0 || packets < args.count) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    auto wait =
+        std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::seconds(1));
+    uint32_t max =
+        args.count ? static_cast<uint32_t>(std::min<uint64_t>(args.count - packets, 4096)) : 0;
+    auto burst =
+        (*rx)->wait_burst(std::chrono::duration_cast<std::chrono::milliseconds>(wait), max);
+    if (!burst) {
+      detached = true;
+      break;
+    }
+    for (const Packet& p : *burst) {
+      ++packets;
+      bytes += p.payload.size();
+      if (pcap) (void)pcap->write(p.timestamp_ns, p.frame);
+      pattern::Header h{};
+      auto check = args.verify ? pattern::check(p.payload, h) : pattern::Check::kNotOurs;
+      if (check == pattern::Check::kOk) streams[h.stream].add(h.sequence);
+      if (check == pattern::Check::kCorrupt) ++corrupt;
+      if (args.verify && check == pattern::Check::kNotOurs) ++foreign;
+      if (!args.quiet) {
+        auto udp = frame::parse_udp(p.frame);
+        std::cout << fmt::format("{}.{:09d} flow {} {} bytes", p.timestamp_ns / 1000000000,
+                                 p.timestamp_ns % 1000000000, p.flow_id, p.frame.size());
+        if (udp) {
+          std::cout << fmt::format(" {}:{} -> {}:{}", ipv4(udp->src.ipv4), udp->src.port,
+                                   ipv4(udp->dst.ipv4), udp->dst.port);
+        }
+        if (check == pattern::Check::kOk) std::cout << " seq " << h.sequence;
+        std::cout << '\n';
+      }
+    }
+    (*rx)->release(*burst);
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << fmt::format("received {} packets, {} payload bytes in {:.3f} s ({:.0f} pps)\n",
+                           packets, bytes, secs, secs > 0 ? packets / secs : 0.0);
+  bool ok = !detached && (args.count == 0 || packets >= args.count);
+  if (detached) std::cout << "the stream was detached by the daemon\n";
+  if (args.verify) {
+    uint64_t lost = 0, reordered = 0, dups = 0;
+    for (const auto& [id, s] : streams) {
+      lost += s.lost();
+      reordered += s.reordered;
+      dups += s.duplicates;
+    }
+    std::cout << fmt::format(
+        "verify: {} streams, lost {}, reordered {}, duplicate {}, corrupt {}, "
+        "not daqiri-gen {}\n",
+        streams.size(), lost, reordered, dups, corrupt, foreign);
+    ok = ok && lost == 0 && reordered == 0 && dups == 0 && corrupt == 0 && foreign == 0;
+  }
+  return ok ? kOk : kFailed;
+}
+
+}  // namespace daqiri::ctl
