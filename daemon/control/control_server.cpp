@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace daqiri::control {
 namespace {
@@ -90,7 +91,12 @@ void ControlServer::shutdown(std::chrono::milliseconds grace) {
   if (listener_) listener_->stop();
   if (server_) {
     set_serving(false);
-    server_->Shutdown(std::chrono::system_clock::now() + grace);
+    // Drain the calls being handled; idle connections must not hold the stop up.
+    auto deadline = std::chrono::steady_clock::now() + grace;
+    while (service_->in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    server_->Shutdown(std::chrono::system_clock::now());
     server_->Wait();
   }
   listener_.reset();  // removes the socket file

@@ -40,6 +40,21 @@ grpc::Status to_status(const Error& error) {
   return {code, error.message};
 }
 
+namespace {
+
+class CallGuard {
+ public:
+  explicit CallGuard(std::atomic<int>& n) : n_(n) { n_.fetch_add(1, std::memory_order_acq_rel); }
+  ~CallGuard() { n_.fetch_sub(1, std::memory_order_acq_rel); }
+  CallGuard(const CallGuard&) = delete;
+  CallGuard& operator=(const CallGuard&) = delete;
+
+ private:
+  std::atomic<int>& n_;
+};
+
+}  // namespace
+
 ControlService::ControlService(const ControlTargets& targets, const ConnectionRegistry& connections)
     : model_(targets.model),
       policy_(targets.policy),
@@ -63,6 +78,7 @@ Result<PeerIdentity> ControlService::authorize(grpc::ServerContext* ctx, Role ne
 
 grpc::Status ControlService::GetInfo(grpc::ServerContext* ctx, const v1::GetInfoRequest*,
                                      v1::Info* resp) {
+  CallGuard guard(in_flight_);
   auto peer = authorize(ctx, Role::kClient, "read daemon info");
   if (!peer) return to_status(peer.error());
   resp->set_version(build::kVersion);
@@ -120,6 +136,7 @@ grpc::Status ControlService::GetInfo(grpc::ServerContext* ctx, const v1::GetInfo
 grpc::Status ControlService::ListInterfaces(grpc::ServerContext* ctx,
                                             const v1::ListInterfacesRequest*,
                                             v1::ListInterfacesResponse* resp) {
+  CallGuard guard(in_flight_);
   if (auto peer = authorize(ctx, Role::kClient, "list interfaces"); !peer) {
     return to_status(peer.error());
   }
@@ -131,6 +148,7 @@ grpc::Status ControlService::ListInterfaces(grpc::ServerContext* ctx,
 grpc::Status ControlService::ListMemoryRegions(grpc::ServerContext* ctx,
                                                const v1::ListMemoryRegionsRequest*,
                                                v1::ListMemoryRegionsResponse* resp) {
+  CallGuard guard(in_flight_);
   if (auto peer = authorize(ctx, Role::kClient, "list memory regions"); !peer) {
     return to_status(peer.error());
   }
@@ -141,6 +159,7 @@ grpc::Status ControlService::ListMemoryRegions(grpc::ServerContext* ctx,
 
 grpc::Status ControlService::ListQueues(grpc::ServerContext* ctx, const v1::ListQueuesRequest* req,
                                         v1::ListQueuesResponse* resp) {
+  CallGuard guard(in_flight_);
   if (auto peer = authorize(ctx, Role::kClient, "list queues"); !peer) {
     return to_status(peer.error());
   }
@@ -159,6 +178,7 @@ grpc::Status ControlService::ListQueues(grpc::ServerContext* ctx, const v1::List
 
 grpc::Status ControlService::ListFlows(grpc::ServerContext* ctx, const v1::ListFlowsRequest* req,
                                        v1::ListFlowsResponse* resp) {
+  CallGuard guard(in_flight_);
   if (auto peer = authorize(ctx, Role::kClient, "list flows"); !peer) {
     return to_status(peer.error());
   }
@@ -172,6 +192,7 @@ grpc::Status ControlService::ListFlows(grpc::ServerContext* ctx, const v1::ListF
 
 grpc::Status ControlService::ListSessions(grpc::ServerContext* ctx, const v1::ListSessionsRequest*,
                                           v1::ListSessionsResponse* resp) {
+  CallGuard guard(in_flight_);
   if (auto peer = authorize(ctx, Role::kClient, "list sessions"); !peer) {
     return to_status(peer.error());
   }
@@ -195,6 +216,7 @@ grpc::Status ControlService::ListSessions(grpc::ServerContext* ctx, const v1::Li
 
 grpc::Status ControlService::CreateFlow(grpc::ServerContext* ctx, const v1::CreateFlowRequest* req,
                                         v1::Flow* resp) {
+  CallGuard guard(in_flight_);
   auto peer = authorize(ctx, Role::kAdmin, "create flows");
   if (!peer) return to_status(peer.error());
   auto spec = from_proto(*req);
@@ -210,6 +232,7 @@ grpc::Status ControlService::CreateFlow(grpc::ServerContext* ctx, const v1::Crea
 
 grpc::Status ControlService::DeleteFlow(grpc::ServerContext* ctx, const v1::DeleteFlowRequest* req,
                                         v1::DeleteFlowResponse*) {
+  CallGuard guard(in_flight_);
   auto peer = authorize(ctx, Role::kAdmin, "delete flows");
   if (!peer) return to_status(peer.error());
   if (req->name().empty()) {
@@ -228,6 +251,7 @@ namespace daqiri::control {
 
 grpc::Status ControlService::Attach(grpc::ServerContext* ctx, const v1::AttachRequest* req,
                                     v1::AttachResponse* resp) {
+  CallGuard guard(in_flight_);
   auto peer = authorize(ctx, Role::kClient, "attach");
   if (!peer) return to_status(peer.error());
   session::AttachSpec spec;
@@ -266,6 +290,7 @@ grpc::Status ControlService::Attach(grpc::ServerContext* ctx, const v1::AttachRe
 
 grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetStatsRequest*,
                                       v1::Stats* resp) {
+  CallGuard guard(in_flight_);
   if (auto peer = authorize(ctx, Role::kClient, "read statistics"); !peer) {
     return to_status(peer.error());
   }
@@ -276,6 +301,8 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
     out->set_bytes(f.bytes);
     out->set_dropped_no_attachment(f.no_attachment);
     out->set_dropped_rings_full(f.rings_full);
+    out->set_buffers_on_loan(f.buffers_on_loan);
+    out->set_buffers_total(f.buffers_total);
     out->set_dropped_filtered(f.filtered);
     out->set_truncated(f.truncated);
     out->set_kernel_drops(f.kernel_drops);

@@ -2,6 +2,7 @@
 // gRPC statuses here and nowhere else. Called on gRPC's threads; the model is thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 
 #include "control/access_policy.hpp"
@@ -25,6 +26,9 @@ struct ControlTargets {
 
 class ControlService final : public v1::Control::Service {
  public:
+  // Calls being handled right now: shutdown waits for them, not for idle connections.
+  [[nodiscard]] int in_flight() const { return in_flight_.load(std::memory_order_acquire); }
+
   ControlService(const ControlTargets& targets, const ConnectionRegistry& connections);
 
   grpc::Status GetInfo(grpc::ServerContext* ctx, const v1::GetInfoRequest* req,
@@ -59,6 +63,7 @@ class ControlService final : public v1::Control::Service {
   session::SessionServer& sessions_;
   const ConnectionRegistry& connections_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::atomic<int> in_flight_{0};
 };
 
 }  // namespace daqiri::control

@@ -268,6 +268,7 @@ std::vector<FlowStats> DataPlane::flow_stats() const {
     s.truncated = c.truncated.load(std::memory_order_relaxed);
     s.kernel_drops = f.flow->kernel_drops();
     s.buffers_total = f.flow->pool().num_bufs();
+    s.buffers_on_loan = c.on_loan.load(std::memory_order_relaxed);
     s.attachments = f.flow->fanout().size();
     out.push_back(s);
   }

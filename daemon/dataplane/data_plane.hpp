@@ -29,7 +29,7 @@ struct FlowStats {
   std::string name;
   uint64_t packets = 0, bytes = 0, no_attachment = 0, rings_full = 0, filtered = 0, truncated = 0;
   uint64_t kernel_drops = 0;
-  uint32_t buffers_free = 0, buffers_total = 0;
+  uint32_t buffers_on_loan = 0, buffers_total = 0;
   size_t attachments = 0;
 };
 

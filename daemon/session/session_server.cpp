@@ -207,7 +207,7 @@ void SessionServer::on_message(uint64_t session_id) {
   auto n = recv_with_fds(s->conn.get(), buf, sizeof buf, fds, MSG_DONTWAIT);
   if (!n) {
     if (n.error().code == ErrorCode::kInvalidArgument) {
-      end_session(session_id, "it sent an oversized message");
+      cut_off(session_id, "it sent an oversized message");
     } else if (errno != EAGAIN) {
       end_session(session_id, "it disconnected");
     }
@@ -218,17 +218,17 @@ void SessionServer::on_message(uint64_t session_id) {
     return;
   }
   if (!fds.empty()) {
-    end_session(session_id, "it sent file descriptors");  // clients never send any
+    cut_off(session_id, "it sent file descriptors");  // clients never send any
     return;
   }
   daqiri_msg_header h{};
   if (*n < sizeof h) {
-    end_session(session_id, "it sent a short message");
+    cut_off(session_id, "it sent a short message");
     return;
   }
   std::memcpy(&h, buf, sizeof h);
   if (h.magic != DAQIRI_MSG_MAGIC || h.version != DAQIRI_ABI_VERSION || h.length != *n) {
-    end_session(session_id, "it speaks another protocol version (ABI " + std::to_string(h.version) +
+    cut_off(session_id, "it speaks another protocol version (ABI " + std::to_string(h.version) +
                                 ", daemon " + std::to_string(DAQIRI_ABI_VERSION) + ")");
     return;
   }
@@ -249,7 +249,7 @@ void SessionServer::on_message(uint64_t session_id) {
 
 void SessionServer::handle_hello(Session& s, const void* msg, size_t len) {
   if (len != sizeof(daqiri_msg_hello) || s.welcomed) {
-    end_session(s.id, "it sent a malformed HELLO");
+    cut_off(s.id, "it sent a malformed HELLO");
     return;
   }
   daqiri_msg_hello hello{};
@@ -267,7 +267,7 @@ void SessionServer::handle_hello(Session& s, const void* msg, size_t len) {
 
 void SessionServer::handle_claim(Session& s, const void* msg, size_t len) {
   if (len != sizeof(daqiri_msg_claim)) {
-    end_session(s.id, "it sent a malformed CLAIM");
+    cut_off(s.id, "it sent a malformed CLAIM");
     return;
   }
   daqiri_msg_claim claim{};
@@ -310,7 +310,7 @@ void SessionServer::handle_claim(Session& s, const void* msg, size_t len) {
 
 void SessionServer::handle_detach(Session& s, const void* msg, size_t len) {
   if (len != sizeof(daqiri_msg_detach)) {
-    end_session(s.id, "it sent a malformed DETACH");
+    cut_off(s.id, "it sent a malformed DETACH");
     return;
   }
   daqiri_msg_detach d{};
@@ -336,6 +336,12 @@ void SessionServer::send_error(Session& s, uint64_t attachment, int code, const 
   e.attachment_id = attachment;
   std::strncpy(e.message, text.c_str(), sizeof e.message - 1);
   (void)send_with_fds(s.conn.get(), &e, sizeof e, {});
+}
+
+void SessionServer::cut_off(uint64_t session_id, const std::string& why) {
+  cut_off_.fetch_add(1);
+  spdlog::warn("session {}: cutting off: {}", session_id, why);
+  end_session(session_id, why);
 }
 
 void SessionServer::end_session(uint64_t session_id, const std::string& why) {

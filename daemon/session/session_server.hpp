@@ -101,6 +101,8 @@ class SessionServer {
   void send_error(Session& s, uint64_t attachment, int code, const std::string& text);
   // Ends a session: every attachment closed, fds dropped. `why` goes to the log.
   void end_session(uint64_t session_id, const std::string& why);
+  // Ends a session for breaking the protocol, and counts it.
+  void cut_off(uint64_t session_id, const std::string& why);
   void cut_off_violators();
 
   std::string path_;

@@ -43,8 +43,8 @@ TEST_F(CtlTest, PrintsAlignedTables) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
             "NAME     ID  INTERFACE  QUEUE  MATCH         ORIGIN  STEERING\n"
-            "stream0  0   lo         rx0    udp_dst=4096  config  pending\n"
-            "stream1  1   lo         rx0    udp_dst=4097  config  pending\n");
+            "stream0  0   lo         rx0    udp_dst=4096  config  software\n"
+            "stream1  1   lo         rx0    udp_dst=4097  config  software\n");
   r = ctl({"queues"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
@@ -74,7 +74,7 @@ TEST_F(CtlTest, JsonIsTheProtoMessage) {
   auto r = ctl({"--json", "flows", "list"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"name\": \"stream0\""));
-  EXPECT_THAT(r.out, HasSubstr("\"steering\": \"STEERING_PENDING\""));
+  EXPECT_THAT(r.out, HasSubstr("\"steering\": \"STEERING_SOFTWARE\""));
   EXPECT_EQ(r.out.front(), '{');
 }
 

@@ -116,6 +116,65 @@ CommandResult run(const std::vector<std::string>& argv, std::optional<std::pair<
   return r;
 }
 
+Spawned::Spawned(const TempDir& dir, const std::vector<std::string>& argv,
+                 std::optional<std::pair<uid_t, gid_t>> as)
+    : out_path_(dir.file("spawned-" + random_suffix() + ".out")) {
+  std::vector<std::string> full;
+  if (as) {
+    full = {"/usr/bin/setpriv", "--reuid=" + std::to_string(as->first),
+            "--regid=" + std::to_string(as->second), "--init-groups", "--"};
+  }
+  full.insert(full.end(), argv.begin(), argv.end());
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    std::vector<char*> args;
+    for (auto& a : full) args.push_back(a.data());
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    _exit(127);
+  }
+}
+
+Spawned::~Spawned() {
+  if (!exit_code_) {
+    ::kill(pid_, SIGKILL);
+    wait(std::chrono::seconds(5));
+  }
+}
+
+int Spawned::wait(std::chrono::milliseconds timeout) {
+  if (exit_code_) return *exit_code_;
+  exit_code_ = wait_child(pid_, timeout);
+  return exit_code_.value_or(-1);
+}
+
+void Spawned::kill(int sig) {
+  if (!exit_code_) ::kill(pid_, sig);
+}
+
+std::string Spawned::output() const {
+  std::ifstream in(out_path_);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool Spawned::wait_for_output(const std::string& needle, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (output().find(needle) != std::string::npos) return true;
+    if (!exit_code_) {
+      if (auto code = wait_child(pid_, std::chrono::milliseconds(0))) exit_code_ = code;
+    }
+    if (exit_code_) return output().find(needle) != std::string::npos;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 NotifyListener::NotifyListener(const std::string& path) : path_(path) {
   fd_.reset(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   sockaddr_un addr{};
@@ -250,6 +309,8 @@ std::string daqirid_path() {
 std::string ctl_path() {
   return DAQIRI_TEST_CTL;
 }
+std::string gen_path() { return DAQIRI_TEST_GEN; }
+std::string test_client_path() { return DAQIRI_TEST_CLIENT; }
 std::string source_dir() {
   return DAQIRI_TEST_SOURCE_DIR;
 }

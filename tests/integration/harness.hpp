@@ -41,6 +41,30 @@ CommandResult run(const std::vector<std::string>& argv,
                   std::optional<std::pair<uid_t, gid_t>> as = std::nullopt,
                   std::chrono::seconds timeout = std::chrono::seconds(30));
 
+// A process running in the background, stdout and stderr to a file; killed if still running
+// at destruction.
+class Spawned {
+ public:
+  Spawned(const TempDir& dir, const std::vector<std::string>& argv,
+          std::optional<std::pair<uid_t, gid_t>> as = std::nullopt);
+  ~Spawned();
+  Spawned(const Spawned&) = delete;
+  Spawned& operator=(const Spawned&) = delete;
+  // Exit code (128+N for signal N), or -1 if still running after `timeout`.
+  int wait(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  void kill(int sig);
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  [[nodiscard]] std::string output() const;
+  // Waits until the output contains `needle`; false after `timeout` or if the process exited.
+  bool wait_for_output(const std::string& needle,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+ private:
+  std::string out_path_;
+  pid_t pid_ = -1;
+  std::optional<int> exit_code_;
+};
+
 // A datagram socket playing systemd's side of the notify protocol.
 class NotifyListener {
  public:
@@ -118,6 +142,8 @@ class TempGroup {
 // Paths of the binaries under test and of the source tree, set by CMake.
 std::string daqirid_path();
 std::string ctl_path();
+std::string gen_path();
+std::string test_client_path();
 std::string source_dir();
 bool is_root();
 

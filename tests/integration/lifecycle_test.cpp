@@ -55,14 +55,18 @@ TEST(Lifecycle, SecondDaemonOnTheSameSocketIsRefused) {
   auto r = run({ctl_path(), "--socket", socket, "health"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(first.stop(), 0);
-  // --socket makes a second daemon on the same config possible.
 }
 
 TEST(Lifecycle, SocketOverrideRunsTwoDaemonsSideBySide) {
   TempDir dir;
   std::string config = dir.write("d.yaml", test_config(dir.file("a.sock")));
+  // Same file but for the flows' UDP ports, which only one daemon at a time can bind.
+  std::string other = test_config(dir.file("a.sock"));
+  for (auto [from, to] : {std::pair{"4096", "5096"}, std::pair{"4097", "5097"}}) {
+    other.replace(other.find(from), 4, to);
+  }
   DaemonProcess a(dir, {"--config", config});
-  DaemonProcess b(dir, {"--config", config, "--socket", dir.file("b.sock")});
+  DaemonProcess b(dir, {"--config", dir.write("b.yaml", other), "--socket", dir.file("b.sock")});
   ASSERT_TRUE(a.wait_ready()) << a.log();
   ASSERT_TRUE(b.wait_ready()) << b.log();
   EXPECT_EQ(run({ctl_path(), "--socket", dir.file("b.sock"), "health"}).exit_code, 0);

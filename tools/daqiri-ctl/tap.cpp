@@ -83,7 +83,8 @@ int run_tap(const Options& opts, const TapArgs& args) {
     pcap.emplace(std::move(*w));
   }
 
-  std::map<uint32_t, StreamCheck> streams;
+  // A stream is one sender's sequence: daqiri-gen's stream id and its UDP source port.
+  std::map<uint64_t, StreamCheck> streams;
   uint64_t packets = 0;
   uint64_t bytes = 0;
   uint64_t corrupt = 0;
@@ -111,7 +112,11 @@ int run_tap(const Options& opts, const TapArgs& args) {
       if (pcap) (void)pcap->write(p.timestamp_ns, p.frame);
       pattern::Header h{};
       auto check = args.verify ? pattern::check(p.payload, h) : pattern::Check::kNotOurs;
-      if (check == pattern::Check::kOk) streams[h.stream].add(h.sequence);
+      if (check == pattern::Check::kOk) {
+        auto udp_src = frame::parse_udp(p.frame);
+        uint64_t key = (uint64_t{udp_src ? udp_src->src.port : 0u} << 32) | h.stream;
+        streams[key].add(h.sequence);
+      }
       if (check == pattern::Check::kCorrupt) ++corrupt;
       if (args.verify && check == pattern::Check::kNotOurs) ++foreign;
       if (!args.quiet) {

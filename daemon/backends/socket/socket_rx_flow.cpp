@@ -134,6 +134,9 @@ bool SocketRxFlow::poll() {
     work |= receive(*port, now);
   }
   if (work) fanout_.publish();
+  uint32_t armed = 0;
+  for (const auto& port : ports_) armed += port->armed;
+  counters.on_loan.store(pool_.num_bufs() - pool_.available() - armed, std::memory_order_relaxed);
   return work;
 }
 

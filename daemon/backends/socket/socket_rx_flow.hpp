@@ -30,6 +30,7 @@ struct FlowCounters {
   std::atomic<uint64_t> rings_full{0};     // every attached client's ring was full
   std::atomic<uint64_t> filtered{0};       // failed the match's source filters
   std::atomic<uint64_t> truncated{0};      // larger than a buffer
+  std::atomic<uint32_t> on_loan{0};        // buffers held by clients, as of the last poll
 };
 
 class SocketRxFlow final : public dataplane::PollTask {

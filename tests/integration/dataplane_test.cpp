@@ -1,0 +1,329 @@
+// The data plane with real processes: daqirid on its socket backend, daqiri-gen sending real
+// UDP, clients (daqiri-ctl tap, daqiri-test-client) receiving zero-copy — some as throwaway
+// unprivileged users, some misbehaving on purpose.
+#include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <thread>
+
+#include "daqiri/test_pattern.hpp"
+#include "daqiri/v1/control.grpc.pb.h"
+#include "harness.hpp"
+
+namespace daqiri::test {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+class DataPlaneTest : public ::testing::Test {
+ protected:
+  void start(const std::string& daemon_extra = "") {
+    socket_ = dir_.file("d.sock");
+    config_ = dir_.write("d.yaml", test_config(socket_, daemon_extra));
+    daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config_});
+    ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
+    stub_ = v1::Control::NewStub(grpc::CreateChannel("unix:" + socket_,
+                                                     grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    if (daemon_) {
+      EXPECT_EQ(daemon_->stop(), 0) << daemon_->log();
+    }
+  }
+
+  std::vector<std::string> tap(const std::string& flow, uint64_t count,
+                               std::vector<std::string> extra = {}) {
+    std::vector<std::string> a{ctl_path(), "--socket", socket_, "tap", flow, "--count",
+                               std::to_string(count), "--verify", "--quiet", "--timeout", "30"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  CommandResult gen(uint16_t port, uint64_t count, uint32_t size, uint32_t rate = 50000) {
+    return run({gen_path(), "--dest", "127.0.0.1:" + std::to_string(port), "--size",
+                std::to_string(size), "--count", std::to_string(count), "--rate",
+                std::to_string(rate)});
+  }
+  std::vector<std::string> client(std::vector<std::string> args) {
+    args.insert(args.begin(), socket_);
+    args.insert(args.begin(), test_client_path());
+    // the mode goes first: test-client MODE SOCKET ...
+    std::swap(args[1], args[2]);
+    return args;
+  }
+  v1::Stats stats() {
+    v1::Stats s;
+    for (int attempt = 0; attempt < 50; ++attempt) {  // a restarted daemon: the channel reconnects
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 2s);
+      if (stub_->GetStats(&ctx, {}, &s).ok()) return s;
+      std::this_thread::sleep_for(20ms);
+    }
+    ADD_FAILURE() << "GetStats keeps failing";
+    return s;
+  }
+  const v1::FlowStats* flow_stats(const v1::Stats& s, const std::string& name) {
+    for (const auto& f : s.flows()) {
+      if (f.name() == name) return &f;
+    }
+    return nullptr;
+  }
+  // Waits until `pred` holds on fresh stats, up to `timeout`.
+  bool eventually(const std::function<bool(const v1::Stats&)>& pred,
+                  std::chrono::milliseconds timeout = 5s) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (pred(stats())) return true;
+      std::this_thread::sleep_for(2ms);
+    }
+    return false;
+  }
+  bool healthy() { return run({ctl_path(), "--socket", socket_, "health"}).exit_code == 0; }
+
+  TempDir dir_;
+  std::string socket_;
+  std::string config_;
+  std::unique_ptr<DaemonProcess> daemon_;
+  std::unique_ptr<v1::Control::Stub> stub_;
+};
+
+TEST_F(DataPlaneTest, TwoFlowsToTwoClientsExactlyAndEachOnlyItsOwn) {
+  std::optional<TempGroup> group;
+  std::optional<TempUser> user;
+  std::string extra;
+  if (is_root()) {  // the stream1 client runs unprivileged
+    group.emplace();
+    user.emplace(group->name());
+    extra = "  socket_group: " + group->name() + "\n  access:\n    clients:\n      users: [" +
+            user->name() + "]\n";
+  }
+  start(extra);
+  Spawned a(dir_, tap("stream0", 3000, {"--block"}));
+  Spawned b(dir_, tap("stream1", 2000, {"--block"}),
+            user ? std::optional(user->ids()) : std::nullopt);
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+  std::thread g0([&] { EXPECT_EQ(gen(4096, 3000, 1000).exit_code, 0); });
+  std::thread g1([&] { EXPECT_EQ(gen(4097, 2000, 333).exit_code, 0); });
+  g0.join();
+  g1.join();
+  ASSERT_EQ(a.wait(), 0) << a.output();
+  ASSERT_EQ(b.wait(), 0) << b.output();
+  // Exact counts and bytes; one stream each, none of the other's packets (they would fail the
+  // stream count or show as "not daqiri-gen").
+  EXPECT_THAT(a.output(), HasSubstr("received 3000 packets, 3000000 payload bytes"));
+  EXPECT_THAT(a.output(), HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+  EXPECT_THAT(b.output(), HasSubstr("received 2000 packets, 666000 payload bytes"));
+  EXPECT_THAT(b.output(), HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+  auto s = stats();
+  EXPECT_EQ(flow_stats(s, "stream0")->packets(), 3000u);
+  EXPECT_EQ(flow_stats(s, "stream1")->packets(), 2000u);
+}
+
+TEST_F(DataPlaneTest, RxMemoryIsReadOnlyToClients) {
+  start();
+  Spawned c(dir_, client({"write-rx", "stream0"}));
+  ASSERT_TRUE(c.wait_for_output("attached"));
+  EXPECT_EQ(gen(4096, 5, 100).exit_code, 0);
+  EXPECT_EQ(c.wait(), 128 + SIGSEGV) << c.output();
+  EXPECT_THAT(c.output(), HasSubstr("mprotect refused: Permission denied"));
+  EXPECT_THAT(c.output(), ::testing::Not(HasSubstr("wrote into RX memory")));
+  EXPECT_TRUE(healthy());
+}
+
+TEST_F(DataPlaneTest, KilledClientReturnsEveryBufferAndOthersLoseNothing) {
+  start();
+  Spawned holder(dir_, client({"hold", "stream0", "100"}));
+  ASSERT_TRUE(holder.wait_for_output("attached"));
+  Spawned other(dir_, tap("stream0", 400, {"--block"}));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+  EXPECT_EQ(gen(4096, 100, 500).exit_code, 0);
+  ASSERT_TRUE(holder.wait_for_output("holding 100")) << holder.output();
+  // The holder has all 100; the other client released its copies of the same buffers.
+  ASSERT_TRUE(eventually([&](const v1::Stats& s) {
+    return flow_stats(s, "stream0")->buffers_on_loan() == 100;
+  })) << flow_stats(stats(), "stream0")->buffers_on_loan();
+
+  auto killed = std::chrono::steady_clock::now();
+  holder.kill(SIGKILL);
+  ASSERT_TRUE(eventually(
+      [&](const v1::Stats& s) {
+        return flow_stats(s, "stream0")->buffers_on_loan() == 0 && s.attachments_size() == 1;
+      },
+      1s));
+  auto took = std::chrono::steady_clock::now() - killed;
+  EXPECT_LT(took, 100ms) << "buffers came back after "
+                         << std::chrono::duration<double, std::milli>(took).count() << " ms";
+  EXPECT_EQ(gen(4096, 300, 500).exit_code, 0);
+  ASSERT_EQ(other.wait(), 0) << other.output();
+  EXPECT_THAT(other.output(), HasSubstr("received 400 packets"));
+  EXPECT_THAT(other.output(), HasSubstr("verify: 2 streams, lost 0, reordered 0, duplicate 0"));
+}
+
+TEST_F(DataPlaneTest, SlowConsumerDropsAreCountedOthersUnaffected) {
+  start();
+  Spawned slow(dir_, client({"slow", "stream0", "20"}));
+  ASSERT_TRUE(slow.wait_for_output("attached"));
+  Spawned fast(dir_, tap("stream0", 3000, {"--block"}));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+  EXPECT_EQ(gen(4096, 3000, 200, 30000).exit_code, 0);
+  ASSERT_EQ(fast.wait(), 0) << fast.output();
+  EXPECT_THAT(fast.output(), HasSubstr("received 3000 packets"));
+  EXPECT_THAT(fast.output(), HasSubstr("lost 0, reordered 0"));
+  // The slow one got a ring's worth and lost the rest, counted against it alone.
+  auto s = stats();
+  uint64_t slow_delivered = 0, slow_dropped = 0;
+  for (const auto& a : s.attachments()) {
+    slow_delivered = a.packets();
+    slow_dropped = a.dropped_ring_full();
+  }
+  EXPECT_GT(slow_dropped, 0u);
+  EXPECT_EQ(slow_delivered + slow_dropped, 3000u);
+  EXPECT_EQ(flow_stats(s, "stream0")->dropped_rings_full(), 0u);  // someone always took it
+}
+
+class HostileClientTest : public DataPlaneTest,
+                          public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(HostileClientTest, IsCutOffAndHurtsNobody) {
+  start();
+  Spawned bystander(dir_, tap("stream0", 50, {"--block"}));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  Spawned bad(dir_, client({"hostile", "stream0", GetParam()}));
+  if (std::string(GetParam()) != "garbage-message") {
+    ASSERT_TRUE(bad.wait_for_output("attached")) << bad.output();
+  }
+  EXPECT_EQ(gen(4096, 50, 100).exit_code, 0);
+  EXPECT_EQ(bad.wait(), 0) << bad.output();
+  EXPECT_THAT(bad.output(), HasSubstr("cut off"));
+  ASSERT_EQ(bystander.wait(), 0) << bystander.output();
+  EXPECT_THAT(bystander.output(), HasSubstr("received 50 packets"));
+  EXPECT_TRUE(healthy());
+  auto s = stats();
+  EXPECT_EQ(s.sessions_cut_off(), 1u);
+  EXPECT_EQ(flow_stats(s, "stream0")->buffers_on_loan(), 0u);
+  EXPECT_THAT(daemon_->log(), HasSubstr("cutting off"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, HostileClientTest,
+                         ::testing::Values("consumer-index", "tx-descriptor", "tx-source",
+                                           "garbage-message"),
+                         [](const auto& p) {
+                           std::string n = p.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+TEST_F(DataPlaneTest, TxArrivesByteExactAtAPlainSocket) {
+  start();
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int big = 16 << 20;
+  ::setsockopt(fd, SOL_SOCKET, is_root() ? SO_RCVBUFFORCE : SO_RCVBUF, &big, sizeof big);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  uint16_t port = ntohs(addr.sin_port);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+
+  Spawned sender(dir_, client({"tx", "lo", "5555", std::to_string(port), "5000", "777"}));
+  std::vector<std::byte> buf(2048);
+  std::vector<std::byte> expect(777);
+  for (uint64_t seq = 0; seq < 5000; ++seq) {
+    sockaddr_in from{};
+    socklen_t fl = sizeof from;
+    ssize_t n = ::recvfrom(fd, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &fl);
+    ASSERT_EQ(n, 777) << "datagram " << seq << ": " << std::strerror(errno);
+    EXPECT_EQ(ntohs(from.sin_port), 5555);  // the client's UDP header went out as written
+    pattern::fill(expect, port, seq);
+    ASSERT_EQ(std::memcmp(buf.data(), expect.data(), expect.size()), 0) << "datagram " << seq;
+  }
+  ::close(fd);
+  EXPECT_EQ(sender.wait(), 0) << sender.output();
+  EXPECT_THAT(sender.output(), HasSubstr("sent 5000"));
+}
+
+TEST_F(DataPlaneTest, ClientReconnectsAfterDaemonRestart) {
+  start();
+  Spawned c(dir_, client({"reconnect", "stream0", "400"}));
+  ASSERT_TRUE(c.wait_for_output("attached"));
+  EXPECT_EQ(gen(4096, 200, 100).exit_code, 0);
+  ASSERT_TRUE(eventually([](const v1::Stats& s) {
+    return !s.attachments().empty() && s.attachments(0).packets() == 200;
+  }));
+  ASSERT_EQ(daemon_->stop(), 0);
+  daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config_});
+  ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
+  ASSERT_TRUE(c.wait_for_output("reconnected")) << c.output();
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  EXPECT_EQ(gen(4096, 200, 100).exit_code, 0);
+  EXPECT_EQ(c.wait(), 0) << c.output();
+  EXPECT_THAT(c.output(), HasSubstr("received 400 after 1 reconnects"));
+}
+
+TEST_F(DataPlaneTest, FlowsChangeLiveWithoutDisturbingOthers) {
+  if (!is_root()) GTEST_SKIP() << "needs the admin role (root)";
+  start();
+  Spawned keep(dir_, tap("stream1", 200, {"--block"}));
+  Spawned gone(dir_, tap("stream0", 1000000));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+  auto ctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {ctl_path(), "--socket", socket_});
+    return run(args);
+  };
+  // Deleting a flow ends its clients' streams; the other flow's client keeps going.
+  ASSERT_EQ(ctl({"flows", "del", "stream0"}).exit_code, 0);
+  EXPECT_EQ(gone.wait(), 1);
+  EXPECT_THAT(gone.output(), HasSubstr("the stream was detached by the daemon"));
+  // A new flow delivers at once.
+  auto r = ctl({"flows", "add", "fresh", "-i", "lo", "--udp-dst", "4200-4201"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Spawned fresh(dir_, tap("fresh", 300, {"--block"}));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+  std::thread g([&] { EXPECT_EQ(gen(4200, 300, 64).exit_code, 0); });
+  EXPECT_EQ(gen(4097, 200, 64).exit_code, 0);
+  g.join();
+  ASSERT_EQ(fresh.wait(), 0) << fresh.output();
+  ASSERT_EQ(keep.wait(), 0) << keep.output();
+  EXPECT_THAT(keep.output(), HasSubstr("received 200 packets"));
+  // A port another program holds cannot become a flow; the table is left as it was.
+  int squatter = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(4300);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(squatter, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  r = ctl({"flows", "add", "taken", "-i", "lo", "--udp-dst", "4300"});
+  EXPECT_EQ(r.exit_code, 5);
+  EXPECT_THAT(r.err, HasSubstr("cannot bind UDP 127.0.0.1:4300: Address already in use"));
+  EXPECT_THAT(ctl({"flows", "list"}).out, ::testing::Not(HasSubstr("taken")));
+  ::close(squatter);
+}
+
+TEST_F(DataPlaneTest, SessionsAreListedWithTheirAttachments) {
+  start();
+  Spawned c(dir_, client({"hold", "stream1", "1000000"}));
+  ASSERT_TRUE(c.wait_for_output("attached"));
+  auto r = run({ctl_path(), "--socket", socket_, "sessions"});
+  EXPECT_THAT(r.out, HasSubstr("test-hold"));
+  EXPECT_THAT(r.out, HasSubstr(std::to_string(c.pid())));
+  c.kill(SIGTERM);
+  c.wait();
+  EXPECT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 0; }));
+  EXPECT_THAT(run({ctl_path(), "--socket", socket_, "sessions"}).out, HasSubstr("(none)"));
+}
+
+}  // namespace
+}  // namespace daqiri::test

@@ -1,0 +1,299 @@
+// daqiri-test-client: client behaviours the integration tests need, good and bad.
+//   hold SOCKET FLOW N            receive until N buffers are held unreleased, print, sleep
+//   slow SOCKET FLOW MS           receive one packet at a time, MS ms per packet, forever
+//   write-rx SOCKET FLOW          receive one packet, then try to write into it (must fault)
+//   tx SOCKET IF SRCPORT DSTPORT COUNT SIZE   send COUNT daqiri-gen frames through the daemon
+//   reconnect SOCKET FLOW COUNT   receive COUNT packets, reconnecting across daemon restarts
+//   hostile SOCKET FLOW KIND      break the protocol with the raw ABI: consumer-index,
+//                                 tx-descriptor, tx-source, garbage-message
+// Prints what happened on stdout (flushed per line); exit codes say whether it went as meant.
+#include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daqiri/client.hpp"
+#include "daqiri/common/fd_passing.hpp"
+#include "daqiri/ring.hpp"
+#include "daqiri/test_pattern.hpp"
+#include "daqiri/v1/control.grpc.pb.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+void say(const char* fmt, auto... args) {
+  std::printf(fmt, args...);
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+std::unique_ptr<daqiri::Client> connect(const std::string& socket, const char* name) {
+  auto c = daqiri::Client::connect({socket, name, 5s});
+  if (!c) {
+    say("connect failed: %s", c.error().message.c_str());
+    std::exit(3);
+  }
+  return std::move(*c);
+}
+
+daqiri::RxStream& attach(daqiri::Client& c, const std::string& flow) {
+  auto rx = c.attach_rx({.flow = flow, .ring_size = 0, .block = false});
+  if (!rx) {
+    say("attach failed: %s", rx.error().message.c_str());
+    std::exit(3);
+  }
+  return **rx;
+}
+
+int hold(const std::string& socket, const std::string& flow, size_t n) {
+  auto c = connect(socket, "test-hold");
+  auto& rx = attach(*c, flow);
+  say("attached");
+  size_t held = 0;
+  while (held < n) {
+    auto b = rx.wait_burst(1s, static_cast<uint32_t>(n - held));
+    if (!b) return 1;
+    held += b->size();  // never released
+  }
+  say("holding %zu", held);
+  for (;;) std::this_thread::sleep_for(1s);
+}
+
+int slow(const std::string& socket, const std::string& flow, int ms) {
+  auto c = connect(socket, "test-slow");
+  auto& rx = attach(*c, flow);
+  say("attached");
+  for (;;) {
+    auto b = rx.wait_burst(1s, 1);
+    if (!b) return 1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    rx.release(*b);
+  }
+}
+
+int write_rx(const std::string& socket, const std::string& flow) {
+  auto c = connect(socket, "test-write-rx");
+  auto& rx = attach(*c, flow);
+  say("attached");
+  for (;;) {
+    auto b = rx.wait_burst(1s, 1);
+    if (!b) return 1;
+    if (b->empty()) continue;
+    auto* p = const_cast<std::byte*>((*b)[0].frame.data());
+    auto* page = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(4095));
+    if (::mprotect(page, 4096, PROT_READ | PROT_WRITE) == 0) {
+      say("mprotect allowed a writable RX mapping");
+      return 1;
+    }
+    say("mprotect refused: %s", std::strerror(errno));
+    p[0] = std::byte{0x42};  // must fault
+    say("wrote into RX memory");
+    return 1;
+  }
+}
+
+int tx(const std::string& socket, const std::string& itf, uint16_t src_port, uint16_t dst_port,
+       uint64_t count, size_t size) {
+  auto c = connect(socket, "test-tx");
+  auto t = c->attach_tx({.interface = itf, .queue = ""});
+  if (!t) {
+    say("attach failed: %s", t.error().message.c_str());
+    return 3;
+  }
+  daqiri::TxStream& s = **t;
+  uint64_t seq = 0;
+  std::vector<daqiri::TxBuffer> bufs(32);
+  while (seq < count) {
+    size_t want = std::min<uint64_t>(bufs.size(), count - seq);
+    size_t got = s.reserve({bufs.data(), want});
+    for (size_t i = 0; i < got; ++i) {
+      auto& b = bufs[i];
+      size_t h = daqiri::frame::write_udp_headers(b.data, {0x7f000001, src_port},
+                                                  {0x7f000001, dst_port}, size);
+      daqiri::pattern::fill(b.data.subspan(h, size), dst_port, seq++);
+      b.length = static_cast<uint32_t>(h + size);
+    }
+    size_t done = 0;
+    while (done < got) {
+      auto r = s.submit({bufs.data() + done, got - done});
+      if (!r) {
+        say("submit failed: %s", r.error().message.c_str());
+        return 1;
+      }
+      done += *r;
+    }
+  }
+  if (auto ok = s.flush(10s); !ok) {
+    say("flush failed: %s", ok.error().message.c_str());
+    return 1;
+  }
+  say("sent %llu", static_cast<unsigned long long>(count));
+  return 0;
+}
+
+int reconnect(const std::string& socket, const std::string& flow, uint64_t count) {
+  auto c = connect(socket, "test-reconnect");
+  auto* rx = &attach(*c, flow);
+  say("attached");
+  uint64_t got = 0;
+  int reconnects = 0;
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (got < count && std::chrono::steady_clock::now() < deadline) {
+    auto b = rx->wait_burst(200ms);
+    if (!b) {
+      say("detached after %llu packets", static_cast<unsigned long long>(got));
+      while (!c->reconnect()) std::this_thread::sleep_for(50ms);
+      say("reconnected");
+      ++reconnects;
+      continue;
+    }
+    got += b->size();
+    rx->release(*b);
+  }
+  say("received %llu after %d reconnects", static_cast<unsigned long long>(got), reconnects);
+  return got == count && reconnects > 0 ? 0 : 1;
+}
+
+// ---- the raw ABI, for misbehaving on purpose ----
+
+struct Raw {
+  std::unique_ptr<daqiri::v1::Control::Stub> stub;
+  daqiri::UniqueFd session;
+  uint64_t session_id = 0;
+  daqiri_msg_attached attached{};
+  std::vector<daqiri::UniqueFd> fds;
+};
+
+daqiri_msg_header hdr(daqiri_msg_type t, size_t len) {
+  return {DAQIRI_MSG_MAGIC, DAQIRI_ABI_VERSION, static_cast<uint16_t>(t), static_cast<uint32_t>(len), 0};
+}
+
+bool raw_open(Raw& r, const std::string& socket) {
+  r.stub = daqiri::v1::Control::NewStub(
+      grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()));
+  daqiri::v1::Info info;
+  grpc::ClientContext ctx;
+  if (!r.stub->GetInfo(&ctx, {}, &info).ok()) return false;
+  r.session.reset(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, info.session_socket().c_str(), sizeof a.sun_path - 1);
+  if (::connect(r.session.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return false;
+  daqiri_msg_hello h{};
+  h.h = hdr(DAQIRI_MSG_HELLO, sizeof h);
+  std::strcpy(h.name, "test-hostile");
+  (void)daqiri::send_with_fds(r.session.get(), &h, sizeof h, {});
+  daqiri_msg_welcome w{};
+  std::vector<daqiri::UniqueFd> none;
+  auto n = daqiri::recv_with_fds(r.session.get(), &w, sizeof w, none);
+  r.session_id = w.session_id;
+  return n && *n == sizeof w;
+}
+
+bool raw_attach(Raw& r, daqiri::v1::AttachRequest req) {
+  req.set_session_id(r.session_id);
+  daqiri::v1::AttachResponse resp;
+  grpc::ClientContext ctx;
+  auto st = r.stub->Attach(&ctx, req, &resp);
+  if (!st.ok()) {
+    say("attach failed: %s", st.error_message().c_str());
+    return false;
+  }
+  daqiri_msg_claim c{};
+  c.h = hdr(DAQIRI_MSG_CLAIM, sizeof c);
+  c.attachment_id = resp.attachment_id();
+  std::memcpy(c.token, resp.token().data(), DAQIRI_TOKEN_BYTES);
+  (void)daqiri::send_with_fds(r.session.get(), &c, sizeof c, {});
+  auto n = daqiri::recv_with_fds(r.session.get(), &r.attached, sizeof r.attached, r.fds);
+  return n && *n == sizeof r.attached && r.attached.h.type == DAQIRI_MSG_ATTACHED;
+}
+
+// Waits for the daemon to close the session: the proof of being cut off.
+int expect_cut(Raw& r) {
+  char buf[512];
+  for (int i = 0; i < 500; ++i) {
+    ssize_t n = ::recv(r.session.get(), buf, sizeof buf, MSG_DONTWAIT);
+    if (n == 0) {
+      say("cut off");
+      return 0;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  say("still connected");
+  return 1;
+}
+
+int hostile(const std::string& socket, const std::string& flow, const std::string& kind) {
+  Raw r;
+  if (!raw_open(r, socket)) {
+    say("session failed");
+    return 3;
+  }
+  if (kind == "garbage-message") {
+    char junk[40];
+    std::memset(junk, 0x5a, sizeof junk);
+    (void)::send(r.session.get(), junk, sizeof junk, MSG_NOSIGNAL);
+    return expect_cut(r);
+  }
+  daqiri::v1::AttachRequest req;
+  if (kind == "consumer-index") {
+    req.set_flow(flow);
+  } else {
+    req.mutable_tx_queue()->set_interface("lo");
+  }
+  if (!raw_attach(r, req)) return 3;
+  void* rings = ::mmap(nullptr, r.attached.rings_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                       r.fds[0].get(), 0);
+  auto* base = static_cast<std::byte*>(rings);
+  say("attached");
+  if (kind == "consumer-index") {
+    auto ring = daqiri::abi::RingView::open(base + r.attached.ring_offset, r.attached.rings_size,
+                                            DAQIRI_RING_RX, sizeof(daqiri_rx_desc));
+    while (ring->load_producer() == 0) std::this_thread::sleep_for(1ms);
+    ring->publish_consumer(ring->load_producer() + 1000);  // releasing what was never lent
+  } else {
+    auto t = daqiri::abi::RingView::open(base + r.attached.ring_offset, r.attached.completion_offset,
+                                         DAQIRI_RING_TX, sizeof(daqiri_tx_desc));
+    void* bufs = ::mmap(nullptr, r.attached.regions[0].size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                        r.fds[2].get(), 0);
+    auto* b0 = static_cast<std::byte*>(bufs);
+    daqiri_tx_desc d{};
+    if (kind == "tx-descriptor") {
+      d = {r.attached.regions[0].num_bufs + 7, 100, 0, 0};  // a buffer that does not exist
+    } else {  // tx-source: a well-formed frame from an address that is not the interface's
+      size_t h = daqiri::frame::write_udp_headers({b0, 200}, {0x0a090909, 1}, {0x7f000001, 9}, 50);
+      d = {0, static_cast<uint32_t>(h + 50), 0, 0};
+    }
+    *t->slot<daqiri_tx_desc>(0) = d;
+    t->publish_producer(1);
+  }
+  return expect_cut(r);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> a(argv + 1, argv + argc);
+  if (a.size() == 4 && a[0] == "hold") return hold(a[1], a[2], std::stoul(a[3]));
+  if (a.size() == 4 && a[0] == "slow") return slow(a[1], a[2], std::stoi(a[3]));
+  if (a.size() == 3 && a[0] == "write-rx") return write_rx(a[1], a[2]);
+  if (a.size() == 7 && a[0] == "tx") {
+    return tx(a[1], a[2], static_cast<uint16_t>(std::stoi(a[3])),
+              static_cast<uint16_t>(std::stoi(a[4])), std::stoull(a[5]), std::stoul(a[6]));
+  }
+  if (a.size() == 4 && a[0] == "reconnect") return reconnect(a[1], a[2], std::stoull(a[3]));
+  if (a.size() == 4 && a[0] == "hostile") return hostile(a[1], a[2], a[3]);
+  std::fprintf(stderr, "usage: see the comment at the top of test_client.cpp\n");
+  return 2;
+}
