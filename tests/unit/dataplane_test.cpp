@@ -1,0 +1,245 @@
+// The data plane's pieces on their own: the loan ledger, index and descriptor validation,
+// fan-out references, memory seals, frames, ring checks.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include "daqiri/frame.hpp"
+#include "daqiri/ring.hpp"
+#include "daqiri/test_pattern.hpp"
+#include "dataplane/rx_attachment.hpp"
+#include "dataplane/rx_fanout.hpp"
+#include "dataplane/tx_attachment.hpp"
+#include "memory/buffer_pool.hpp"
+
+namespace daqiri::dataplane {
+namespace {
+
+daqiri_rx_desc desc(memory::BufferPool& pool, uint32_t buf) {
+  daqiri_rx_desc d{};
+  d.offset = pool.offset(buf);
+  d.length = 100;
+  return d;
+}
+
+// The client's side of an RX ring, as a client would see it through its own mapping.
+abi::RingView client_ring(RxAttachment& a) {
+  return *abi::RingView::open(a.rings().data(), a.rings().size(), DAQIRI_RING_RX,
+                              sizeof(daqiri_rx_desc));
+}
+
+TEST(BufferPool, AllocatesReferencesAndFrees) {
+  auto pool = memory::BufferPool::create("t", 2048, 8, false);
+  ASSERT_TRUE(pool);
+  uint32_t got[10];
+  EXPECT_EQ(pool->alloc(got, 10), 8u);
+  EXPECT_EQ(pool->available(), 0u);
+  pool->set_refs(got[0], 2);
+  pool->unref(got[0]);
+  EXPECT_EQ(pool->available(), 0u);
+  pool->unref(got[0]);
+  EXPECT_EQ(pool->available(), 1u);
+  pool->set_refs(got[1], 0);
+  EXPECT_EQ(pool->available(), 2u);
+}
+
+TEST(RxAttachment, ClientReleasesReturnBuffersInOrder) {
+  auto pool = memory::BufferPool::create("t", 2048, 64, false);
+  auto a = RxAttachment::create(1, 64, Backpressure::kDropNew);
+  ASSERT_TRUE(pool && a);
+  uint32_t bufs[10];
+  ASSERT_EQ(pool->alloc(bufs, 10), 10u);
+  for (uint32_t b : bufs)
+    (*a)->push(desc(*pool, b), b);
+  (*a)->publish();
+  EXPECT_EQ((*a)->counters.on_loan.load(), 10u);
+  auto ring = client_ring(**a);
+  EXPECT_EQ(ring.load_producer(), 10u);
+  EXPECT_EQ(ring.slot<daqiri_rx_desc>(3)->offset, pool->offset(bufs[3]));
+  ring.publish_consumer(4);
+  ASSERT_TRUE((*a)->reclaim(*pool));
+  EXPECT_EQ(pool->available(), 64u - 6u);
+  EXPECT_EQ((*a)->counters.on_loan.load(), 6u);
+  EXPECT_EQ((*a)->free_slots(), 64u - 6u);
+}
+
+TEST(RxAttachment, ImpossibleConsumerIndicesAreViolations) {
+  for (uint32_t lie : {11u, 0xffffffffu, 1000000u}) {
+    auto pool = memory::BufferPool::create("t", 2048, 64, false);
+    auto a = RxAttachment::create(1, 64, Backpressure::kDropNew);
+    uint32_t bufs[10];
+    pool->alloc(bufs, 10);
+    for (uint32_t b : bufs)
+      (*a)->push(desc(*pool, b), b);
+    (*a)->publish();
+    client_ring(**a).publish_consumer(lie);  // beyond what was published, or behind
+    EXPECT_FALSE((*a)->reclaim(*pool)) << lie;
+    EXPECT_TRUE((*a)->lifecycle.violated.load());
+    EXPECT_EQ((*a)->counters.bad_index.load(), 1u);
+    EXPECT_EQ(pool->available(), 54u);  // nothing was taken back on a lie
+    (*a)->release_all(*pool);           // ... but everything is when it is cut off
+    EXPECT_EQ(pool->available(), 64u);
+    EXPECT_EQ(client_ring(**a).state(), uint32_t{DAQIRI_RING_DETACHED});
+  }
+}
+
+TEST(RxAttachment, ReleasingUnpublishedSlotsIsAViolation) {
+  auto pool = memory::BufferPool::create("t", 2048, 64, false);
+  auto a = RxAttachment::create(1, 64, Backpressure::kDropNew);
+  uint32_t bufs[4];
+  pool->alloc(bufs, 4);
+  for (uint32_t b : bufs)
+    (*a)->push(desc(*pool, b), b);  // pushed, not yet published
+  client_ring(**a).publish_consumer(2);
+  EXPECT_FALSE((*a)->reclaim(*pool));
+}
+
+TEST(RxFanout, OneBufferManyReferencesFullRingsDropAlone) {
+  auto pool = memory::BufferPool::create("t", 2048, 256, false);
+  auto roomy = RxAttachment::create(1, 128, Backpressure::kDropNew);
+  auto tight = RxAttachment::create(2, 64, Backpressure::kDropNew);
+  Epoch epoch;
+  epoch.set_stopped();  // no poller thread here: replace() need not wait
+  RxFanout fanout;
+  fanout.add(roomy->get(), epoch);
+  fanout.add(tight->get(), epoch);
+  ASSERT_EQ(fanout.begin(*pool), 2u);
+  for (int i = 0; i < 100; ++i) {
+    uint32_t b = 0;
+    ASSERT_EQ(pool->alloc(&b, 1), 1u);
+    uint16_t refs = fanout.deliver(desc(*pool, b), b);
+    EXPECT_EQ(refs, i < 64 ? 2 : 1) << i;
+    pool->set_refs(b, refs);
+  }
+  fanout.publish();
+  EXPECT_EQ((*tight)->counters.dropped_ring_full.load(), 36u);
+  EXPECT_EQ((*roomy)->counters.packets.load(), 100u);
+  // Both release everything: every buffer is back.
+  client_ring(**roomy).publish_consumer(100);
+  client_ring(**tight).publish_consumer(64);
+  fanout.begin(*pool);
+  EXPECT_EQ(pool->available(), 256u);
+  // Closing one hands back its share and leaves the other running.
+  (*tight)->lifecycle.closing.store(true);
+  EXPECT_EQ(fanout.begin(*pool), 1u);
+  EXPECT_TRUE((*tight)->lifecycle.released.load());
+}
+
+TEST(TxAttachment, ValidDescriptorsAreTakenAndCompleted) {
+  auto a = TxAttachment::create(1, 2048, 16, 64, false);
+  ASSERT_TRUE(a);
+  auto tx = *abi::RingView::open((*a)->rings().data(), (*a)->completion_offset(), DAQIRI_RING_TX,
+                                 sizeof(daqiri_tx_desc));
+  auto comp = *abi::RingView::open((*a)->rings().data() + (*a)->completion_offset(),
+                                   (*a)->rings().size() - (*a)->completion_offset(),
+                                   DAQIRI_RING_COMPLETION, sizeof(uint32_t));
+  *tx.slot<daqiri_tx_desc>(0) = {3, 100, 0, 0};
+  *tx.slot<daqiri_tx_desc>(1) = {7, 2048, 0, 0};
+  tx.publish_producer(2);
+  daqiri_tx_desc out[8];
+  ASSERT_EQ((*a)->take(out, 8), 2u);
+  EXPECT_EQ(out[1].buffer, 7u);
+  EXPECT_EQ(tx.load_consumer(), 2u);
+  (*a)->complete(out, 2);
+  EXPECT_EQ(comp.load_producer(), 2u);
+  EXPECT_EQ(*comp.slot<uint32_t>(0), 3u);
+  EXPECT_FALSE((*a)->lifecycle.violated.load());
+}
+
+TEST(TxAttachment, BadDescriptorsAreViolations) {
+  const daqiri_tx_desc bad[] = {
+      {16, 100, 0, 0},  // no such buffer
+      {1, 41, 0, 0},    // shorter than the headers of a UDP frame
+      {1, 2049, 0, 0},  // longer than a buffer
+      {1, 100, 1, 0},   // undefined flags
+  };
+  for (const auto& d : bad) {
+    auto a = TxAttachment::create(1, 2048, 16, 64, false);
+    auto tx = *abi::RingView::open((*a)->rings().data(), (*a)->completion_offset(), DAQIRI_RING_TX,
+                                   sizeof(daqiri_tx_desc));
+    *tx.slot<daqiri_tx_desc>(0) = d;
+    tx.publish_producer(1);
+    daqiri_tx_desc out[4];
+    EXPECT_EQ((*a)->take(out, 4), 0u);
+    EXPECT_TRUE((*a)->lifecycle.violated.load());
+    EXPECT_EQ((*a)->counters.bad_descriptor.load(), 1u);
+  }
+  // The same buffer twice while the daemon has it.
+  auto a = TxAttachment::create(1, 2048, 16, 64, false);
+  auto tx = *abi::RingView::open((*a)->rings().data(), (*a)->completion_offset(), DAQIRI_RING_TX,
+                                 sizeof(daqiri_tx_desc));
+  *tx.slot<daqiri_tx_desc>(0) = {5, 100, 0, 0};
+  *tx.slot<daqiri_tx_desc>(1) = {5, 100, 0, 0};
+  tx.publish_producer(2);
+  daqiri_tx_desc out[4];
+  EXPECT_EQ((*a)->take(out, 4), 1u);
+  EXPECT_TRUE((*a)->lifecycle.violated.load());
+  // A producer index that runs ahead by more than the ring is a violation too.
+  auto b = TxAttachment::create(2, 2048, 16, 64, false);
+  auto tx2 = *abi::RingView::open((*b)->rings().data(), (*b)->completion_offset(), DAQIRI_RING_TX,
+                                  sizeof(daqiri_tx_desc));
+  tx2.publish_producer(65);
+  EXPECT_EQ((*b)->take(out, 4), 0u);
+  EXPECT_EQ((*b)->counters.bad_index.load(), 1u);
+}
+
+TEST(SharedMemory, ReadOnlyFdsCannotBecomeWritable) {
+  auto m = memory::SharedMemory::create("t", 4096, false);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(m->seal_read_only_for_others());
+  m->data()[0] = std::byte{1};  // the daemon's own mapping still writes
+  auto ro = m->read_only_fd();
+  ASSERT_TRUE(ro);
+  void* w = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, ro->get(), 0);
+  EXPECT_EQ(w, MAP_FAILED);
+  // Even a fresh read-write open of the same memfd cannot map it writable.
+  std::string path = "/proc/self/fd/" + std::to_string(ro->get());
+  UniqueFd rw(::open(path.c_str(), O_RDWR));
+  if (rw) {
+    void* w2 = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, rw.get(), 0);
+    EXPECT_EQ(w2, MAP_FAILED);
+  }
+  void* r = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, ro->get(), 0);
+  ASSERT_NE(r, MAP_FAILED);
+  EXPECT_EQ(static_cast<std::byte*>(r)[0], std::byte{1});
+  ::munmap(r, 4096);
+}
+
+TEST(Frame, WriteParseRoundTripWithValidChecksum) {
+  std::byte buf[200] = {};
+  size_t h = frame::write_udp_headers(buf, {0x7f000001, 1234}, {0x0a000002, 4096}, 100);
+  ASSERT_EQ(h, 42u);
+  auto f = frame::parse_udp({buf, 142});
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->src.port, 1234);
+  EXPECT_EQ(f->dst.ipv4, 0x0a000002u);
+  EXPECT_EQ(f->payload_offset, 42u);
+  EXPECT_EQ(f->payload_length, 100u);
+  EXPECT_EQ(frame::internet_checksum(buf + 14, 20), 0);  // a valid header sums to zero
+  EXPECT_FALSE(frame::parse_udp({buf, 100}));            // shorter than its IP length
+  buf[23] = std::byte{6};                                // TCP
+  EXPECT_FALSE(frame::parse_udp({buf, 142}));
+}
+
+TEST(Pattern, DetectsCorruption) {
+  std::vector<std::byte> p(256);
+  pattern::fill(p, 7, 42);
+  pattern::Header h{};
+  EXPECT_EQ(pattern::check(p, h), pattern::Check::kOk);
+  EXPECT_EQ(h.sequence, 42u);
+  p[200] ^= std::byte{1};
+  EXPECT_EQ(pattern::check(p, h), pattern::Check::kCorrupt);
+}
+
+TEST(RingView, OpenRejectsWhatTheDaemonDidNotWrite) {
+  std::vector<std::byte> mem(abi::RingView::bytes_for(64, 32));
+  abi::RingView::create(mem.data(), DAQIRI_RING_RX, 64, 32);
+  EXPECT_TRUE(abi::RingView::open(mem.data(), mem.size(), DAQIRI_RING_RX, 32));
+  EXPECT_FALSE(abi::RingView::open(mem.data(), mem.size(), DAQIRI_RING_TX, 32));
+  EXPECT_FALSE(abi::RingView::open(mem.data(), mem.size() - 64, DAQIRI_RING_RX, 32));
+  reinterpret_cast<daqiri_ring_header*>(mem.data())->size = 63;
+  EXPECT_FALSE(abi::RingView::open(mem.data(), mem.size(), DAQIRI_RING_RX, 32));
+}
+
+}  // namespace
+}  // namespace daqiri::dataplane
