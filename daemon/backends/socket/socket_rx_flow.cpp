@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include <algorithm>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -128,10 +129,21 @@ bool SocketRxFlow::poll() {
   bool work = false;
   uint64_t now = 0;
   for (auto& port : ports_) {
+    if (port->skip > 0) {
+      --port->skip;
+      continue;
+    }
     if (port->armed < batch_) arm(*port);
     if (port->armed == 0) continue;  // pool exhausted: the kernel buffers until clients release
     if (now == 0) now = realtime_ns();
-    work |= receive(*port, now);
+    if (receive(*port, now)) {
+      work = true;
+      port->idle = 0;
+    } else {
+      constexpr uint32_t kMaxSkipShift = 6;
+      port->skip = (1u << std::min(port->idle, kMaxSkipShift)) - 1;
+      ++port->idle;
+    }
   }
   if (work) fanout_.publish();
   uint32_t armed = 0;

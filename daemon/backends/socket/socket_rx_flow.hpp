@@ -55,6 +55,10 @@ class SocketRxFlow final : public dataplane::PollTask {
   struct Port {
     int fd = -1;
     uint16_t number = 0;  // the UDP port
+    // An empty recvmmsg is a wasted syscall: a port that keeps coming up empty is polled
+    // every 2^min(idle, kMaxSkipShift) iterations; one packet brings it back to every iteration.
+    uint32_t idle = 0;
+    uint32_t skip = 0;
     uint32_t armed = 0;   // buffers [0, armed) are posted
     std::array<uint32_t, kMaxBatch> buffer{};
     std::array<mmsghdr, kMaxBatch> msg{};
