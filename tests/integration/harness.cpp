@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -90,6 +91,7 @@ CommandResult run(const std::vector<std::string>& argv, std::optional<std::pair<
   }
   pid_t pid = ::fork();
   if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
     std::vector<char*> args;
@@ -127,6 +129,7 @@ Spawned::Spawned(const TempDir& dir, const std::vector<std::string>& argv,
   full.insert(full.end(), argv.begin(), argv.end());
   pid_ = ::fork();
   if (pid_ == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a crashed test must not leave daemons behind
     int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(out, 1);
     ::dup2(out, 2);
@@ -211,6 +214,7 @@ DaemonProcess::DaemonProcess(const TempDir& dir, std::vector<std::string> args,
       notify_(dir.file("notify-" + random_suffix() + ".sock")) {
   pid_ = ::fork();
   if (pid_ == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a crashed test must not leave daemons behind
     int log = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(log, 2);
     ::dup2(log, 1);
