@@ -229,7 +229,7 @@ void SessionServer::on_message(uint64_t session_id) {
   std::memcpy(&h, buf, sizeof h);
   if (h.magic != DAQIRI_MSG_MAGIC || h.version != DAQIRI_ABI_VERSION || h.length != *n) {
     cut_off(session_id, "it speaks another protocol version (ABI " + std::to_string(h.version) +
-                                ", daemon " + std::to_string(DAQIRI_ABI_VERSION) + ")");
+                            ", daemon " + std::to_string(DAQIRI_ABI_VERSION) + ")");
     return;
   }
   switch (h.type) {

@@ -134,7 +134,8 @@ Spawned::Spawned(const TempDir& dir, const std::vector<std::string>& argv,
     ::dup2(out, 1);
     ::dup2(out, 2);
     std::vector<char*> args;
-    for (auto& a : full) args.push_back(a.data());
+    for (auto& a : full)
+      args.push_back(a.data());
     args.push_back(nullptr);
     ::execv(args[0], args.data());
     _exit(127);
@@ -313,8 +314,12 @@ std::string daqirid_path() {
 std::string ctl_path() {
   return DAQIRI_TEST_CTL;
 }
-std::string gen_path() { return DAQIRI_TEST_GEN; }
-std::string test_client_path() { return DAQIRI_TEST_CLIENT; }
+std::string gen_path() {
+  return DAQIRI_TEST_GEN;
+}
+std::string test_client_path() {
+  return DAQIRI_TEST_CLIENT;
+}
 std::string source_dir() {
   return DAQIRI_TEST_SOURCE_DIR;
 }

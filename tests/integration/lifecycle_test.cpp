@@ -62,8 +62,8 @@ TEST(Lifecycle, SocketOverrideRunsTwoDaemonsSideBySide) {
   std::string config = dir.write("d.yaml", test_config(dir.file("a.sock")));
   // Same file but for the flows' UDP ports, which only one daemon at a time can bind.
   std::string other = test_config(dir.file("a.sock"));
-  for (auto [from, to] : {std::pair{"udp_dst: 4096", "udp_dst: 5096"},
-                          std::pair{"udp_dst: 4097", "udp_dst: 5097"}}) {
+  for (auto [from, to] :
+       {std::pair{"udp_dst: 4096", "udp_dst: 5096"}, std::pair{"udp_dst: 4097", "udp_dst: 5097"}}) {
     other.replace(other.find(from), std::string(from).size(), to);
   }
   DaemonProcess a(dir, {"--config", config});

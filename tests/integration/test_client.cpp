@@ -67,7 +67,8 @@ int hold(const std::string& socket, const std::string& flow, size_t n) {
     held += b->size();  // never released
   }
   say("holding %zu", held);
-  for (;;) std::this_thread::sleep_for(1s);
+  for (;;)
+    std::this_thread::sleep_for(1s);
 }
 
 int slow(const std::string& socket, const std::string& flow, int ms) {
@@ -153,7 +154,8 @@ int reconnect(const std::string& socket, const std::string& flow, uint64_t count
     auto b = rx->wait_burst(200ms);
     if (!b) {
       say("detached after %llu packets", static_cast<unsigned long long>(got));
-      while (!c->reconnect()) std::this_thread::sleep_for(50ms);
+      while (!c->reconnect())
+        std::this_thread::sleep_for(50ms);
       say("reconnected");
       ++reconnects;
       continue;
@@ -176,7 +178,8 @@ struct Raw {
 };
 
 daqiri_msg_header hdr(daqiri_msg_type t, size_t len) {
-  return {DAQIRI_MSG_MAGIC, DAQIRI_ABI_VERSION, static_cast<uint16_t>(t), static_cast<uint32_t>(len), 0};
+  return {DAQIRI_MSG_MAGIC, DAQIRI_ABI_VERSION, static_cast<uint16_t>(t),
+          static_cast<uint32_t>(len), 0};
 }
 
 bool raw_open(Raw& r, const std::string& socket) {
@@ -253,18 +256,20 @@ int hostile(const std::string& socket, const std::string& flow, const std::strin
     req.mutable_tx_queue()->set_interface("lo");
   }
   if (!raw_attach(r, req)) return 3;
-  void* rings = ::mmap(nullptr, r.attached.rings_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-                       r.fds[0].get(), 0);
+  void* rings =
+      ::mmap(nullptr, r.attached.rings_size, PROT_READ | PROT_WRITE, MAP_SHARED, r.fds[0].get(), 0);
   auto* base = static_cast<std::byte*>(rings);
   say("attached");
   if (kind == "consumer-index") {
     auto ring = daqiri::abi::RingView::open(base + r.attached.ring_offset, r.attached.rings_size,
                                             DAQIRI_RING_RX, sizeof(daqiri_rx_desc));
-    while (ring->load_producer() == 0) std::this_thread::sleep_for(1ms);
+    while (ring->load_producer() == 0)
+      std::this_thread::sleep_for(1ms);
     ring->publish_consumer(ring->load_producer() + 1000);  // releasing what was never lent
   } else {
-    auto t = daqiri::abi::RingView::open(base + r.attached.ring_offset, r.attached.completion_offset,
-                                         DAQIRI_RING_TX, sizeof(daqiri_tx_desc));
+    auto t =
+        daqiri::abi::RingView::open(base + r.attached.ring_offset, r.attached.completion_offset,
+                                    DAQIRI_RING_TX, sizeof(daqiri_tx_desc));
     void* bufs = ::mmap(nullptr, r.attached.regions[0].size, PROT_READ | PROT_WRITE, MAP_SHARED,
                         r.fds[2].get(), 0);
     auto* b0 = static_cast<std::byte*>(bufs);

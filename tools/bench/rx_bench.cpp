@@ -59,7 +59,8 @@ int plain(uint16_t port, uint32_t burst, uint64_t count) {
       continue;
     }
     if (packets == 0) first = now;
-    for (int i = 0; i < n; ++i) bytes += msgs[i].msg_len;
+    for (int i = 0; i < n; ++i)
+      bytes += msgs[i].msg_len;
     packets += uint64_t(n);
     last = now;
   }
@@ -87,7 +88,8 @@ int daqiri_rx(const std::string& socket, const std::string& flow, uint32_t burst
       continue;
     }
     if (packets == 0) first = now;
-    for (const auto& p : b) bytes += p.payload.size();  // touch what a consumer would
+    for (const auto& p : b)
+      bytes += p.payload.size();  // touch what a consumer would
     packets += b.size();
     last = now;
     (*rx)->release(b);
@@ -127,7 +129,8 @@ int main(int argc, char** argv) {
   if (a.size() == 4 && a[0] == "recvmmsg") {
     return plain(static_cast<uint16_t>(std::stoi(a[1])), std::stoul(a[2]), std::stoull(a[3]));
   }
-  if (a.size() == 5 && a[0] == "daqiri") return daqiri_rx(a[1], a[2], std::stoul(a[3]), std::stoull(a[4]));
+  if (a.size() == 5 && a[0] == "daqiri")
+    return daqiri_rx(a[1], a[2], std::stoul(a[3]), std::stoull(a[4]));
   if (a.size() == 4 && a[0] == "attach") return attach_latency(a[1], a[2], std::stoi(a[3]));
   std::fprintf(stderr, "usage: see the comment at the top of rx_bench.cpp\n");
   return 2;

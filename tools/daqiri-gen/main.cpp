@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -35,8 +36,10 @@ bool parse_dest(const std::string& text, sockaddr_in& out) {
   if (colon == std::string::npos) return false;
   out = {};
   out.sin_family = AF_INET;
-  int port = std::atoi(text.c_str() + colon + 1);
-  if (port <= 0 || port > 65535) return false;
+  int port = 0;
+  const char* digits = text.c_str() + colon + 1;
+  auto [end, ec] = std::from_chars(digits, text.c_str() + text.size(), port);
+  if (ec != std::errc() || *end != '\0' || port <= 0 || port > 65535) return false;
   out.sin_port = htons(static_cast<uint16_t>(port));
   std::string host = text.substr(0, colon);
   if (host == "localhost") host = "127.0.0.1";
@@ -156,8 +159,9 @@ int main(int argc, char** argv) {
   }
   double secs = now_s() - start;
   double pps = secs > 0 ? double(sent) / secs : 0;
-  std::printf("sent %llu packets, %llu payload bytes in %.3f s: %.0f pps, %.3f Gbit/s\n",
-              static_cast<unsigned long long>(sent), static_cast<unsigned long long>(sent * o.size),
-              secs, pps, pps * o.size * 8 / 1e9);
+  unsigned long long packets = sent;
+  unsigned long long bytes = packets * o.size;
+  std::printf("sent %llu packets, %llu payload bytes in %.3f s: %.0f pps, %.3f Gbit/s\n", packets,
+              bytes, secs, pps, pps * o.size * 8 / 1e9);
   return 0;
 }

@@ -105,6 +105,7 @@ SocketRxFlow::~SocketRxFlow() {
 
 std::vector<int> SocketRxFlow::fds() const {
   std::vector<int> out;
+  out.reserve(ports_.size());
   for (const auto& p : ports_)
     out.push_back(p->fd);
   return out;
@@ -147,7 +148,8 @@ bool SocketRxFlow::poll() {
   }
   if (work) fanout_.publish();
   uint32_t armed = 0;
-  for (const auto& port : ports_) armed += port->armed;
+  for (const auto& port : ports_)
+    armed += port->armed;
   counters.on_loan.store(pool_.num_bufs() - pool_.available() - armed, std::memory_order_relaxed);
   return work;
 }

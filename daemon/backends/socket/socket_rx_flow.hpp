@@ -59,7 +59,7 @@ class SocketRxFlow final : public dataplane::PollTask {
     // every 2^min(idle, kMaxSkipShift) iterations; one packet brings it back to every iteration.
     uint32_t idle = 0;
     uint32_t skip = 0;
-    uint32_t armed = 0;   // buffers [0, armed) are posted
+    uint32_t armed = 0;  // buffers [0, armed) are posted
     std::array<uint32_t, kMaxBatch> buffer{};
     std::array<mmsghdr, kMaxBatch> msg{};
     std::array<iovec, kMaxBatch> iov{};
