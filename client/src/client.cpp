@@ -250,9 +250,12 @@ Packet Burst::operator[](size_t i) const {
   const Mapping& m = s.attached.regions[d.region].map;
   if (d.offset > m.size() || d.length > m.size() - d.offset) return p;
   p.frame = {m.data() + d.offset, d.length};
-  if (d.payload_offset != 0 && d.payload_offset <= d.length) {
+  if (d.flags & DAQIRI_DESC_STREAM) {
+    p.payload = p.frame;
+  } else if (d.payload_offset != 0 && d.payload_offset <= d.length) {
     p.payload = p.frame.subspan(d.payload_offset);
   }
+  p.stream = d.stream;
   p.flow_id = d.flow_id;
   p.timestamp_ns = d.timestamp_ns;
   p.flags = d.flags;

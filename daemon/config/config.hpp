@@ -103,6 +103,7 @@ struct FlowConfig {
   std::string queue;           // empty: the interface's first RX queue
   std::optional<uint32_t> id;  // unset: assigned by the daemon
   core::FlowMatch match;
+  std::optional<core::Endpoint> connect;  // TCP client stream instead of a match
   Located where;
 };
 

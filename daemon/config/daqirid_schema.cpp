@@ -166,7 +166,17 @@ FlowConfig read_flow(const YamlNode& node) {
   map.read_string("queue", f.queue, f.where);
   uint32_t id = 0;
   if (map.read_uint("id", id, 0, (1u << 24) - 1, f.where)) f.id = id;
-  if (auto m = map.require("match")) {
+  if (auto c = map.get("connect")) {
+    if (auto text = c->to_string()) {
+      if (auto ep = core::parse_endpoint(*text)) {
+        f.connect = *ep;
+      } else {
+        c->error(ep.error().message);
+      }
+    }
+    f.where.record("connect", c->origin());
+  }
+  if (auto m = f.connect ? map.get("match") : map.require("match")) {
     f.match = read_flow_match(*m);
     f.where.record("match", m->origin());
   }

@@ -37,10 +37,11 @@ core::FlowMatch read_flow_match(const YamlNode& node, const std::function<void(Y
   m.udp_dst = read_match_dim<core::PortRange>(map, "udp_dst", core::parse_port_range);
   m.ipv4_src = read_match_dim<core::Ipv4Prefix>(map, "ipv4_src", core::parse_ipv4_prefix);
   m.ipv4_dst = read_match_dim<core::Ipv4Prefix>(map, "ipv4_dst", core::parse_ipv4_prefix);
+  m.tcp_dst = read_match_dim<core::PortRange>(map, "tcp_dst", core::parse_port_range);
   if (extra) extra(map);
   map.finish();
   if (map.valid() && m.empty() && !node.diags().has_errors()) {
-    node.error("a match needs at least one of udp_src, udp_dst, ipv4_src, ipv4_dst");
+    node.error("a match needs at least one of udp_src, udp_dst, ipv4_src, ipv4_dst, tcp_dst");
   }
   return m;
 }

@@ -79,6 +79,8 @@ void to_proto(const core::Flow& flow, v1::Flow& out) {
   if (flow.match.udp_dst) to_proto(*flow.match.udp_dst, *m->mutable_udp_dst());
   if (flow.match.ipv4_src) to_proto(*flow.match.ipv4_src, *m->mutable_ipv4_src());
   if (flow.match.ipv4_dst) to_proto(*flow.match.ipv4_dst, *m->mutable_ipv4_dst());
+  if (flow.match.tcp_dst) to_proto(*flow.match.tcp_dst, *m->mutable_tcp_dst());
+  if (flow.connect) out.set_connect(flow.connect->to_string());
 }
 
 void to_proto(const config::InterfaceConfig& itf, v1::Interface& out) {
@@ -142,6 +144,18 @@ Result<core::FlowSpec> from_proto(const v1::CreateFlowRequest& request) {
     auto p = from_proto(m.ipv4_dst(), "ipv4_dst");
     if (!p) return std::unexpected(p.error());
     spec.match.ipv4_dst = *p;
+  }
+  if (m.has_tcp_dst()) {
+    auto r = from_proto(m.tcp_dst(), "tcp_dst");
+    if (!r) return std::unexpected(r.error());
+    spec.match.tcp_dst = *r;
+  }
+  if (!request.connect().empty()) {
+    auto ep = core::parse_endpoint(request.connect());
+    if (!ep) {
+      return fail(ErrorCode::kInvalidArgument, "connect: " + ep.error().message, "connect");
+    }
+    spec.connect = *ep;
   }
   return spec;
 }

@@ -34,8 +34,10 @@ std::string Ipv4Prefix::to_string() const {
 }
 
 bool FlowMatch::overlaps(const FlowMatch& o) const {
+  if (is_tcp() != o.is_tcp()) return false;  // a UDP datagram is never a TCP stream
   return dims_overlap(udp_src, o.udp_src) && dims_overlap(udp_dst, o.udp_dst) &&
-         dims_overlap(ipv4_src, o.ipv4_src) && dims_overlap(ipv4_dst, o.ipv4_dst);
+         dims_overlap(ipv4_src, o.ipv4_src) && dims_overlap(ipv4_dst, o.ipv4_dst) &&
+         dims_overlap(tcp_dst, o.tcp_dst);
 }
 
 std::string FlowMatch::to_string() const {
@@ -50,6 +52,7 @@ std::string FlowMatch::to_string() const {
   if (udp_dst) add("udp_dst", udp_dst->to_string());
   if (ipv4_src) add("ipv4_src", ipv4_src->to_string());
   if (ipv4_dst) add("ipv4_dst", ipv4_dst->to_string());
+  if (tcp_dst) add("tcp_dst", tcp_dst->to_string());
   return out.empty() ? "any" : out;
 }
 
@@ -97,6 +100,27 @@ Result<Ipv4Prefix> parse_ipv4_prefix(std::string_view text) {
   Ipv4Prefix p{ntohl(a.s_addr), static_cast<uint8_t>(length)};
   if ((p.address & ~p.mask()) != 0) return bad("host bits set after the prefix");
   return p;
+}
+
+std::string Endpoint::to_string() const {
+  Ipv4Prefix p{ipv4, 32};
+  return p.to_string() + ':' + std::to_string(port);
+}
+
+Result<Endpoint> parse_endpoint(std::string_view text) {
+  auto colon = text.rfind(':');
+  auto bad = [&text] {
+    return fail(ErrorCode::kInvalidArgument,
+                "expected IPV4:PORT like 10.0.0.5:6000, got \"" + std::string(text) + "\"");
+  };
+  if (colon == std::string_view::npos) return bad();
+  auto addr = parse_ipv4_prefix(text.substr(0, colon));
+  uint64_t port = 0;
+  if (!addr || addr->length != 32 || !parse_uint(text.substr(colon + 1), port) || port < 1 ||
+      port > 65535) {
+    return bad();
+  }
+  return Endpoint{addr->address, static_cast<uint16_t>(port)};
 }
 
 }  // namespace daqiri::core

@@ -44,8 +44,12 @@ struct FlowMatch {
   std::optional<PortRange> udp_dst;
   std::optional<Ipv4Prefix> ipv4_src;
   std::optional<Ipv4Prefix> ipv4_dst;
+  std::optional<PortRange> tcp_dst;  // TCP streams to these ports (the daemon listens)
 
-  [[nodiscard]] bool empty() const { return !udp_src && !udp_dst && !ipv4_src && !ipv4_dst; }
+  [[nodiscard]] bool empty() const {
+    return !udp_src && !udp_dst && !ipv4_src && !ipv4_dst && !tcp_dst;
+  }
+  [[nodiscard]] bool is_tcp() const { return tcp_dst.has_value(); }
   // True when some packet would match both: steering between them would be ambiguous.
   [[nodiscard]] bool overlaps(const FlowMatch& o) const;
   // "udp_dst=4096 ipv4_dst=10.0.0.0/24"
@@ -58,5 +62,14 @@ Result<PortRange> parse_port_range(std::string_view text);
 Result<PortRange> make_port_range(uint64_t first, uint64_t last);
 // "10.0.0.1", "10.0.0.0/24"; host bits must be zero.
 Result<Ipv4Prefix> parse_ipv4_prefix(std::string_view text);
+
+// A remote TCP endpoint the daemon connects to: "10.0.0.5:6000".
+struct Endpoint {
+  uint32_t ipv4 = 0;  // host byte order
+  uint16_t port = 0;
+  [[nodiscard]] std::string to_string() const;
+  friend bool operator==(const Endpoint&, const Endpoint&) = default;
+};
+Result<Endpoint> parse_endpoint(std::string_view text);
 
 }  // namespace daqiri::core

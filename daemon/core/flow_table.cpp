@@ -57,15 +57,24 @@ Result<Flow> FlowTable::add(FlowSpec spec) {
                     "\" (RX queues: " + known + ")",
                 "queue");
   }
-  if (spec.match.empty()) {
+  if (spec.connect && !spec.match.empty()) {
     return fail(ErrorCode::kInvalidArgument,
-                "a flow needs a match on at least one of udp_src, udp_dst, ipv4_src, ipv4_dst",
+                "a flow either matches packets or connects to a TCP endpoint, not both", "match");
+  }
+  if (!spec.connect && spec.match.empty()) {
+    return fail(ErrorCode::kInvalidArgument,
+                "a flow needs a match on at least one of udp_src, udp_dst, ipv4_src, ipv4_dst, "
+                "tcp_dst, or a TCP endpoint to connect to",
                 "match");
+  }
+  if (spec.match.is_tcp() && (spec.match.udp_src || spec.match.udp_dst)) {
+    return fail(ErrorCode::kInvalidArgument, "a match is UDP or TCP, not both", "match");
   }
   std::set<uint32_t> ids;
   for (const auto& [name, other] : flows_) {
     ids.insert(other.id);
-    if (other.interface == spec.interface && other.match.overlaps(spec.match)) {
+    if (other.interface == spec.interface && !spec.connect && !other.connect &&
+        other.match.overlaps(spec.match)) {
       return fail(ErrorCode::kAlreadyExists,
                   "match " + spec.match.to_string() + " overlaps flow \"" + name + "\" (" +
                       other.match.to_string() + ") on interface \"" + spec.interface +
@@ -84,7 +93,7 @@ Result<Flow> FlowTable::add(FlowSpec spec) {
     while (ids.contains(id))
       ++id;
   }
-  Flow flow{spec.name, spec.interface, spec.queue, spec.match, id, spec.origin};
+  Flow flow{spec.name, spec.interface, spec.queue, spec.match, id, spec.origin, spec.connect};
   flows_.emplace(flow.name, flow);
   return flow;
 }

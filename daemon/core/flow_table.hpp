@@ -25,6 +25,7 @@ struct FlowSpec {
   FlowMatch match;
   std::optional<uint32_t> id;  // empty: the lowest free id
   FlowOrigin origin = FlowOrigin::kApi;
+  std::optional<Endpoint> connect;  // a TCP stream the daemon opens, instead of a match
 };
 
 struct Flow {
@@ -34,6 +35,7 @@ struct Flow {
   FlowMatch match;
   uint32_t id = 0;
   FlowOrigin origin = FlowOrigin::kApi;
+  std::optional<Endpoint> connect;
 };
 
 // The RX queues flows may target, by interface.

@@ -99,12 +99,21 @@ Result<> DataPlane::add_flow(const core::Flow& flow) {
     return fail(ErrorCode::kNotFound, "no RX queue " + flow.interface + "/" + flow.queue);
   }
   const RxQueueHome& h = home->second;
-  auto task = backends::socket::SocketRxFlow::create(
-      flow, ipv4_of(*h.itf), h.region->buf_size, h.region->num_bufs,
-      h.region->kind == config::RegionKind::kHuge, h.queue->batch_size);
-  if (!task) return std::unexpected(task.error());
-  h.poller->add_task(task->get(), (*task)->fds());
-  flows_[flow.name] = {std::move(*task), h.poller};
+  bool huge = h.region->kind == config::RegionKind::kHuge;
+  std::unique_ptr<RxFlowTask> task;
+  if (flow.match.is_tcp() || flow.connect) {
+    auto t = backends::socket::TcpRxFlow::create(flow, ipv4_of(*h.itf), h.region->buf_size,
+                                                 h.region->num_bufs, huge, h.queue->batch_size);
+    if (!t) return std::unexpected(t.error());
+    task = std::move(*t);
+  } else {
+    auto t = backends::socket::SocketRxFlow::create(flow, ipv4_of(*h.itf), h.region->buf_size,
+                                                    h.region->num_bufs, huge, h.queue->batch_size);
+    if (!t) return std::unexpected(t.error());
+    task = std::move(*t);
+  }
+  h.poller->add_task(task.get(), task->fds());
+  flows_[flow.name] = {std::move(task), h.poller};
   spdlog::debug("flow {} installed on {}", flow.name, h.poller->name());
   return {};
 }
@@ -269,6 +278,7 @@ std::vector<FlowStats> DataPlane::flow_stats() const {
     s.kernel_drops = f.flow->kernel_drops();
     s.buffers_total = f.flow->pool().num_bufs();
     s.buffers_on_loan = c.on_loan.load(std::memory_order_relaxed);
+    s.connections = c.connections.load(std::memory_order_relaxed);
     s.attachments = f.flow->fanout().size();
     out.push_back(s);
   }

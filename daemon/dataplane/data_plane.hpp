@@ -12,6 +12,7 @@
 
 #include "backends/socket/socket_rx_flow.hpp"
 #include "backends/socket/socket_tx_queue.hpp"
+#include "backends/socket/tcp_rx_flow.hpp"
 #include "config/config.hpp"
 #include "core/flow_table.hpp"
 #include "dataplane/poller.hpp"
@@ -29,7 +30,7 @@ struct FlowStats {
   std::string name;
   uint64_t packets = 0, bytes = 0, no_attachment = 0, rings_full = 0, filtered = 0, truncated = 0;
   uint64_t kernel_drops = 0;
-  uint32_t buffers_on_loan = 0, buffers_total = 0;
+  uint32_t buffers_on_loan = 0, buffers_total = 0, connections = 0;
   size_t attachments = 0;
 };
 
@@ -103,7 +104,7 @@ class DataPlane {
     std::unique_ptr<backends::socket::SocketTxQueue> task;
   };
   struct FlowEntry {
-    std::unique_ptr<backends::socket::SocketRxFlow> flow;
+    std::unique_ptr<RxFlowTask> flow;
     Poller* poller = nullptr;
   };
   struct Attachment {

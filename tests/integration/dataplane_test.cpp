@@ -335,3 +335,111 @@ TEST_F(DataPlaneTest, SessionsAreListedWithTheirAttachments) {
 
 }  // namespace
 }  // namespace daqiri::test
+
+namespace daqiri::test {
+namespace {
+
+uint64_t fnv(const std::vector<uint8_t>& bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint8_t b : bytes)
+    h = (h ^ b) * 1099511628211ull;
+  return h;
+}
+
+std::vector<uint8_t> noise(size_t n, uint32_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    v[i] = static_cast<uint8_t>(seed >> 24);
+  }
+  return v;
+}
+
+void send_all(int fd, const std::vector<uint8_t>& bytes) {
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    ASSERT_GT(n, 0) << std::strerror(errno);
+    off += size_t(n);
+  }
+}
+
+std::string stream_line(size_t bytes, uint64_t hash) {
+  char buf[80];
+  std::snprintf(buf, sizeof buf, " bytes %zu fnv %016llx", bytes,
+                static_cast<unsigned long long>(hash));
+  return buf;
+}
+
+class TcpStreamTest : public DataPlaneTest {};
+
+TEST_F(TcpStreamTest, ServerFlowDeliversEveryConnectionsBytesInOrder) {
+  socket_ = dir_.file("d.sock");
+  std::string text = test_config(socket_) +
+                     "  - {name: tcp_in, interface: lo, queue: rx0, match: {tcp_dst: 4400}}\n";
+  config_ = dir_.write("d.yaml", text);
+  daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config_});
+  ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
+  stub_ = v1::Control::NewStub(
+      grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials()));
+  // More than the flow's whole pool (4096 x 2 KiB): TCP flow control must hold the sender back
+  // while the client catches up, and nothing may be lost.
+  auto a = noise(12 << 20, 1);
+  auto b = noise(1 << 20, 2);
+  Spawned rx(dir_, client({"stream-rx", "tcp_in", std::to_string(a.size() + b.size())}));
+  ASSERT_TRUE(rx.wait_for_output("attached"));
+  int fa = ::socket(AF_INET, SOCK_STREAM, 0);
+  int fb = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(4400);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fa, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::connect(fb, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  std::thread ta([&] { send_all(fa, a); });
+  send_all(fb, b);
+  ta.join();
+  ::close(fa);
+  ::close(fb);
+  ASSERT_EQ(rx.wait(), 0) << rx.output();
+  EXPECT_THAT(rx.output(), HasSubstr(stream_line(a.size(), fnv(a))));
+  EXPECT_THAT(rx.output(), HasSubstr(stream_line(b.size(), fnv(b))));
+}
+
+TEST_F(TcpStreamTest, ClientFlowConnectsAndReconnects) {
+  if (!is_root()) GTEST_SKIP() << "needs the admin role (root) to create the flow";
+  start();
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::string endpoint = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  auto r = run({ctl_path(), "--socket", socket_, "flows", "add", "tcp_out", "-i", "lo", "--connect",
+                endpoint});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(run({ctl_path(), "--socket", socket_, "flows", "list"}).out,
+              HasSubstr("connect=" + endpoint));
+  auto first = noise(500000, 3);
+  auto second = noise(700000, 4);
+  Spawned rx(dir_, client({"stream-rx", "tcp_out", std::to_string(first.size() + second.size())}));
+  ASSERT_TRUE(rx.wait_for_output("attached"));
+  int c1 = ::accept(listener, nullptr, nullptr);  // the daemon dialled in
+  ASSERT_GE(c1, 0);
+  send_all(c1, first);
+  ::close(c1);                                    // the peer goes away ...
+  int c2 = ::accept(listener, nullptr, nullptr);  // ... and the daemon dials again
+  ASSERT_GE(c2, 0);
+  send_all(c2, second);
+  ::close(c2);
+  ::close(listener);
+  ASSERT_EQ(rx.wait(), 0) << rx.output();
+  EXPECT_THAT(rx.output(), HasSubstr("stream 1" + stream_line(first.size(), fnv(first))));
+  EXPECT_THAT(rx.output(), HasSubstr("stream 2" + stream_line(second.size(), fnv(second))));
+}
+
+}  // namespace
+}  // namespace daqiri::test

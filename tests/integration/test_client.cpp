@@ -4,6 +4,7 @@
 //   write-rx SOCKET FLOW          receive one packet, then try to write into it (must fault)
 //   tx SOCKET IF SRCPORT DSTPORT COUNT SIZE   send COUNT daqiri-gen frames through the daemon
 //   reconnect SOCKET FLOW COUNT   receive COUNT packets, reconnecting across daemon restarts
+//   stream-rx SOCKET FLOW BYTES   receive a TCP flow's streams; print bytes and FNV-1a of each
 //   hostile SOCKET FLOW KIND      break the protocol with the raw ABI: consumer-index,
 //                                 tx-descriptor, tx-source, garbage-message
 // Prints what happened on stdout (flushed per line); exit codes say whether it went as meant.
@@ -18,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -167,6 +169,38 @@ int reconnect(const std::string& socket, const std::string& flow, uint64_t count
   return got == count && reconnects > 0 ? 0 : 1;
 }
 
+// Receives TCP stream bytes until `total` have arrived; prints bytes and FNV-1a per stream.
+int stream_rx(const std::string& socket, const std::string& flow, uint64_t total) {
+  auto c = connect(socket, "test-stream");
+  auto rx = c->attach_rx({.flow = flow, .ring_size = 0, .block = true});
+  if (!rx) {
+    say("attach failed: %s", rx.error().message.c_str());
+    return 3;
+  }
+  say("attached");
+  std::map<uint16_t, std::pair<uint64_t, uint64_t>> streams;  // stream -> bytes, hash
+  uint64_t got = 0;
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (got < total && std::chrono::steady_clock::now() < deadline) {
+    auto b = (*rx)->wait_burst(200ms);
+    if (!b) return 1;
+    for (const auto& p : *b) {
+      if (!(p.flags & DAQIRI_DESC_STREAM)) return 1;
+      auto& [bytes, hash] = streams.try_emplace(p.stream, 0, 1469598103934665603ull).first->second;
+      for (std::byte x : p.payload)
+        hash = (hash ^ std::to_integer<uint8_t>(x)) * 1099511628211ull;
+      bytes += p.payload.size();
+      got += p.payload.size();
+    }
+    (*rx)->release(*b);
+  }
+  for (const auto& [id, s] : streams) {
+    say("stream %u bytes %llu fnv %016llx", id, static_cast<unsigned long long>(s.first),
+        static_cast<unsigned long long>(s.second));
+  }
+  return got == total ? 0 : 1;
+}
+
 // ---- the raw ABI, for misbehaving on purpose ----
 
 struct Raw {
@@ -298,6 +332,7 @@ int main(int argc, char** argv) {
               static_cast<uint16_t>(std::stoi(a[4])), std::stoull(a[5]), std::stoul(a[6]));
   }
   if (a.size() == 4 && a[0] == "reconnect") return reconnect(a[1], a[2], std::stoull(a[3]));
+  if (a.size() == 4 && a[0] == "stream-rx") return stream_rx(a[1], a[2], std::stoull(a[3]));
   if (a.size() == 4 && a[0] == "hostile") return hostile(a[1], a[2], a[3]);
   std::fprintf(stderr, "usage: see the comment at the top of test_client.cpp\n");
   return 2;

@@ -56,6 +56,7 @@ std::string match_text(const v1::FlowMatch& m) {
   if (m.has_udp_dst()) add("udp_dst=" + range(m.udp_dst()));
   if (m.has_ipv4_src()) add("ipv4_src=" + prefix(m.ipv4_src()));
   if (m.has_ipv4_dst()) add("ipv4_dst=" + prefix(m.ipv4_dst()));
+  if (m.has_tcp_dst()) add("tcp_dst=" + range(m.tcp_dst()));
   return out;
 }
 
@@ -199,7 +200,8 @@ int run_flows_list(ControlClient& client, const Options& opts, const std::string
   }
   Table t({"NAME", "ID", "INTERFACE", "QUEUE", "MATCH", "ORIGIN", "STEERING"});
   for (const auto& f : resp.flows()) {
-    t.add({f.name(), std::to_string(f.id()), f.interface(), f.queue(), match_text(f.match()),
+    t.add({f.name(), std::to_string(f.id()), f.interface(), f.queue(),
+           f.connect().empty() ? match_text(f.match()) : "connect=" + f.connect(),
            lower_enum(v1::FlowOrigin_Name(f.origin()), "FLOW_ORIGIN_"),
            lower_enum(v1::Steering_Name(f.steering()), "STEERING_")});
   }
@@ -225,6 +227,11 @@ int run_flows_add(ControlClient& client, const Options& opts, const FlowAddArgs&
   }
   if (!args.ipv4_src.empty()) parse_prefix(args.ipv4_src, *m->mutable_ipv4_src());
   if (!args.ipv4_dst.empty()) parse_prefix(args.ipv4_dst, *m->mutable_ipv4_dst());
+  if (!args.tcp_dst.empty() && !parse_ports(args.tcp_dst, *m->mutable_tcp_dst())) {
+    std::cerr << "daqiri-ctl: --tcp-dst: expected a port, got \"" << args.tcp_dst << "\"\n";
+    return kUsage;
+  }
+  req.set_connect(args.connect);
   v1::Flow flow;
   auto ctx = client.context();
   auto status = client.control().CreateFlow(ctx.get(), req, &flow);
@@ -232,8 +239,10 @@ int run_flows_add(ControlClient& client, const Options& opts, const FlowAddArgs&
   if (opts.json) {
     print_json(flow);
   } else {
-    std::cout << fmt::format("flow {} (id {}) created: {} -> {}/{}\n", flow.name(), flow.id(),
-                             match_text(flow.match()), flow.interface(), flow.queue());
+    std::cout << fmt::format(
+        "flow {} (id {}) created: {} -> {}/{}\n", flow.name(), flow.id(),
+        flow.connect().empty() ? match_text(flow.match()) : "connect=" + flow.connect(),
+        flow.interface(), flow.queue());
   }
   return kOk;
 }

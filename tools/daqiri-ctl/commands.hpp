@@ -16,6 +16,8 @@ struct FlowAddArgs {
   std::string udp_dst;
   std::string ipv4_src;  // "10.0.0.1" or "10.0.0.0/24"
   std::string ipv4_dst;
+  std::string tcp_dst;  // TCP streams accepted on this port
+  std::string connect;  // a TCP endpoint the daemon connects to
 };
 
 int run_info(ControlClient& client, const Options& opts);

@@ -53,6 +53,9 @@ int main(int argc, char** argv) {
   fadd->add_option("--udp-dst", add.udp_dst, "UDP destination port or range");
   fadd->add_option("--ipv4-src", add.ipv4_src, "IPv4 source address or prefix, e.g. 10.0.0.0/24");
   fadd->add_option("--ipv4-dst", add.ipv4_dst, "IPv4 destination address or prefix");
+  fadd->add_option("--tcp-dst", add.tcp_dst, "TCP port: the daemon accepts streams on it");
+  fadd->add_option("--connect", add.connect,
+                   "IPV4:PORT: the daemon connects and receives that TCP stream (no match)");
   fadd->callback([&] { action = [&](ControlClient& c) { return run_flows_add(c, opts, add); }; });
   std::string del_name;
   auto* fdel = flows->add_subcommand("del", "delete a flow (admin)");

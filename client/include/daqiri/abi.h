@@ -81,6 +81,7 @@ struct daqiri_ring_header {
 /* daqiri_rx_desc.flags */
 #define DAQIRI_DESC_HEADERS_SYNTHESIZED 0x1u /* socket backend: eth/ipv4/udp rebuilt by daqirid */
 #define DAQIRI_DESC_TRUNCATED 0x2u           /* the frame did not fit its buffer */
+#define DAQIRI_DESC_STREAM 0x4u              /* TCP: `length` bytes of a byte stream, not a frame */
 
 /* One received frame. The frame starts at `offset` in region `region` of the attachment. */
 struct daqiri_rx_desc {
@@ -91,7 +92,7 @@ struct daqiri_rx_desc {
   uint16_t region;         /* index in the attachment's region table */
   uint16_t flags;          /* DAQIRI_DESC_* */
   uint16_t payload_offset; /* of the UDP payload within the frame; 0 when not UDP */
-  uint16_t reserved;
+  uint16_t stream;         /* STREAM: which TCP connection of the flow (1, 2, ...); else 0 */
 };
 
 /* One frame to send: `length` bytes from the start of TX buffer `buffer`. */
@@ -200,6 +201,7 @@ DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, flow_id) == 20, "rx desc fl
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, region) == 24, "rx desc region");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, flags) == 26, "rx desc flags");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, payload_offset) == 28, "rx desc payload");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, stream) == 30, "rx desc stream");
 DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_tx_desc) == 16, "tx desc");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_tx_desc, length) == 4, "tx desc length");
 DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_msg_header) == 16, "msg header");

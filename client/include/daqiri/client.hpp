@@ -46,11 +46,12 @@ struct TxOptions {
 };
 
 struct Packet {
-  std::span<const std::byte> frame;    // Ethernet frame
-  std::span<const std::byte> payload;  // its UDP payload (empty when not UDP)
+  std::span<const std::byte> frame;    // Ethernet frame; for a TCP stream, the bytes received
+  std::span<const std::byte> payload;  // its UDP payload; for a TCP stream, the bytes again
   uint32_t flow_id = 0;
   uint64_t timestamp_ns = 0;
-  uint16_t flags = 0;  // DAQIRI_DESC_*
+  uint16_t flags = 0;   // DAQIRI_DESC_*
+  uint16_t stream = 0;  // TCP flows: which connection (1, 2, ...), in the order they opened
 };
 
 class RxStream;

@@ -14,26 +14,14 @@
 #include <vector>
 
 #include "core/flow_table.hpp"
-#include "dataplane/poller.hpp"
-#include "dataplane/rx_fanout.hpp"
-#include "memory/buffer_pool.hpp"
+#include "dataplane/rx_flow_task.hpp"
 
 namespace daqiri::backends::socket {
 
 inline constexpr uint32_t kMaxBatch = 256;
 inline constexpr uint32_t kMaxPortsPerFlow = 64;
 
-struct FlowCounters {
-  std::atomic<uint64_t> packets{0};
-  std::atomic<uint64_t> bytes{0};
-  std::atomic<uint64_t> no_attachment{0};  // arrived while nobody was attached
-  std::atomic<uint64_t> rings_full{0};     // every attached client's ring was full
-  std::atomic<uint64_t> filtered{0};       // failed the match's source filters
-  std::atomic<uint64_t> truncated{0};      // larger than a buffer
-  std::atomic<uint32_t> on_loan{0};        // buffers held by clients, as of the last poll
-};
-
-class SocketRxFlow final : public dataplane::PollTask {
+class SocketRxFlow final : public dataplane::RxFlowTask {
  public:
   // Binds the flow's sockets and creates its pool (buf_size x num_bufs, huge or not).
   static Result<std::unique_ptr<SocketRxFlow>> create(const core::Flow& flow, uint32_t bind_ipv4,
@@ -43,13 +31,12 @@ class SocketRxFlow final : public dataplane::PollTask {
 
   bool poll() override;
 
-  [[nodiscard]] const core::Flow& flow() const { return flow_; }
-  [[nodiscard]] std::vector<int> fds() const;
-  [[nodiscard]] memory::BufferPool& pool() { return pool_; }
-  [[nodiscard]] dataplane::RxFanout& fanout() { return fanout_; }
-  FlowCounters counters;
-  // Kernel drops on the flow's sockets (socket buffer full), from /proc: control side.
-  [[nodiscard]] uint64_t kernel_drops() const;
+  [[nodiscard]] const core::Flow& flow() const override { return flow_; }
+  [[nodiscard]] std::vector<int> fds() const override;
+  [[nodiscard]] memory::BufferPool& pool() override { return pool_; }
+  [[nodiscard]] dataplane::RxFanout& fanout() override { return fanout_; }
+  // Kernel drops on the flow's sockets (socket buffer full), from /proc/net/udp.
+  [[nodiscard]] uint64_t kernel_drops() const override;
 
  private:
   struct Port {

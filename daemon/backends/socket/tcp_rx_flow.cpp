@@ -1,0 +1,229 @@
+#include "backends/socket/tcp_rx_flow.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <ctime>
+
+namespace daqiri::backends::socket {
+namespace {
+
+void count(std::atomic<uint64_t>& c, uint64_t n) {
+  dataplane::AttachmentCounters::add(c, n);
+}
+
+uint64_t realtime_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
+
+sockaddr_in address(uint32_t ipv4, uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(ipv4);
+  return a;
+}
+
+constexpr uint64_t kRetryMinNs = 50'000'000;     // reconnect after 50 ms ...
+constexpr uint64_t kRetryMaxNs = 2'000'000'000;  // ... doubling up to 2 s
+
+}  // namespace
+
+Result<std::unique_ptr<TcpRxFlow>> TcpRxFlow::create(const core::Flow& flow, uint32_t bind_ipv4,
+                                                     uint32_t buf_size, uint32_t num_bufs,
+                                                     bool huge, uint32_t batch) {
+  if (flow.match.tcp_dst && uint32_t(flow.match.tcp_dst->last - flow.match.tcp_dst->first) >= 64) {
+    return fail(ErrorCode::kFailedPrecondition,
+                "flow \"" + flow.name + "\": TCP flows listen on up to 64 ports", "match");
+  }
+  UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
+  if (!ep) return fail_errno("epoll_create1");
+  auto pool = memory::BufferPool::create("flow-" + flow.name, buf_size, num_bufs, huge);
+  if (!pool) return std::unexpected(pool.error());
+  if (auto ok = pool->memory().seal_read_only_for_others(); !ok) return std::unexpected(ok.error());
+  std::unique_ptr<TcpRxFlow> f(new TcpRxFlow(flow, std::move(*pool), std::move(ep), batch));
+  if (flow.match.tcp_dst) {
+    uint32_t addr = bind_ipv4;
+    if (flow.match.ipv4_dst && flow.match.ipv4_dst->length == 32)
+      addr = flow.match.ipv4_dst->address;
+    for (uint32_t p = flow.match.tcp_dst->first; p <= flow.match.tcp_dst->last; ++p) {
+      UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+      if (!fd) return fail_errno("socket(TCP)");
+      int one = 1;
+      ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+      sockaddr_in a = address(addr, static_cast<uint16_t>(p));
+      if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+          ::listen(fd.get(), 64) != 0) {
+        int err = errno;
+        in_addr ia{htonl(addr)};
+        return fail(err == EADDRINUSE ? ErrorCode::kFailedPrecondition : ErrorCode::kInternal,
+                    std::string("cannot listen on TCP ") + inet_ntoa(ia) + ":" + std::to_string(p) +
+                        ": " + std::strerror(err));
+      }
+      f->watch(fd.get(), EPOLLIN, true);
+      f->listeners_.push_back(std::move(fd));
+    }
+  }
+  return f;
+}
+
+TcpRxFlow::TcpRxFlow(core::Flow flow, memory::BufferPool pool, UniqueFd epoll, uint32_t batch)
+    : flow_(std::move(flow)), pool_(std::move(pool)), epoll_(std::move(epoll)), batch_(batch) {}
+
+TcpRxFlow::~TcpRxFlow() {
+  for (size_t i = 0; i < count_; ++i)
+    ::close(conns_[i].fd);
+}
+
+void TcpRxFlow::watch(int fd, uint32_t events, bool add) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.fd = fd;
+  ::epoll_ctl(epoll_.get(), add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev);
+}
+
+TcpRxFlow::Connection* TcpRxFlow::find(int fd) {
+  for (size_t i = 0; i < count_; ++i) {
+    if (conns_[i].fd == fd) return &conns_[i];
+  }
+  return nullptr;
+}
+
+void TcpRxFlow::accept_all(int listener) {
+  for (;;) {
+    int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    if (count_ == kMaxConnections) {
+      ::close(fd);  // full: refuse rather than grow
+      continue;
+    }
+    conns_[count_++] = {fd, next_stream_++, false};
+    watch(fd, EPOLLIN | EPOLLRDHUP, true);
+  }
+}
+
+void TcpRxFlow::close_connection(size_t index) {
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, conns_[index].fd, nullptr);
+  ::close(conns_[index].fd);
+  conns_[index] = conns_[--count_];
+}
+
+void TcpRxFlow::start_connect(uint64_t now_ns) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return;
+  sockaddr_in a = address(flow_.connect->ipv4, flow_.connect->port);
+  int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  if (rc != 0 && errno != EINPROGRESS) {
+    ::close(fd);
+    retry_delay_ns_ = std::min(std::max(retry_delay_ns_ * 2, kRetryMinNs), kRetryMaxNs);
+    retry_at_ns_ = now_ns + retry_delay_ns_;
+    return;
+  }
+  conns_[count_++] = {fd, next_stream_++, rc != 0};
+  watch(fd, rc != 0 ? EPOLLOUT : EPOLLIN | EPOLLRDHUP, true);
+}
+
+bool TcpRxFlow::read_some(Connection& c, uint64_t now_ns) {
+  bool work = false;
+  for (uint32_t i = 0; i < batch_; ++i) {
+    if (fanout_.active() > 0 && fanout_.must_wait(1)) return work;  // blocking backpressure
+    uint32_t buf = 0;
+    if (pool_.alloc(&buf, 1) == 0) return work;  // pool dry: TCP flow control holds the sender
+    ssize_t n = ::recv(c.fd, pool_.buffer(buf), pool_.buf_size(), MSG_DONTWAIT);
+    if (n <= 0) {
+      pool_.set_refs(buf, 0);
+      if (n == 0 || (errno != EAGAIN && errno != EINTR)) c.fd = -c.fd - 1;  // closed: reap below
+      return work;
+    }
+    daqiri_rx_desc d{};
+    d.offset = pool_.offset(buf);
+    d.timestamp_ns = now_ns;
+    d.length = static_cast<uint32_t>(n);
+    d.flow_id = flow_.id;
+    d.flags = DAQIRI_DESC_STREAM;
+    d.stream = c.stream;
+    uint16_t refs = fanout_.deliver(d, buf);
+    if (refs == 0) count(fanout_.active() == 0 ? counters.no_attachment : counters.rings_full, 1);
+    pool_.set_refs(buf, refs);
+    count(counters.packets, 1);
+    count(counters.bytes, uint64_t(n));
+    work = true;
+  }
+  return work;
+}
+
+bool TcpRxFlow::poll() {
+  fanout_.begin(pool_);
+  uint64_t now = 0;
+  if (flow_.connect && count_ == 0) {
+    now = realtime_ns();
+    if (now >= retry_at_ns_) start_connect(now);
+  }
+  bool work = false;
+  if (skip_ > 0) {
+    --skip_;
+  } else {
+    epoll_event events[16];
+    int n = ::epoll_wait(epoll_.get(), events, 16, 0);
+    for (int i = 0; i < n; ++i) {
+      int fd = events[i].data.fd;
+      bool is_listener = std::any_of(listeners_.begin(), listeners_.end(),
+                                     [fd](const UniqueFd& l) { return l.get() == fd; });
+      if (is_listener) {
+        accept_all(fd);
+        continue;
+      }
+      Connection* c = find(fd);
+      if (!c) continue;
+      if (c->connecting) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0) {
+          c->fd = -c->fd - 1;
+        } else {
+          c->connecting = false;
+          retry_delay_ns_ = 0;
+          watch(fd, EPOLLIN | EPOLLRDHUP, false);
+        }
+        continue;
+      }
+      if (now == 0) now = realtime_ns();
+      work |= read_some(*c, now);
+    }
+    if (n > 0) {
+      idle_ = 0;
+    } else {
+      skip_ = (1u << std::min(idle_, 6u)) - 1;
+      ++idle_;
+    }
+  }
+  // Reap connections that ended; a client flow dials again after a pause.
+  for (size_t i = 0; i < count_;) {
+    if (conns_[i].fd < 0) {
+      conns_[i].fd = -conns_[i].fd - 1;
+      close_connection(i);
+      if (flow_.connect) {
+        if (now == 0) now = realtime_ns();
+        retry_delay_ns_ = std::min(std::max(retry_delay_ns_ * 2, kRetryMinNs), kRetryMaxNs);
+        retry_at_ns_ = now + retry_delay_ns_;
+      }
+    } else {
+      ++i;
+    }
+  }
+  if (work) fanout_.publish();
+  counters.on_loan.store(pool_.num_bufs() - pool_.available(), std::memory_order_relaxed);
+  counters.connections.store(static_cast<uint32_t>(count_), std::memory_order_relaxed);
+  return work;
+}
+
+}  // namespace daqiri::backends::socket

@@ -1,0 +1,65 @@
+// A TCP flow on the kernel-socket backend, as DAQIRI's socket manager offers them: either the
+// daemon listens (match tcp_dst) and takes every connection to those ports, or it connects to
+// an endpoint (`connect`) and reconnects when the peer goes away. Received bytes are cut into
+// the flow's pool buffers and delivered as STREAM descriptors naming the connection. With
+// blocking backpressure a slow client slows the sender down (TCP flow control): nothing is
+// lost. A PollTask: poll() runs on its poller only.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "daqiri/common/unique_fd.hpp"
+#include "dataplane/rx_flow_task.hpp"
+
+namespace daqiri::backends::socket {
+
+class TcpRxFlow final : public dataplane::RxFlowTask {
+ public:
+  static constexpr size_t kMaxConnections = 64;
+
+  static Result<std::unique_ptr<TcpRxFlow>> create(const core::Flow& flow, uint32_t bind_ipv4,
+                                                   uint32_t buf_size, uint32_t num_bufs, bool huge,
+                                                   uint32_t batch);
+  ~TcpRxFlow() override;
+
+  bool poll() override;
+  [[nodiscard]] const core::Flow& flow() const override { return flow_; }
+  // One fd: the flow's own epoll set, readable when any of its sockets is.
+  [[nodiscard]] std::vector<int> fds() const override { return {epoll_.get()}; }
+  [[nodiscard]] memory::BufferPool& pool() override { return pool_; }
+  [[nodiscard]] dataplane::RxFanout& fanout() override { return fanout_; }
+
+ private:
+  struct Connection {
+    int fd = -1;
+    uint16_t stream = 0;
+    bool connecting = false;  // client: a non-blocking connect in progress
+  };
+
+  TcpRxFlow(core::Flow flow, memory::BufferPool pool, UniqueFd epoll, uint32_t batch);
+  void accept_all(int listener);
+  bool read_some(Connection& c, uint64_t now_ns);
+  void close_connection(size_t index);
+  void start_connect(uint64_t now_ns);
+  Connection* find(int fd);
+  void watch(int fd, uint32_t events, bool add);
+
+  core::Flow flow_;
+  memory::BufferPool pool_;
+  UniqueFd epoll_;
+  uint32_t batch_;
+  std::vector<UniqueFd> listeners_;
+  std::array<Connection, kMaxConnections> conns_{};
+  size_t count_ = 0;
+  uint16_t next_stream_ = 1;
+  uint64_t retry_at_ns_ = 0;  // client: when to try connecting again
+  uint64_t retry_delay_ns_ = 0;
+  uint32_t idle_ = 0;
+  uint32_t skip_ = 0;
+  dataplane::RxFanout fanout_;
+};
+
+}  // namespace daqiri::backends::socket

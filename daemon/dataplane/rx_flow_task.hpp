@@ -1,0 +1,38 @@
+// What the data plane needs of a flow's receive task, whatever the backend: its flow, its pool
+// and fan-out, its counters, and the fds that should wake its parked poller.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "core/flow_table.hpp"
+#include "dataplane/poller.hpp"
+#include "dataplane/rx_fanout.hpp"
+#include "memory/buffer_pool.hpp"
+
+namespace daqiri::dataplane {
+
+struct FlowCounters {
+  std::atomic<uint64_t> packets{0};  // datagrams, or stream chunks
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> no_attachment{0};  // arrived while nobody was attached
+  std::atomic<uint64_t> rings_full{0};     // every attached client's ring was full
+  std::atomic<uint64_t> filtered{0};       // failed the match's source filters
+  std::atomic<uint64_t> truncated{0};      // larger than a buffer
+  std::atomic<uint32_t> on_loan{0};        // buffers held by clients, as of the last poll
+  std::atomic<uint32_t> connections{0};    // TCP: open streams
+};
+
+class RxFlowTask : public PollTask {
+ public:
+  [[nodiscard]] virtual const core::Flow& flow() const = 0;
+  [[nodiscard]] virtual std::vector<int> fds() const = 0;
+  [[nodiscard]] virtual memory::BufferPool& pool() = 0;
+  [[nodiscard]] virtual RxFanout& fanout() = 0;
+  // Drops the kernel counted on the flow's sockets (control side; may read /proc).
+  [[nodiscard]] virtual uint64_t kernel_drops() const { return 0; }
+  FlowCounters counters;
+};
+
+}  // namespace daqiri::dataplane
