@@ -13,7 +13,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "connect: %s\n", client.error().message.c_str());
     return 1;
   }
-  auto rx = (*client)->attach_rx({.flow = argc > 1 ? argv[1] : "stream0"});
+  daqiri::RxOptions rx_options;
+  rx_options.flow = argc > 1 ? argv[1] : "stream0";
+  auto rx = (*client)->attach_rx(rx_options);
   if (!rx) {
     std::fprintf(stderr, "attach: %s\n", rx.error().message.c_str());
     return 1;

@@ -105,6 +105,15 @@ struct Attached {
   std::vector<Region> regions;
 };
 
+void set_rx_target(v1::AttachRequest& req, const RxOptions& o) {
+  if (!o.flow.empty()) {
+    req.set_flow(o.flow);
+  } else {
+    req.mutable_rx_queue()->set_interface(o.interface);
+    req.mutable_rx_queue()->set_queue(o.queue);
+  }
+}
+
 bool hung_up(int fd) {
   pollfd p{fd, POLLRDHUP, 0};
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
@@ -448,7 +457,7 @@ Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options) {
 
 Result<RxStream*> Client::attach_rx(const RxOptions& options) {
   v1::AttachRequest req;
-  req.set_flow(options.flow);
+  set_rx_target(req, options);
   req.set_ring_size(options.ring_size);
   req.set_backpressure(options.block ? v1::BACKPRESSURE_BLOCK : v1::BACKPRESSURE_DROP_NEW);
   auto a = impl_->attach(req);
@@ -505,7 +514,7 @@ Result<> Client::reconnect() {
   if (auto ok = impl_->open_session(); !ok) return ok;
   for (auto& rx : impl_->rx) {
     v1::AttachRequest req;
-    req.set_flow(rx->options_.flow);
+    set_rx_target(req, rx->options_);
     req.set_ring_size(rx->options_.ring_size);
     req.set_backpressure(rx->options_.block ? v1::BACKPRESSURE_BLOCK : v1::BACKPRESSURE_DROP_NEW);
     auto a = impl_->attach(req);

@@ -263,6 +263,14 @@ grpc::Status ControlService::Attach(grpc::ServerContext* ctx, const v1::AttachRe
       }
       spec.flow = req->flow();
       break;
+    case v1::AttachRequest::kRxQueue:
+      if (req->rx_queue().interface().empty() || req->rx_queue().queue().empty()) {
+        return to_status(
+            {ErrorCode::kInvalidArgument, "rx_queue needs an interface and a queue", "rx_queue"});
+      }
+      spec.rx_interface = req->rx_queue().interface();
+      spec.rx_queue = req->rx_queue().queue();
+      break;
     case v1::AttachRequest::kTxQueue:
       if (req->tx_queue().interface().empty()) {
         return to_status(

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <thread>
 
 namespace daqiri::dataplane {
@@ -124,7 +125,9 @@ Result<> DataPlane::remove_flow(std::string_view name) {
   if (it == flows_.end()) return fail(ErrorCode::kNotFound, "flow not installed");
   std::vector<uint64_t> ids;
   for (const auto& [id, a] : attachments_) {
-    if (a.rx && a.flow == name) ids.push_back(id);
+    if (a.rx && std::find(a.flows.begin(), a.flows.end(), name) != a.flows.end()) {
+      ids.push_back(id);
+    }
   }
   for (uint64_t id : ids)
     close_locked(id);
@@ -139,25 +142,63 @@ Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptio
   if (it == flows_.end()) {
     return fail(ErrorCode::kNotFound, "no flow named \"" + std::string(flow) + "\"", "flow");
   }
-  if (it->second.flow->fanout().size() >= kMaxAttachmentsPerFlow) {
-    return fail(ErrorCode::kResourceExhausted, "flow \"" + std::string(flow) + "\" already has " +
-                                                   std::to_string(kMaxAttachmentsPerFlow) +
-                                                   " attachments");
-  }
   const core::Flow& f = it->second.flow->flow();
   uint32_t ring = options.ring_size;
   if (ring == 0) ring = rx_queues_.at(f.interface + "/" + f.queue).queue->ring_size;
+  return create_rx_locked({std::string(flow)}, std::string(flow), ring, options.backpressure);
+}
+
+Result<uint64_t> DataPlane::create_rx_queue(std::string_view interface, std::string_view queue,
+                                            const RxAttachOptions& options) {
+  std::lock_guard lock(mutex_);
+  std::string key = std::string(interface) + "/" + std::string(queue);
+  auto home = rx_queues_.find(key);
+  if (home == rx_queues_.end()) return fail(ErrorCode::kNotFound, "no RX queue " + key, "rx_queue");
+  std::vector<std::string> names;
+  for (const auto& [name, f] : flows_) {
+    if (f.flow->flow().interface == interface && f.flow->flow().queue == queue) {
+      names.push_back(name);
+    }
+  }
+  if (names.empty()) {
+    return fail(ErrorCode::kFailedPrecondition, "RX queue " + key + " has no flows to deliver",
+                "rx_queue");
+  }
+  if (names.size() > RxAttachment::kMaxRegions) {
+    return fail(ErrorCode::kResourceExhausted,
+                "RX queue " + key + " carries " + std::to_string(names.size()) +
+                    " flows; a queue attachment takes at most " +
+                    std::to_string(RxAttachment::kMaxRegions) + ": attach to flows instead",
+                "rx_queue");
+  }
+  uint32_t ring = options.ring_size ? options.ring_size : home->second.queue->ring_size;
+  return create_rx_locked(std::move(names), "queue " + key, ring, options.backpressure);
+}
+
+Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std::string target,
+                                             uint32_t ring, Backpressure backpressure) {
+  std::vector<memory::BufferPool*> pools;
+  for (const auto& name : flows) {
+    auto& f = flows_.find(name)->second;
+    if (f.flow->fanout().size() >= kMaxAttachmentsPerFlow) {
+      return fail(ErrorCode::kResourceExhausted,
+                  "flow \"" + name + "\" already has " + std::to_string(kMaxAttachmentsPerFlow) +
+                      " attachments");
+    }
+    pools.push_back(&f.flow->pool());
+  }
   if (ring < 64 || ring > (1u << 20) || (ring & (ring - 1)) != 0) {
     return fail(ErrorCode::kInvalidArgument,
                 "ring_size must be a power of two from 64 to 1048576, got " + std::to_string(ring),
                 "ring_size");
   }
   uint64_t id = next_id_++;
-  auto rx = RxAttachment::create(id, ring, options.backpressure);
+  auto rx = RxAttachment::create(id, ring, backpressure, std::move(pools));
   if (!rx) return std::unexpected(rx.error());
   Attachment a;
   a.rx = std::move(*rx);
-  a.flow = std::string(flow);
+  a.flows = std::move(flows);
+  a.target = std::move(target);
   attachments_.emplace(id, std::move(a));
   return id;
 }
@@ -203,15 +244,19 @@ Result<AttachmentShare> DataPlane::activate(uint64_t id) {
   share.rings_fd = std::move(*rings_fd);
   share.rings_size = rings.size();
   if (a.rx) {
-    FlowEntry& f = flows_.at(a.flow);
-    auto ev = ::fcntl(a.rx->eventfd(), F_DUPFD_CLOEXEC, 0);
-    share.event_fd.reset(ev);
-    auto& pool = f.flow->pool();
-    auto ro = pool.memory().read_only_fd();
-    if (!ro) return std::unexpected(ro.error());
-    share.regions.push_back(
-        {std::move(*ro), pool.memory().size(), pool.buf_size(), pool.num_bufs(), false});
-    if (!a.active) f.flow->fanout().add(a.rx.get(), f.poller->epoch());
+    share.event_fd.reset(::fcntl(a.rx->eventfd(), F_DUPFD_CLOEXEC, 0));
+    for (memory::BufferPool* pool : a.rx->pools()) {
+      auto ro = pool->memory().read_only_fd();
+      if (!ro) return std::unexpected(ro.error());
+      share.regions.push_back({std::move(*ro), pool->memory().size(), pool->buf_size(),
+                               pool->num_bufs(), false});
+    }
+    if (!a.active) {
+      for (const auto& name : a.flows) {
+        FlowEntry& f = flows_.at(name);
+        f.flow->fanout().add(a.rx.get(), f.poller->epoch());
+      }
+    }
   } else {
     share.event_fd.reset(::fcntl(a.tx->eventfd(), F_DUPFD_CLOEXEC, 0));
     share.completion_offset = a.tx->completion_offset();
@@ -243,8 +288,10 @@ void DataPlane::close_locked(uint64_t id) {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     if (a.rx) {
-      FlowEntry& f = flows_.at(a.flow);
-      f.flow->fanout().remove(a.rx.get(), f.poller->epoch());
+      for (const auto& name : a.flows) {
+        FlowEntry& f = flows_.at(name);
+        f.flow->fanout().remove(a.rx.get(), f.poller->epoch());
+      }
     } else {
       a.tx_home->task->remove(a.tx.get(), a.tx_home->poller->epoch());
     }
@@ -294,7 +341,7 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
     AttachmentStats s;
     s.id = id;
     s.rx = a.rx != nullptr;
-    s.target = a.rx ? a.flow : a.tx_home->itf->name + "/" + a.tx_home->queue->name;
+    s.target = a.rx ? a.target : a.tx_home->itf->name + "/" + a.tx_home->queue->name;
     s.packets = c.packets.load(std::memory_order_relaxed);
     s.bytes = c.bytes.load(std::memory_order_relaxed);
     s.dropped_ring_full = c.dropped_ring_full.load(std::memory_order_relaxed);

@@ -76,6 +76,10 @@ class DataPlane {
 
   // A new RX attachment on a flow, not yet delivering. Its id is unique for the daemon's life.
   Result<uint64_t> create_rx(std::string_view flow, const RxAttachOptions& options);
+  // A new RX attachment on every flow of an RX queue (as they are now; at most 4), one ring,
+  // one region per flow. Deleting any of those flows ends it.
+  Result<uint64_t> create_rx_queue(std::string_view interface, std::string_view queue,
+                                   const RxAttachOptions& options);
   // A new TX attachment on an interface's TX queue (empty queue: the first).
   Result<uint64_t> create_tx(std::string_view interface, std::string_view queue);
   // Starts delivery (RX) or draining (TX); returns what the client must map.
@@ -110,13 +114,16 @@ class DataPlane {
   struct Attachment {
     std::unique_ptr<RxAttachment> rx;
     std::unique_ptr<TxAttachment> tx;
-    std::string flow;  // RX
+    std::vector<std::string> flows;  // RX: the flows feeding it, in region order
+    std::string target;
     TxQueueHome* tx_home = nullptr;
     bool active = false;
   };
 
   explicit DataPlane(config::Config config) : config_(std::move(config)) {}
   Result<Poller*> poller_for(const std::string& name, int core);
+  Result<uint64_t> create_rx_locked(std::vector<std::string> flows, std::string target,
+                                    uint32_t ring_size, Backpressure backpressure);
   void close_locked(uint64_t id);
 
   const config::Config config_;

@@ -5,8 +5,13 @@
 
 namespace daqiri::dataplane {
 
-Result<std::unique_ptr<RxAttachment>> RxAttachment::create(uint64_t id, uint32_t ring_size,
-                                                           Backpressure backpressure) {
+Result<std::unique_ptr<RxAttachment>> RxAttachment::create(
+    uint64_t id, uint32_t ring_size, Backpressure backpressure,
+    std::vector<memory::BufferPool*> pools) {
+  if (pools.empty() || pools.size() > kMaxRegions) {
+    return fail(ErrorCode::kResourceExhausted,
+                "an attachment takes 1 to " + std::to_string(kMaxRegions) + " flow pools");
+  }
   size_t bytes = abi::RingView::bytes_for(ring_size, sizeof(daqiri_rx_desc));
   auto rings = memory::SharedMemory::create("rx-ring-" + std::to_string(id), bytes, false);
   if (!rings) return std::unexpected(rings.error());
@@ -16,16 +21,18 @@ Result<std::unique_ptr<RxAttachment>> RxAttachment::create(uint64_t id, uint32_t
   auto ring =
       abi::RingView::create(rings->data(), DAQIRI_RING_RX, ring_size, sizeof(daqiri_rx_desc));
   return std::unique_ptr<RxAttachment>(
-      new RxAttachment(id, std::move(*rings), std::move(efd), ring, backpressure));
+      new RxAttachment(id, std::move(*rings), std::move(efd), ring, backpressure, std::move(pools)));
 }
 
 RxAttachment::RxAttachment(uint64_t id, memory::SharedMemory rings, UniqueFd eventfd,
-                           abi::RingView ring, Backpressure backpressure)
+                           abi::RingView ring, Backpressure backpressure,
+                           std::vector<memory::BufferPool*> pools)
     : id_(id),
       rings_(std::move(rings)),
       eventfd_(std::move(eventfd)),
       ring_(ring),
       backpressure_(backpressure),
+      pools_(std::move(pools)),
       shadow_(ring.size()) {}
 
 void RxAttachment::publish() {
@@ -40,7 +47,7 @@ void RxAttachment::publish() {
   }
 }
 
-bool RxAttachment::reclaim(memory::BufferPool& pool) {
+bool RxAttachment::reclaim() {
   uint32_t c = ring_.load_consumer();
   if (c == cons_) return true;
   // Unsigned distances: valid iff cons_ <= c <= published_ in ring order.
@@ -50,16 +57,14 @@ bool RxAttachment::reclaim(memory::BufferPool& pool) {
     return false;
   }
   uint32_t n = c - cons_;
-  for (; cons_ != c; ++cons_)
-    pool.unref(shadow_[cons_ & ring_.mask()]);
+  for (; cons_ != c; ++cons_) unref(shadow_[cons_ & ring_.mask()]);
   counters.on_loan.store(counters.on_loan.load(std::memory_order_relaxed) - n,
                          std::memory_order_relaxed);
   return true;
 }
 
-void RxAttachment::release_all(memory::BufferPool& pool) {
-  for (; cons_ != prod_; ++cons_)
-    pool.unref(shadow_[cons_ & ring_.mask()]);
+void RxAttachment::release_all() {
+  for (; cons_ != prod_; ++cons_) unref(shadow_[cons_ & ring_.mask()]);
   published_ = prod_;
   counters.on_loan.store(0, std::memory_order_relaxed);
   ring_.set_state(DAQIRI_RING_DETACHED);

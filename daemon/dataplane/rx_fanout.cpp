@@ -4,16 +4,16 @@
 
 namespace daqiri::dataplane {
 
-size_t RxFanout::begin(memory::BufferPool& pool) {
+size_t RxFanout::begin() {
   active_count_ = 0;
   for (RxAttachment* a : set_.load()) {
     if (a->lifecycle.released.load(std::memory_order_relaxed)) continue;
     if (a->lifecycle.closing.load(std::memory_order_acquire)) {
-      a->release_all(pool);
+      a->release_all();
       continue;
     }
     if (a->lifecycle.violated.load(std::memory_order_relaxed)) continue;
-    if (!a->reclaim(pool)) continue;
+    if (!a->reclaim()) continue;
     active_[active_count_++] = a;
   }
   return active_count_;
@@ -28,7 +28,8 @@ bool RxFanout::must_wait(uint32_t burst) const {
   return false;
 }
 
-uint16_t RxFanout::deliver(const daqiri_rx_desc& desc, uint32_t buffer) {
+uint16_t RxFanout::deliver(const daqiri_rx_desc& desc, uint32_t buffer,
+                           const memory::BufferPool* pool) {
   uint16_t refs = 0;
   for (size_t i = 0; i < active_count_; ++i) {
     RxAttachment* a = active_[i];
@@ -36,7 +37,7 @@ uint16_t RxFanout::deliver(const daqiri_rx_desc& desc, uint32_t buffer) {
       AttachmentCounters::add(a->counters.dropped_ring_full, 1);
       continue;
     }
-    a->push(desc, buffer);
+    a->push(desc, buffer, pool);
     AttachmentCounters::add(a->counters.packets, 1);
     AttachmentCounters::add(a->counters.bytes, desc.length);
     ++refs;

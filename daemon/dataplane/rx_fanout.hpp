@@ -21,12 +21,12 @@ class RxFanout {
   // ---- poller side, once per poll ----
   // Loads the attachment set, returns released buffers, lets go of closing attachments, and
   // gathers the ones to deliver to. Returns how many there are.
-  size_t begin(memory::BufferPool& pool);
+  size_t begin();
   [[nodiscard]] size_t active() const { return active_count_; }
   // Whether an attachment with blocking backpressure lacks room for `burst` more packets.
   [[nodiscard]] bool must_wait(uint32_t burst) const;
   // Hands one buffer to every active attachment with room; returns the references taken.
-  uint16_t deliver(const daqiri_rx_desc& desc, uint32_t buffer);
+  uint16_t deliver(const daqiri_rx_desc& desc, uint32_t buffer, const memory::BufferPool* pool);
   void publish();
 
   // ---- control side (callers serialise) ----

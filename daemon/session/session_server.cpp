@@ -407,8 +407,10 @@ Result<AttachGrant> SessionServer::attach(const control::PeerIdentity& caller,
                   "session_id");
     }
   }
-  Result<uint64_t> id = spec.flow.empty() ? dp_.create_tx(spec.tx_interface, spec.tx_queue)
-                                          : dp_.create_rx(spec.flow, spec.rx_options);
+  Result<uint64_t> id = !spec.flow.empty() ? dp_.create_rx(spec.flow, spec.rx_options)
+                        : !spec.rx_interface.empty()
+                            ? dp_.create_rx_queue(spec.rx_interface, spec.rx_queue, spec.rx_options)
+                            : dp_.create_tx(spec.tx_interface, spec.tx_queue);
   if (!id) return std::unexpected(id.error());
   AttachGrant grant;
   grant.attachment_id = *id;
@@ -425,8 +427,10 @@ Result<AttachGrant> SessionServer::attach(const control::PeerIdentity& caller,
   }
   Attachment a;
   a.id = *id;
-  a.rx = !spec.flow.empty();
-  a.target = a.rx ? spec.flow : spec.tx_interface + "/" + spec.tx_queue;
+  a.rx = !spec.flow.empty() || !spec.rx_interface.empty();
+  a.target = !spec.flow.empty()           ? spec.flow
+             : !spec.rx_interface.empty() ? spec.rx_interface + "/" + spec.rx_queue
+                                          : spec.tx_interface + "/" + spec.tx_queue;
   a.token = grant.token;
   it->second->attachments[*id] = a;
   return grant;

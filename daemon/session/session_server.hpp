@@ -27,6 +27,8 @@ namespace daqiri::session {
 struct AttachSpec {
   uint64_t session_id = 0;
   std::string flow;          // RX when set
+  std::string rx_interface;  // RX of a whole queue when set
+  std::string rx_queue;
   std::string tx_interface;  // TX when set
   std::string tx_queue;
   dataplane::RxAttachOptions rx_options;

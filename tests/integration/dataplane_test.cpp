@@ -320,6 +320,27 @@ TEST_F(DataPlaneTest, FlowsChangeLiveWithoutDisturbingOthers) {
   ::close(squatter);
 }
 
+TEST_F(DataPlaneTest, QueueAttachmentCarriesEveryFlowOfTheQueue) {
+  start();
+  // client() puts the mode first and the socket second; the rest follows.
+  Spawned q(dir_, client({"queue-rx", "lo", "rx0", "500"}));
+  ASSERT_TRUE(q.wait_for_output("attached")) << q.output();
+  EXPECT_EQ(gen(4096, 300, 200).exit_code, 0);
+  EXPECT_EQ(gen(4097, 200, 300).exit_code, 0);
+  ASSERT_EQ(q.wait(), 0) << q.output();
+  EXPECT_THAT(q.output(), HasSubstr("flow 0 packets 300"));  // stream0
+  EXPECT_THAT(q.output(), HasSubstr("flow 1 packets 200"));  // stream1
+  EXPECT_THAT(q.output(), HasSubstr("bad 0"));
+  // Both flows' pools are back once it is gone.
+  auto s = stats();
+  EXPECT_EQ(flow_stats(s, "stream0")->packets(), 300u);
+  EXPECT_EQ(flow_stats(s, "stream1")->packets(), 200u);
+  EXPECT_TRUE(eventually([&](const v1::Stats& st) {
+    return flow_stats(st, "stream0")->buffers_on_loan() == 0 &&
+           flow_stats(st, "stream1")->buffers_on_loan() == 0;
+  }));
+}
+
 TEST_F(DataPlaneTest, SessionsAreListedWithTheirAttachments) {
   start();
   Spawned c(dir_, client({"hold", "stream1", "1000000"}));

@@ -5,6 +5,7 @@
 //   tx SOCKET IF SRCPORT DSTPORT COUNT SIZE   send COUNT daqiri-gen frames through the daemon
 //   reconnect SOCKET FLOW COUNT   receive COUNT packets, reconnecting across daemon restarts
 //   stream-rx SOCKET FLOW BYTES   receive a TCP flow's streams; print bytes and FNV-1a of each
+//   queue-rx SOCKET IF QUEUE COUNT  receive every flow of an RX queue through one ring
 //   hostile SOCKET FLOW KIND      break the protocol with the raw ABI: consumer-index,
 //                                 tx-descriptor, tx-source, garbage-message
 // Prints what happened on stdout (flushed per line); exit codes say whether it went as meant.
@@ -50,7 +51,9 @@ std::unique_ptr<daqiri::Client> connect(const std::string& socket, const char* n
 }
 
 daqiri::RxStream& attach(daqiri::Client& c, const std::string& flow) {
-  auto rx = c.attach_rx({.flow = flow, .ring_size = 0, .block = false});
+  daqiri::RxOptions o;
+  o.flow = flow;
+  auto rx = c.attach_rx(o);
   if (!rx) {
     say("attach failed: %s", rx.error().message.c_str());
     std::exit(3);
@@ -172,7 +175,10 @@ int reconnect(const std::string& socket, const std::string& flow, uint64_t count
 // Receives TCP stream bytes until `total` have arrived; prints bytes and FNV-1a per stream.
 int stream_rx(const std::string& socket, const std::string& flow, uint64_t total) {
   auto c = connect(socket, "test-stream");
-  auto rx = c->attach_rx({.flow = flow, .ring_size = 0, .block = true});
+  daqiri::RxOptions o;
+  o.flow = flow;
+  o.block = true;
+  auto rx = c->attach_rx(o);
   if (!rx) {
     say("attach failed: %s", rx.error().message.c_str());
     return 3;
@@ -199,6 +205,40 @@ int stream_rx(const std::string& socket, const std::string& flow, uint64_t total
         static_cast<unsigned long long>(s.second));
   }
   return got == total ? 0 : 1;
+}
+
+// Receives `count` packets from every flow of an RX queue through one ring; prints how many of
+// each flow arrived, and how many failed daqiri-gen's payload check.
+int queue_rx(const std::string& socket, const std::string& itf, const std::string& queue,
+             uint64_t count) {
+  auto c = connect(socket, "test-queue");
+  daqiri::RxOptions o;
+  o.interface = itf;
+  o.queue = queue;
+  o.block = true;
+  auto rx = c->attach_rx(o);
+  if (!rx) {
+    say("attach failed: %s", rx.error().message.c_str());
+    return 3;
+  }
+  say("attached");
+  std::map<uint32_t, uint64_t> per_flow;
+  uint64_t got = 0, bad = 0;
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (got < count && std::chrono::steady_clock::now() < deadline) {
+    auto b = (*rx)->wait_burst(200ms);
+    if (!b) return 1;
+    for (const auto& p : *b) {
+      daqiri::pattern::Header h{};
+      if (daqiri::pattern::check(p.payload, h) != daqiri::pattern::Check::kOk) ++bad;
+      ++per_flow[p.flow_id];
+      ++got;
+    }
+    (*rx)->release(*b);
+  }
+  for (const auto& [flow, n] : per_flow) say("flow %u packets %llu", flow, static_cast<unsigned long long>(n));
+  say("bad %llu", static_cast<unsigned long long>(bad));
+  return got == count && bad == 0 ? 0 : 1;
 }
 
 // ---- the raw ABI, for misbehaving on purpose ----
@@ -333,6 +373,7 @@ int main(int argc, char** argv) {
   }
   if (a.size() == 4 && a[0] == "reconnect") return reconnect(a[1], a[2], std::stoull(a[3]));
   if (a.size() == 4 && a[0] == "stream-rx") return stream_rx(a[1], a[2], std::stoull(a[3]));
+  if (a.size() == 5 && a[0] == "queue-rx") return queue_rx(a[1], a[2], a[3], std::stoull(a[4]));
   if (a.size() == 4 && a[0] == "hostile") return hostile(a[1], a[2], a[3]);
   std::fprintf(stderr, "usage: see the comment at the top of test_client.cpp\n");
   return 2;

@@ -205,7 +205,7 @@ TEST(Config, OverlappingFlows) {
 TEST(Config, EmptyMatch) {
   EXPECT_EQ(only_error(with_interface("", "flows:\n  - {name: a, interface: lo, match: {}}\n")),
             "t.yaml:12:37: error: flows[0].match: a match needs at least one of udp_src, udp_dst, "
-            "ipv4_src, ipv4_dst");
+            "ipv4_src, ipv4_dst, tcp_dst");
 }
 
 TEST(Config, BadPortRange) {

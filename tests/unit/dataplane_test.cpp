@@ -45,19 +45,19 @@ TEST(BufferPool, AllocatesReferencesAndFrees) {
 
 TEST(RxAttachment, ClientReleasesReturnBuffersInOrder) {
   auto pool = memory::BufferPool::create("t", 2048, 64, false);
-  auto a = RxAttachment::create(1, 64, Backpressure::kDropNew);
+  auto a = RxAttachment::create(1, 64, Backpressure::kDropNew, {&*pool});
   ASSERT_TRUE(pool && a);
   uint32_t bufs[10];
   ASSERT_EQ(pool->alloc(bufs, 10), 10u);
   for (uint32_t b : bufs)
-    (*a)->push(desc(*pool, b), b);
+    (*a)->push(desc(*pool, b), b, &*pool);
   (*a)->publish();
   EXPECT_EQ((*a)->counters.on_loan.load(), 10u);
   auto ring = client_ring(**a);
   EXPECT_EQ(ring.load_producer(), 10u);
   EXPECT_EQ(ring.slot<daqiri_rx_desc>(3)->offset, pool->offset(bufs[3]));
   ring.publish_consumer(4);
-  ASSERT_TRUE((*a)->reclaim(*pool));
+  ASSERT_TRUE((*a)->reclaim());
   EXPECT_EQ(pool->available(), 64u - 6u);
   EXPECT_EQ((*a)->counters.on_loan.load(), 6u);
   EXPECT_EQ((*a)->free_slots(), 64u - 6u);
@@ -66,18 +66,18 @@ TEST(RxAttachment, ClientReleasesReturnBuffersInOrder) {
 TEST(RxAttachment, ImpossibleConsumerIndicesAreViolations) {
   for (uint32_t lie : {11u, 0xffffffffu, 1000000u}) {
     auto pool = memory::BufferPool::create("t", 2048, 64, false);
-    auto a = RxAttachment::create(1, 64, Backpressure::kDropNew);
+    auto a = RxAttachment::create(1, 64, Backpressure::kDropNew, {&*pool});
     uint32_t bufs[10];
     pool->alloc(bufs, 10);
     for (uint32_t b : bufs)
-      (*a)->push(desc(*pool, b), b);
+      (*a)->push(desc(*pool, b), b, &*pool);
     (*a)->publish();
     client_ring(**a).publish_consumer(lie);  // beyond what was published, or behind
-    EXPECT_FALSE((*a)->reclaim(*pool)) << lie;
+    EXPECT_FALSE((*a)->reclaim()) << lie;
     EXPECT_TRUE((*a)->lifecycle.violated.load());
     EXPECT_EQ((*a)->counters.bad_index.load(), 1u);
     EXPECT_EQ(pool->available(), 54u);  // nothing was taken back on a lie
-    (*a)->release_all(*pool);           // ... but everything is when it is cut off
+    (*a)->release_all();           // ... but everything is when it is cut off
     EXPECT_EQ(pool->available(), 64u);
     EXPECT_EQ(client_ring(**a).state(), uint32_t{DAQIRI_RING_DETACHED});
   }
@@ -85,29 +85,29 @@ TEST(RxAttachment, ImpossibleConsumerIndicesAreViolations) {
 
 TEST(RxAttachment, ReleasingUnpublishedSlotsIsAViolation) {
   auto pool = memory::BufferPool::create("t", 2048, 64, false);
-  auto a = RxAttachment::create(1, 64, Backpressure::kDropNew);
+  auto a = RxAttachment::create(1, 64, Backpressure::kDropNew, {&*pool});
   uint32_t bufs[4];
   pool->alloc(bufs, 4);
   for (uint32_t b : bufs)
-    (*a)->push(desc(*pool, b), b);  // pushed, not yet published
+    (*a)->push(desc(*pool, b), b, &*pool);  // pushed, not yet published
   client_ring(**a).publish_consumer(2);
-  EXPECT_FALSE((*a)->reclaim(*pool));
+  EXPECT_FALSE((*a)->reclaim());
 }
 
 TEST(RxFanout, OneBufferManyReferencesFullRingsDropAlone) {
   auto pool = memory::BufferPool::create("t", 2048, 256, false);
-  auto roomy = RxAttachment::create(1, 128, Backpressure::kDropNew);
-  auto tight = RxAttachment::create(2, 64, Backpressure::kDropNew);
+  auto roomy = RxAttachment::create(1, 128, Backpressure::kDropNew, {&*pool});
+  auto tight = RxAttachment::create(2, 64, Backpressure::kDropNew, {&*pool});
   Epoch epoch;
   epoch.set_stopped();  // no poller thread here: replace() need not wait
   RxFanout fanout;
   fanout.add(roomy->get(), epoch);
   fanout.add(tight->get(), epoch);
-  ASSERT_EQ(fanout.begin(*pool), 2u);
+  ASSERT_EQ(fanout.begin(), 2u);
   for (int i = 0; i < 100; ++i) {
     uint32_t b = 0;
     ASSERT_EQ(pool->alloc(&b, 1), 1u);
-    uint16_t refs = fanout.deliver(desc(*pool, b), b);
+    uint16_t refs = fanout.deliver(desc(*pool, b), b, &*pool);
     EXPECT_EQ(refs, i < 64 ? 2 : 1) << i;
     pool->set_refs(b, refs);
   }
@@ -117,11 +117,11 @@ TEST(RxFanout, OneBufferManyReferencesFullRingsDropAlone) {
   // Both release everything: every buffer is back.
   client_ring(**roomy).publish_consumer(100);
   client_ring(**tight).publish_consumer(64);
-  fanout.begin(*pool);
+  fanout.begin();
   EXPECT_EQ(pool->available(), 256u);
   // Closing one hands back its share and leaves the other running.
   (*tight)->lifecycle.closing.store(true);
-  EXPECT_EQ(fanout.begin(*pool), 1u);
+  EXPECT_EQ(fanout.begin(), 1u);
   EXPECT_TRUE((*tight)->lifecycle.released.load());
 }
 

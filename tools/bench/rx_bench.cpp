@@ -71,7 +71,9 @@ int plain(uint16_t port, uint32_t burst, uint64_t count) {
 int daqiri_rx(const std::string& socket, const std::string& flow, uint32_t burst, uint64_t count) {
   auto c = daqiri::Client::connect({socket, "rx-bench", std::chrono::seconds(5)});
   if (!c) return 1;
-  auto rx = (*c)->attach_rx({.flow = flow, .ring_size = 0, .block = false});
+  daqiri::RxOptions o;
+  o.flow = flow;
+  auto rx = (*c)->attach_rx(o);
   if (!rx) {
     std::fprintf(stderr, "attach: %s\n", rx.error().message.c_str());
     return 1;
@@ -104,7 +106,9 @@ int attach_latency(const std::string& socket, const std::string& flow, int runs)
   std::vector<double> us;
   for (int i = 0; i < runs; ++i) {
     auto t0 = Clock::now();
-    auto rx = (*c)->attach_rx({.flow = flow, .ring_size = 0, .block = false});
+    daqiri::RxOptions o;
+    o.flow = flow;
+    auto rx = (*c)->attach_rx(o);
     if (!rx) return 1;
     for (;;) {
       auto b = (*rx)->next_burst();

@@ -68,7 +68,10 @@ int run_tap(const Options& opts, const TapArgs& args) {
     std::cerr << "daqiri-ctl: tap: " << client.error().message << '\n';
     return exit_for(client.error());
   }
-  auto rx = (*client)->attach_rx({.flow = args.flow, .ring_size = 0, .block = args.block});
+  RxOptions rx_options;
+  rx_options.flow = args.flow;
+  rx_options.block = args.block;
+  auto rx = (*client)->attach_rx(rx_options);
   if (!rx) {
     std::cerr << "daqiri-ctl: tap: " << rx.error().message << '\n';
     return exit_for(rx.error());

@@ -1,7 +1,9 @@
 // libdaqiri: receive and send packets through daqirid, zero-copy.
 //
-//   auto client = daqiri::Client::connect({.name = "recorder"});
-//   auto& rx = **(*client)->attach_rx({.flow = "stream0"});
+//   auto client = daqiri::Client::connect(daqiri::ClientOptions{});
+//   daqiri::RxOptions options;
+//   options.flow = "stream0";
+//   auto& rx = **(*client)->attach_rx(options);
 //   for (;;) {
 //     auto burst = rx.wait_burst(std::chrono::milliseconds(100));
 //     if (!burst) break;                      // detached: daemon gone or flow deleted
@@ -35,7 +37,9 @@ struct ClientOptions {
 };
 
 struct RxOptions {
-  std::string flow;
+  std::string flow;       // one flow; or, when empty, every flow of `interface`/`queue`
+  std::string interface;  // with `queue`: an RX queue, up to 4 flows in one ring
+  std::string queue;
   uint32_t ring_size = 0;  // 0: the queue's ring_size
   bool block = false;      // backpressure: false drops new packets when this ring is full
 };

@@ -125,7 +125,7 @@ void SocketRxFlow::arm(Port& port) {
 }
 
 bool SocketRxFlow::poll() {
-  size_t active = fanout_.begin(pool_);
+  size_t active = fanout_.begin();
   if (active > 0 && fanout_.must_wait(batch_)) return false;  // blocking backpressure
   bool work = false;
   uint64_t now = 0;
@@ -187,7 +187,7 @@ bool SocketRxFlow::receive(Port& port, uint64_t now_ns) {
     d.region = 0;
     d.flags = flags;
     d.payload_offset = frame::kUdpHeaders;
-    uint16_t refs = fanout_.deliver(d, buf);
+    uint16_t refs = fanout_.deliver(d, buf, &pool_);
     if (refs == 0) count(fanout_.active() == 0 ? counters.no_attachment : counters.rings_full, 1);
     pool_.set_refs(buf, refs);
     bytes += d.length;

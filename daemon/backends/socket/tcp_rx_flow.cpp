@@ -150,7 +150,7 @@ bool TcpRxFlow::read_some(Connection& c, uint64_t now_ns) {
     d.flow_id = flow_.id;
     d.flags = DAQIRI_DESC_STREAM;
     d.stream = c.stream;
-    uint16_t refs = fanout_.deliver(d, buf);
+    uint16_t refs = fanout_.deliver(d, buf, &pool_);
     if (refs == 0) count(fanout_.active() == 0 ? counters.no_attachment : counters.rings_full, 1);
     pool_.set_refs(buf, refs);
     count(counters.packets, 1);
@@ -161,7 +161,7 @@ bool TcpRxFlow::read_some(Connection& c, uint64_t now_ns) {
 }
 
 bool TcpRxFlow::poll() {
-  fanout_.begin(pool_);
+  fanout_.begin();
   uint64_t now = 0;
   if (flow_.connect && count_ == 0) {
     now = realtime_ns();
