@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <ctime>
 #include <vector>
 
 #include "core/flow_table.hpp"
@@ -23,6 +24,18 @@ struct FlowCounters {
   std::atomic<uint32_t> on_loan{0};        // buffers held by clients, as of the last poll
   std::atomic<uint32_t> connections{0};    // TCP: open streams
 };
+
+// Counters have one writer (the poller): a relaxed add, no read-modify-write needed.
+inline void bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
+  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+// Receive timestamps: CLOCK_REALTIME through the vDSO, once per batch.
+inline uint64_t realtime_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
 
 class RxFlowTask : public PollTask {
  public:

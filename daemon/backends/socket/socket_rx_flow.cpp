@@ -16,16 +16,6 @@
 namespace daqiri::backends::socket {
 namespace {
 
-void count(std::atomic<uint64_t>& c, uint64_t n) {
-  dataplane::AttachmentCounters::add(c, n);
-}
-
-uint64_t realtime_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
-}
-
 Result<int> bind_udp(uint32_t ipv4, uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return fail_errno("socket(UDP)");
@@ -136,7 +126,7 @@ bool SocketRxFlow::poll() {
     }
     if (port->armed < batch_) arm(*port);
     if (port->armed == 0) continue;  // pool exhausted: the kernel buffers until clients release
-    if (now == 0) now = realtime_ns();
+    if (now == 0) now = dataplane::realtime_ns();
     if (receive(*port, now)) {
       work = true;
       port->idle = 0;
@@ -166,13 +156,13 @@ bool SocketRxFlow::receive(Port& port, uint64_t now_ns) {
     uint16_t flags = DAQIRI_DESC_HEADERS_SYNTHESIZED;
     if (port.msg[i].msg_hdr.msg_flags & MSG_TRUNC) {
       flags |= DAQIRI_DESC_TRUNCATED;
-      count(counters.truncated, 1);
+      dataplane::bump(counters.truncated, 1);
     }
     uint32_t src_ip = ntohl(from.sin_addr.s_addr);
     uint16_t src_port = ntohs(from.sin_port);
     if ((m.udp_src && !m.udp_src->contains(src_port)) ||
         (m.ipv4_src && !m.ipv4_src->contains(src_ip))) {
-      count(counters.filtered, 1);
+      dataplane::bump(counters.filtered, 1);
       pool_.set_refs(buf, 0);
       continue;
     }
@@ -188,12 +178,13 @@ bool SocketRxFlow::receive(Port& port, uint64_t now_ns) {
     d.flags = flags;
     d.payload_offset = frame::kUdpHeaders;
     uint16_t refs = fanout_.deliver(d, buf, &pool_);
-    if (refs == 0) count(fanout_.active() == 0 ? counters.no_attachment : counters.rings_full, 1);
+    if (refs == 0)
+      dataplane::bump(fanout_.active() == 0 ? counters.no_attachment : counters.rings_full, 1);
     pool_.set_refs(buf, refs);
     bytes += d.length;
   }
-  count(counters.packets, uint64_t(n));
-  count(counters.bytes, bytes);
+  dataplane::bump(counters.packets, uint64_t(n));
+  dataplane::bump(counters.bytes, bytes);
   // Keep the buffers that were posted but not filled; re-arm the rest next poll.
   uint32_t left = port.armed - uint32_t(n);
   for (uint32_t i = 0; i < left; ++i)

@@ -14,16 +14,6 @@
 namespace daqiri::backends::socket {
 namespace {
 
-void count(std::atomic<uint64_t>& c, uint64_t n) {
-  dataplane::AttachmentCounters::add(c, n);
-}
-
-uint64_t realtime_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
-}
-
 sockaddr_in address(uint32_t ipv4, uint16_t port) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -151,10 +141,11 @@ bool TcpRxFlow::read_some(Connection& c, uint64_t now_ns) {
     d.flags = DAQIRI_DESC_STREAM;
     d.stream = c.stream;
     uint16_t refs = fanout_.deliver(d, buf, &pool_);
-    if (refs == 0) count(fanout_.active() == 0 ? counters.no_attachment : counters.rings_full, 1);
+    if (refs == 0)
+      dataplane::bump(fanout_.active() == 0 ? counters.no_attachment : counters.rings_full, 1);
     pool_.set_refs(buf, refs);
-    count(counters.packets, 1);
-    count(counters.bytes, uint64_t(n));
+    dataplane::bump(counters.packets, 1);
+    dataplane::bump(counters.bytes, uint64_t(n));
     work = true;
   }
   return work;
@@ -164,7 +155,7 @@ bool TcpRxFlow::poll() {
   fanout_.begin();
   uint64_t now = 0;
   if (flow_.connect && count_ == 0) {
-    now = realtime_ns();
+    now = dataplane::realtime_ns();
     if (now >= retry_at_ns_) start_connect(now);
   }
   bool work = false;
@@ -196,7 +187,7 @@ bool TcpRxFlow::poll() {
         }
         continue;
       }
-      if (now == 0) now = realtime_ns();
+      if (now == 0) now = dataplane::realtime_ns();
       work |= read_some(*c, now);
     }
     if (n > 0) {
@@ -212,7 +203,7 @@ bool TcpRxFlow::poll() {
       conns_[i].fd = -conns_[i].fd - 1;
       close_connection(i);
       if (flow_.connect) {
-        if (now == 0) now = realtime_ns();
+        if (now == 0) now = dataplane::realtime_ns();
         retry_delay_ns_ = std::min(std::max(retry_delay_ns_ * 2, kRetryMinNs), kRetryMaxNs);
         retry_at_ns_ = now + retry_delay_ns_;
       }
