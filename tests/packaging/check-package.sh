@@ -5,7 +5,8 @@ set -euo pipefail
 build=$1
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-cpack --config "$build/CPackConfig.cmake" -B "$out" >/dev/null
+cpack --config "$build/CPackConfig.cmake" -B "$out" >"$out/cpack.log" 2>&1 ||
+  { echo "cpack failed:"; cat "$out/cpack.log"; exit 1; }
 deb=$(ls "$out"/daqiri_*.deb)
 contents=$(dpkg-deb -c "$deb" | awk '{print $6}')
 for want in ./usr/sbin/daqirid ./usr/bin/daqiri-ctl ./usr/lib/systemd/system/daqirid.service \
@@ -14,7 +15,8 @@ for want in ./usr/sbin/daqirid ./usr/bin/daqiri-ctl ./usr/lib/systemd/system/daq
     ./usr/share/doc/daqiri/configuration.md; do
   grep -qxF "$want" <<<"$contents" || { echo "missing from $deb: $want"; exit 1; }
 done
-dpkg-deb -I "$deb" | grep -q 'Depends:.*libgrpc++' || { echo "no shared-library dependencies"; exit 1; }
+dpkg-deb -I "$deb" | grep -q 'Depends:.*libgrpc++' ||
+  { echo "no shared-library dependencies:"; dpkg-deb -I "$deb"; cat "$out/cpack.log"; exit 1; }
 dpkg-deb -e "$deb" "$out/control"
 [ -x "$out/control/postinst" ] || { echo "no postinst"; exit 1; }
 echo "package ok: $(basename "$deb")"
