@@ -202,28 +202,45 @@ class Validator {
     }
   }
 
+  // What the data plane will take from hugetlbfs: a pool per flow (each flow owns its pool,
+  // so clients map nothing of other flows) rounded up to whole pages, and a TX pool for the
+  // first client of each TX queue. Pools are not packed across flows: isolation first.
   void check_hugepages() {
-    uint64_t bytes = 0;
+    auto pages_of = [this](const MemoryRegionConfig& r) {
+      return (r.total_bytes() + facts_.hugepage_size - 1) / facts_.hugepage_size;
+    };
     const MemoryRegionConfig* first = nullptr;
-    for (const auto& r : c_.memory_regions) {
-      if (r.kind != RegionKind::kHuge) continue;
-      bytes += r.total_bytes();
-      if (!first) first = &r;
+    uint64_t pages = 0;
+    auto count_queue = [&](const QueueConfig& q) {
+      if (q.regions.empty()) return;
+      auto it = regions_.find(q.regions.front());
+      if (it == regions_.end() || it->second->kind != RegionKind::kHuge) return;
+      pages += pages_of(*it->second);
+      if (!first) first = it->second;
+    };
+    for (const auto& f : c_.flows) {
+      for (const auto& itf : c_.interfaces) {
+        if (itf.name != f.interface || itf.rx_queues.empty()) continue;
+        const QueueConfig* q = &itf.rx_queues.front();
+        for (const auto& candidate : itf.rx_queues) {
+          if (candidate.name == f.queue) q = &candidate;
+        }
+        count_queue(*q);
+      }
     }
-    if (!first) return;
-    // Small regions share pages: demand is the packed total, rounded up.
-    uint64_t pages = (bytes + facts_.hugepage_size - 1) / facts_.hugepage_size;
-    if (pages > facts_.hugepages_free) {
-      uint64_t mib = facts_.hugepage_size >> 20;
-      error(first->where.at("kind"),
-            "huge regions need " + std::to_string(pages) + " hugepages of " + std::to_string(mib) +
-                " MiB but the machine has " + std::to_string(facts_.hugepages_free) + " free (of " +
-                std::to_string(facts_.hugepages_total) +
-                "); reserve more with "
-                "`echo " +
-                std::to_string(facts_.hugepages_total + pages - facts_.hugepages_free) +
-                " > /proc/sys/vm/nr_hugepages` or use kind host");
+    for (const auto& itf : c_.interfaces) {
+      for (const auto& q : itf.tx_queues) count_queue(q);
     }
+    if (!first || pages <= facts_.hugepages_free) return;
+    uint64_t mib = facts_.hugepage_size >> 20;
+    error(first->where.at("kind"),
+          "huge regions need " + std::to_string(pages) + " hugepages of " + std::to_string(mib) +
+              " MiB (a pool per flow and per TX queue's first client, each rounded up to whole "
+              "pages) but the machine has " +
+              std::to_string(facts_.hugepages_free) + " free (of " +
+              std::to_string(facts_.hugepages_total) + "); reserve more with `echo " +
+              std::to_string(facts_.hugepages_total + pages - facts_.hugepages_free) +
+              " > /proc/sys/vm/nr_hugepages` or use kind host");
   }
 
   void check_flows() {

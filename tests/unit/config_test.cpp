@@ -236,15 +236,20 @@ TEST(Config, RingSizeMustBeAPowerOfTwo) {
 }
 
 TEST(Config, HugepageShortfall) {
-  auto text = with_interface();
+  // Two flows on a huge region: a pool each, 8 MiB = 4 pages each.
+  auto text = with_interface("", "flows:\n"
+                                 "  - {name: a, interface: lo, match: {udp_dst: 1}}\n"
+                                 "  - {name: b, interface: lo, match: {udp_dst: 2}}\n");
   text.replace(text.find("kind: host"), 10, "kind: huge");
   auto f = facts();
-  f.hugepages_free = 2;  // 8 MiB of buffers need 4 pages
-  EXPECT_EQ(
-      only_error(text, f),
-      "t.yaml:2:21: error: memory_regions[0].kind: huge regions need 4 hugepages of 2 MiB but "
-      "the machine has 2 free (of 16); reserve more with `echo 18 > "
-      "/proc/sys/vm/nr_hugepages` or use kind host");
+  f.hugepages_free = 6;
+  EXPECT_EQ(only_error(text, f),
+            "t.yaml:2:21: error: memory_regions[0].kind: huge regions need 8 hugepages of 2 MiB (a "
+            "pool per flow and per TX queue's first client, each rounded up to whole pages) but "
+            "the machine has 6 free (of 16); reserve more with `echo 18 > "
+            "/proc/sys/vm/nr_hugepages` or use kind host");
+  f.hugepages_free = 8;
+  EXPECT_TRUE(parse(text, f).config);
 }
 
 TEST(Config, BackendNotBuiltIn) {
