@@ -229,7 +229,8 @@ class Validator {
       }
     }
     for (const auto& itf : c_.interfaces) {
-      for (const auto& q : itf.tx_queues) count_queue(q);
+      for (const auto& q : itf.tx_queues)
+        count_queue(q);
     }
     if (!first || pages <= facts_.hugepages_free) return;
     uint64_t mib = facts_.hugepage_size >> 20;

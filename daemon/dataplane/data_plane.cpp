@@ -181,9 +181,9 @@ Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std
   for (const auto& name : flows) {
     auto& f = flows_.find(name)->second;
     if (f.flow->fanout().size() >= kMaxAttachmentsPerFlow) {
-      return fail(ErrorCode::kResourceExhausted,
-                  "flow \"" + name + "\" already has " + std::to_string(kMaxAttachmentsPerFlow) +
-                      " attachments");
+      return fail(ErrorCode::kResourceExhausted, "flow \"" + name + "\" already has " +
+                                                     std::to_string(kMaxAttachmentsPerFlow) +
+                                                     " attachments");
     }
     pools.push_back(&f.flow->pool());
   }
@@ -248,8 +248,8 @@ Result<AttachmentShare> DataPlane::activate(uint64_t id) {
     for (memory::BufferPool* pool : a.rx->pools()) {
       auto ro = pool->memory().read_only_fd();
       if (!ro) return std::unexpected(ro.error());
-      share.regions.push_back({std::move(*ro), pool->memory().size(), pool->buf_size(),
-                               pool->num_bufs(), false});
+      share.regions.push_back(
+          {std::move(*ro), pool->memory().size(), pool->buf_size(), pool->num_bufs(), false});
     }
     if (!a.active) {
       for (const auto& name : a.flows) {

@@ -5,9 +5,9 @@
 
 namespace daqiri::dataplane {
 
-Result<std::unique_ptr<RxAttachment>> RxAttachment::create(
-    uint64_t id, uint32_t ring_size, Backpressure backpressure,
-    std::vector<memory::BufferPool*> pools) {
+Result<std::unique_ptr<RxAttachment>> RxAttachment::create(uint64_t id, uint32_t ring_size,
+                                                           Backpressure backpressure,
+                                                           std::vector<memory::BufferPool*> pools) {
   if (pools.empty() || pools.size() > kMaxRegions) {
     return fail(ErrorCode::kResourceExhausted,
                 "an attachment takes 1 to " + std::to_string(kMaxRegions) + " flow pools");
@@ -20,8 +20,8 @@ Result<std::unique_ptr<RxAttachment>> RxAttachment::create(
   if (!efd) return fail_errno("eventfd");
   auto ring =
       abi::RingView::create(rings->data(), DAQIRI_RING_RX, ring_size, sizeof(daqiri_rx_desc));
-  return std::unique_ptr<RxAttachment>(
-      new RxAttachment(id, std::move(*rings), std::move(efd), ring, backpressure, std::move(pools)));
+  return std::unique_ptr<RxAttachment>(new RxAttachment(id, std::move(*rings), std::move(efd), ring,
+                                                        backpressure, std::move(pools)));
 }
 
 RxAttachment::RxAttachment(uint64_t id, memory::SharedMemory rings, UniqueFd eventfd,
@@ -57,14 +57,16 @@ bool RxAttachment::reclaim() {
     return false;
   }
   uint32_t n = c - cons_;
-  for (; cons_ != c; ++cons_) unref(shadow_[cons_ & ring_.mask()]);
+  for (; cons_ != c; ++cons_)
+    unref(shadow_[cons_ & ring_.mask()]);
   counters.on_loan.store(counters.on_loan.load(std::memory_order_relaxed) - n,
                          std::memory_order_relaxed);
   return true;
 }
 
 void RxAttachment::release_all() {
-  for (; cons_ != prod_; ++cons_) unref(shadow_[cons_ & ring_.mask()]);
+  for (; cons_ != prod_; ++cons_)
+    unref(shadow_[cons_ & ring_.mask()]);
   published_ = prod_;
   counters.on_loan.store(0, std::memory_order_relaxed);
   ring_.set_state(DAQIRI_RING_DETACHED);

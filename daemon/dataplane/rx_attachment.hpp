@@ -35,7 +35,8 @@ class RxAttachment {
   // Lends `buffer` of `pool` (one of this attachment's pools) under `desc`.
   void push(const daqiri_rx_desc& desc, uint32_t buffer, const memory::BufferPool* pool) {
     uint32_t region = 0;
-    while (pools_[region] != pool) ++region;  // at most kMaxRegions compares
+    while (pools_[region] != pool)
+      ++region;  // at most kMaxRegions compares
     auto* slot = ring_.slot<daqiri_rx_desc>(prod_);
     *slot = desc;
     slot->region = static_cast<uint16_t>(region);

@@ -236,7 +236,8 @@ int queue_rx(const std::string& socket, const std::string& itf, const std::strin
     }
     (*rx)->release(*b);
   }
-  for (const auto& [flow, n] : per_flow) say("flow %u packets %llu", flow, static_cast<unsigned long long>(n));
+  for (const auto& [flow, n] : per_flow)
+    say("flow %u packets %llu", flow, static_cast<unsigned long long>(n));
   say("bad %llu", static_cast<unsigned long long>(bad));
   return got == count && bad == 0 ? 0 : 1;
 }

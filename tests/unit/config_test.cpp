@@ -237,9 +237,10 @@ TEST(Config, RingSizeMustBeAPowerOfTwo) {
 
 TEST(Config, HugepageShortfall) {
   // Two flows on a huge region: a pool each, 8 MiB = 4 pages each.
-  auto text = with_interface("", "flows:\n"
-                                 "  - {name: a, interface: lo, match: {udp_dst: 1}}\n"
-                                 "  - {name: b, interface: lo, match: {udp_dst: 2}}\n");
+  auto text = with_interface("",
+                             "flows:\n"
+                             "  - {name: a, interface: lo, match: {udp_dst: 1}}\n"
+                             "  - {name: b, interface: lo, match: {udp_dst: 2}}\n");
   text.replace(text.find("kind: host"), 10, "kind: huge");
   auto f = facts();
   f.hugepages_free = 6;

@@ -77,7 +77,7 @@ TEST(RxAttachment, ImpossibleConsumerIndicesAreViolations) {
     EXPECT_TRUE((*a)->lifecycle.violated.load());
     EXPECT_EQ((*a)->counters.bad_index.load(), 1u);
     EXPECT_EQ(pool->available(), 54u);  // nothing was taken back on a lie
-    (*a)->release_all();           // ... but everything is when it is cut off
+    (*a)->release_all();                // ... but everything is when it is cut off
     EXPECT_EQ(pool->available(), 64u);
     EXPECT_EQ(client_ring(**a).state(), uint32_t{DAQIRI_RING_DETACHED});
   }
