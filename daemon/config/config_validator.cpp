@@ -180,24 +180,23 @@ class Validator {
     }
   }
 
+  // A region is the template of the pools cut from it (one per flow on the socket backend), so
+  // every pool must cover the largest ring it feeds, not the sum of them.
   void check_pool_sizes() {
     for (const auto& [name, queues] : users_) {
       const MemoryRegionConfig& r = *regions_.at(name);
-      uint64_t need = 0;
-      std::string detail;
+      const QueueConfig* worst = nullptr;
       for (const QueueConfig* q : queues) {
-        need += buffers_needed(*q);
-        if (!detail.empty()) detail += ", ";
-        detail += user_names_.at(q) + " needs " + std::to_string(buffers_needed(*q));
+        if (!worst || buffers_needed(*q) > buffers_needed(*worst)) worst = q;
       }
+      uint64_t need = buffers_needed(*worst);
       if (r.num_bufs < need) {
         error(r.where.at("num_bufs"), "num_bufs " + std::to_string(r.num_bufs) +
-                                          " is too small for the queues that draw "
-                                          "from region \"" +
-                                          name + "\" (" + detail +
-                                          ": 1.5 x ring_size + batch_size each); "
-                                          "need at least " +
-                                          std::to_string(need));
+                                          " is too small for queue " + user_names_.at(worst) +
+                                          " (1.5 x ring_size " + std::to_string(worst->ring_size) +
+                                          " + batch_size " + std::to_string(worst->batch_size) +
+                                          "): each pool cut from region \"" + name +
+                                          "\" needs at least " + std::to_string(need));
       }
     }
   }

@@ -10,9 +10,9 @@ namespace daqiri::config {
 
 void validate_config(const Config& config, const SystemFacts& facts, Diagnostics& diags);
 
-// Buffers a queue needs from each region it draws from: 1.5x its ring plus one burst, so the
-// pool never runs dry while the ring is full and a burst is in flight (a pool barely larger
-// than the ring stalls silently in DAQIRI).
+// Buffers each pool a queue draws from a region needs: 1.5x its ring plus one burst, so the
+// pool never runs dry while a client's ring is full and a burst is in flight (a pool barely
+// larger than the ring stalls silently in DAQIRI).
 inline uint64_t buffers_needed(const QueueConfig& q) {
   return uint64_t{q.ring_size} * 3 / 2 + q.batch_size;
 }

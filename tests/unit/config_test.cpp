@@ -224,9 +224,17 @@ TEST(Config, CoreThatDoesNotExist) {
 TEST(Config, PoolTooSmallForItsRing) {
   auto text = with_interface("          ring_size: 4096\n          batch_size: 256\n");
   EXPECT_EQ(only_error(text),
-            "t.yaml:2:53: error: memory_regions[0].num_bufs: num_bufs 4096 is too small for the "
-            "queues that draw from region \"r\" (lo/q0 needs 6400: 1.5 x ring_size + batch_size "
-            "each); need at least 6400");
+            "t.yaml:2:53: error: memory_regions[0].num_bufs: num_bufs 4096 is too small for queue "
+            "lo/q0 (1.5 x ring_size 4096 + batch_size 256): each pool cut from region \"r\" "
+            "needs at least 6400");
+}
+
+TEST(Config, PoolsAreSizedPerQueueNotSummed) {
+  // Two queues on one region: each pool covers its own queue, so 1600 buffers suffice.
+  auto text = with_interface("        - name: q1\n          regions: [r]\n");
+  text.replace(text.find("num_bufs: 4096"), 14, "num_bufs: 1600");
+  auto p = parse(text);
+  EXPECT_TRUE(p.config) << p.diags.render();
 }
 
 TEST(Config, RingSizeMustBeAPowerOfTwo) {
