@@ -82,9 +82,19 @@ Result<std::unique_ptr<Daemon>> Daemon::start(config::Config config) {
   if (!sessions) return std::unexpected(sessions.error());
   d->sessions_ = std::move(*sessions);
 
-  auto control =
-      control::ControlServer::start({kept.socket_path, group, kept.tcp},
-                                    {*d->model_, *d->policy_, *d->data_plane_, *d->sessions_});
+  control::ControlServerOptions control_options;
+  control_options.socket_path = kept.socket_path;
+  control_options.socket_group = group;
+  control_options.tcp = kept.tcp;
+  if (!kept.metrics_address.empty()) {
+    auto m = metrics::MetricsServer::start(kept.metrics_address, *d->data_plane_, *d->sessions_);
+    if (!m) return std::unexpected(m.error());
+    d->metrics_ = std::move(*m);
+    control_options.interceptors.push_back(d->metrics_->interceptor_factory());
+    spdlog::info("metrics on http://{}/metrics", kept.metrics_address);
+  }
+  auto control = control::ControlServer::start(
+      std::move(control_options), {*d->model_, *d->policy_, *d->data_plane_, *d->sessions_});
   if (!control) return std::unexpected(control.error());
   d->control_ = std::move(*control);
   return d;
@@ -121,6 +131,7 @@ int Daemon::run() {
   notifier_.stopping();
   control_->shutdown(std::chrono::seconds(2));
   control_.reset();
+  metrics_.reset();
   sessions_.reset();  // every client's attachments end; their rings say DETACHED
   data_plane_.reset();
   lock_.reset();

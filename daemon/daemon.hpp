@@ -9,6 +9,7 @@
 #include "control/control_server.hpp"
 #include "core/model.hpp"
 #include "dataplane/data_plane.hpp"
+#include "metrics/metrics_server.hpp"
 #include "session/session_server.hpp"
 #include "system/instance_lock.hpp"
 #include "system/service_notifier.hpp"
@@ -33,6 +34,7 @@ class Daemon {
   std::unique_ptr<system::InstanceLock> lock_;
   std::unique_ptr<dataplane::DataPlane> data_plane_;
   std::unique_ptr<session::SessionServer> sessions_;
+  std::unique_ptr<metrics::MetricsServer> metrics_;  // null when daemon.metrics is off
   std::unique_ptr<control::ControlServer> control_;
 };
 

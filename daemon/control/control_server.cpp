@@ -41,7 +41,7 @@ Result<std::shared_ptr<grpc::ServerCredentials>> tls_credentials(
 
 }  // namespace
 
-Result<std::unique_ptr<ControlServer>> ControlServer::start(const ControlServerOptions& options,
+Result<std::unique_ptr<ControlServer>> ControlServer::start(ControlServerOptions options,
                                                             const ControlTargets& targets) {
   std::unique_ptr<ControlServer> s(new ControlServer());
   s->service_ = std::make_unique<ControlService>(targets, s->connections_);
@@ -50,6 +50,9 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(const ControlServerO
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.RegisterService(s->service_.get());
+  if (!options.interceptors.empty()) {
+    builder.experimental().SetInterceptorCreators(std::move(options.interceptors));
+  }
   int tcp_port = 0;
   if (options.tcp) {
     auto creds = tls_credentials(*options.tcp);

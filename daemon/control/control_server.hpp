@@ -4,6 +4,7 @@
 #pragma once
 
 #include <grpcpp/server.h>
+#include <grpcpp/support/server_interceptor.h>
 
 #include <memory>
 #include <optional>
@@ -19,6 +20,8 @@ namespace daqiri::control {
 
 struct ControlServerOptions {
   std::string socket_path;
+  // Observers of every call (metrics); handed to the gRPC server.
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   std::optional<gid_t> socket_group;  // the socket is mode 0660 and owned by this group
   std::optional<config::TcpListenerConfig> tcp;
 };
@@ -26,7 +29,7 @@ struct ControlServerOptions {
 class ControlServer {
  public:
   // Binds, starts serving and accepting. `targets` must outlive the server.
-  static Result<std::unique_ptr<ControlServer>> start(const ControlServerOptions& options,
+  static Result<std::unique_ptr<ControlServer>> start(ControlServerOptions options,
                                                       const ControlTargets& targets);
   ~ControlServer();
   ControlServer(const ControlServer&) = delete;

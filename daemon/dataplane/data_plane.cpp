@@ -355,4 +355,12 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
   return out;
 }
 
+std::vector<std::pair<std::string, double>> DataPlane::poller_stats() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& p : pollers_)
+    out.emplace_back(p->name(), p->busy_ratio());
+  return out;
+}
+
 }  // namespace daqiri::dataplane

@@ -92,6 +92,8 @@ class DataPlane {
 
   [[nodiscard]] std::vector<FlowStats> flow_stats() const;
   [[nodiscard]] std::vector<AttachmentStats> attachment_stats() const;
+  // Each poller's name and the fraction of its iterations that did work.
+  [[nodiscard]] std::vector<std::pair<std::string, double>> poller_stats() const;
 
  private:
   struct RxQueueHome {

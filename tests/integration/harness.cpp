@@ -1,7 +1,9 @@
 #include "harness.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -327,7 +329,8 @@ bool is_root() {
   return ::geteuid() == 0;
 }
 
-std::string test_config(const std::string& socket, const std::string& daemon_extra) {
+std::string test_config(const std::string& socket, const std::string& daemon_extra,
+                        const std::string& metrics) {
   std::ifstream in(source_dir() + "/config/default.yaml");
   std::stringstream s;
   s << in.rdbuf();
@@ -335,11 +338,50 @@ std::string test_config(const std::string& socket, const std::string& daemon_ext
   std::string from = "  socket: /run/daqiri/daqiri.sock\n";
   auto at = text.find(from);
   if (at == std::string::npos) throw std::runtime_error("default.yaml lost its socket line");
-  text.replace(at, from.size(), "  socket: " + socket + "\n  metrics: \"off\"\n" + daemon_extra);
+  text.replace(at, from.size(),
+               "  socket: " + socket + "\n  metrics: \"" + metrics + "\"\n" + daemon_extra);
   // The default names metrics once: drop that line, ours above wins.
   auto m = text.find("  metrics: 127.0.0.1:9464\n");
   if (m != std::string::npos) text.erase(m, std::string("  metrics: 127.0.0.1:9464\n").size());
   return text;
+}
+
+}  // namespace daqiri::test
+
+namespace daqiri::test {
+
+uint16_t free_tcp_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::optional<std::string> http_get(uint16_t port, const std::string& path) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{5, 0};
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return std::nullopt;
+  std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  if (::send(fd.get(), req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+    return std::nullopt;
+  }
+  std::string resp = read_all(fd.get());
+  auto body = resp.find("\r\n\r\n");
+  if (resp.rfind("HTTP/1.", 0) != 0 || resp.find(" 200 ") == std::string::npos ||
+      body == std::string::npos) {
+    return std::nullopt;
+  }
+  return resp.substr(body + 4);
 }
 
 }  // namespace daqiri::test

@@ -149,6 +149,12 @@ bool is_root();
 
 // A daqirid config in our schema for tests: the embedded default with `socket` and extra
 // daemon keys (indented YAML lines under `daemon:`).
-std::string test_config(const std::string& socket, const std::string& daemon_extra = "");
+std::string test_config(const std::string& socket, const std::string& daemon_extra = "",
+                        const std::string& metrics = "off");
+
+// A loopback TCP port no one listens on right now (for servers the test starts).
+uint16_t free_tcp_port();
+// GET http://127.0.0.1:port/path; the body, or nullopt on any failure.
+std::optional<std::string> http_get(uint16_t port, const std::string& path);
 
 }  // namespace daqiri::test

@@ -3,8 +3,13 @@
 #include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <unistd.h>
+
 #include <charconv>
+#include <chrono>
 #include <iostream>
+#include <map>
+#include <thread>
 
 #include "table.hpp"
 
@@ -281,38 +286,135 @@ int run_sessions(ControlClient& client, const Options& opts) {
   return kOk;
 }
 
-int run_stats(ControlClient& client, const Options& opts) {
-  v1::Stats stats;
-  auto ctx = client.context();
-  auto status = client.control().GetStats(ctx.get(), {}, &stats);
-  if (!status.ok()) return client.report(status);
-  if (opts.json) {
-    print_json(stats);
-    return kOk;
+namespace {
+
+struct Rates {
+  double pps = 0;
+  double mbps = 0;
+};
+
+std::string rate_text(const Rates& r) {
+  return fmt::format("{:.0f} pps {:.1f} Mbit/s", r.pps, r.mbps);
+}
+
+// Rates of every flow and attachment between two snapshots `seconds` apart.
+std::map<std::string, Rates> rates_between(const v1::Stats& before, const v1::Stats& now,
+                                           double seconds) {
+  std::map<std::string, Rates> out;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> old;
+  for (const auto& f : before.flows())
+    old["flow " + f.name()] = {f.packets(), f.bytes()};
+  for (const auto& a : before.attachments()) {
+    old["attachment " + std::to_string(a.id())] = {a.packets(), a.bytes()};
   }
-  Table flows({"FLOW", "PACKETS", "BYTES", "NO_CLIENT", "RINGS_FULL", "FILTERED", "TRUNCATED",
-               "KERNEL_DROPS", "CLIENTS"});
+  auto add = [&](const std::string& key, uint64_t packets, uint64_t bytes) {
+    auto it = old.find(key);
+    if (it == old.end() || seconds <= 0) return;
+    out[key] = {double(packets - it->second.first) / seconds,
+                double(bytes - it->second.second) * 8 / seconds / 1e6};
+  };
+  for (const auto& f : now.flows())
+    add("flow " + f.name(), f.packets(), f.bytes());
+  for (const auto& a : now.attachments()) {
+    add("attachment " + std::to_string(a.id()), a.packets(), a.bytes());
+  }
+  return out;
+}
+
+void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rates) {
+  std::vector<std::string> fh{"FLOW",     "PACKETS",   "BYTES",        "NO_CLIENT", "RINGS_FULL",
+                              "FILTERED", "TRUNCATED", "KERNEL_DROPS", "CLIENTS"};
+  if (rates) fh.push_back("RATE");
+  Table flows(fh);
   for (const auto& f : stats.flows()) {
-    flows.add({f.name(), std::to_string(f.packets()), std::to_string(f.bytes()),
-               std::to_string(f.dropped_no_attachment()), std::to_string(f.dropped_rings_full()),
-               std::to_string(f.dropped_filtered()), std::to_string(f.truncated()),
-               std::to_string(f.kernel_drops()), std::to_string(f.attachments())});
+    std::vector<std::string> row{f.name(),
+                                 std::to_string(f.packets()),
+                                 std::to_string(f.bytes()),
+                                 std::to_string(f.dropped_no_attachment()),
+                                 std::to_string(f.dropped_rings_full()),
+                                 std::to_string(f.dropped_filtered()),
+                                 std::to_string(f.truncated()),
+                                 std::to_string(f.kernel_drops()),
+                                 std::to_string(f.attachments())};
+    if (rates) {
+      auto it = rates->find("flow " + f.name());
+      row.push_back(it == rates->end() ? "-" : rate_text(it->second));
+    }
+    flows.add(row);
   }
   flows.print(std::cout);
   std::cout << '\n';
-  Table atts({"ATTACHMENT", "SESSION", "DIR", "TARGET", "PACKETS", "BYTES", "RING_FULL",
-              "BAD_INDEX", "BAD_DESC", "SEND_ERR", "ON_LOAN"});
+  std::vector<std::string> ah{"ATTACHMENT", "SESSION",   "DIR",      "TARGET",   "PACKETS", "BYTES",
+                              "RING_FULL",  "BAD_INDEX", "BAD_DESC", "SEND_ERR", "ON_LOAN"};
+  if (rates) ah.push_back("RATE");
+  Table atts(ah);
   for (const auto& a : stats.attachments()) {
-    atts.add({std::to_string(a.id()), std::to_string(a.session_id()),
-              lower_enum(v1::Direction_Name(a.direction()), "DIRECTION_"), a.target(),
-              std::to_string(a.packets()), std::to_string(a.bytes()),
-              std::to_string(a.dropped_ring_full()), std::to_string(a.bad_index()),
-              std::to_string(a.bad_descriptor()), std::to_string(a.send_errors()),
-              std::to_string(a.buffers_on_loan())});
+    std::vector<std::string> row{std::to_string(a.id()),
+                                 std::to_string(a.session_id()),
+                                 lower_enum(v1::Direction_Name(a.direction()), "DIRECTION_"),
+                                 a.target(),
+                                 std::to_string(a.packets()),
+                                 std::to_string(a.bytes()),
+                                 std::to_string(a.dropped_ring_full()),
+                                 std::to_string(a.bad_index()),
+                                 std::to_string(a.bad_descriptor()),
+                                 std::to_string(a.send_errors()),
+                                 std::to_string(a.buffers_on_loan())};
+    if (rates) {
+      auto it = rates->find("attachment " + std::to_string(a.id()));
+      row.push_back(it == rates->end() ? "-" : rate_text(it->second));
+    }
+    atts.add(row);
   }
   atts.print(std::cout);
   std::cout << "sessions cut off: " << stats.sessions_cut_off() << '\n';
-  return kOk;
+}
+
+}  // namespace
+
+int run_stats(ControlClient& client, const Options& opts, double watch, int frames) {
+  v1::Stats previous;
+  auto previous_at = std::chrono::steady_clock::now();
+  bool have_previous = false;
+  bool tty = ::isatty(STDOUT_FILENO) != 0;
+  for (int frame = 0;; ++frame) {
+    v1::Stats stats;
+    auto ctx = client.context();
+    auto status = client.control().GetStats(ctx.get(), {}, &stats);
+    if (!status.ok()) return client.report(status);
+    auto now = std::chrono::steady_clock::now();
+    std::map<std::string, Rates> rates;
+    if (have_previous) {
+      rates =
+          rates_between(previous, stats, std::chrono::duration<double>(now - previous_at).count());
+    }
+    if (opts.json) {
+      if (watch > 0) {
+        // One object per line: the counters, and the rates once there are two snapshots.
+        std::string line;
+        google::protobuf::util::MessageToJsonString(stats, &line);
+        std::cout << "{\"stats\":" << line << ",\"rates\":{";
+        bool first = true;
+        for (const auto& [key, r] : rates) {
+          std::cout << (first ? "" : ",")
+                    << fmt::format("\"{}\":{{\"pps\":{:.3f},\"mbps\":{:.3f}}}", key, r.pps, r.mbps);
+          first = false;
+        }
+        std::cout << "}}" << std::endl;
+      } else {
+        print_json(stats);
+      }
+    } else {
+      if (watch > 0 && tty) std::cout << "\033[H\033[2J";
+      print_stats(stats, watch > 0 ? &rates : nullptr);
+      if (watch > 0) std::cout << std::endl;
+    }
+    if (watch <= 0 || (frames > 0 && frame + 1 >= frames)) return kOk;
+    previous = stats;
+    previous_at = now;
+    have_previous = true;
+    std::this_thread::sleep_for(std::chrono::duration<double>(watch));
+  }
 }
 
 int run_health(ControlClient& client, const Options& opts) {

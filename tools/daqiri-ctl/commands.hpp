@@ -29,6 +29,8 @@ int run_flows_add(ControlClient& client, const Options& opts, const FlowAddArgs&
 int run_flows_del(ControlClient& client, const Options& opts, const std::string& name);
 int run_sessions(ControlClient& client, const Options& opts);
 int run_health(ControlClient& client, const Options& opts);
-int run_stats(ControlClient& client, const Options& opts);
+// watch > 0: redraw every `watch` seconds with rates computed from the deltas, until killed
+// (or `frames` frames, when non-zero).
+int run_stats(ControlClient& client, const Options& opts, double watch = 0, int frames = 0);
 
 }  // namespace daqiri::ctl

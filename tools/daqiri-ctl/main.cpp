@@ -82,8 +82,18 @@ int main(int argc, char** argv) {
                     "dropping");
   tap_cmd->add_option("--pcap", tap.pcap, "write the frames to a PCAP file");
   tap_cmd->callback([&] { action = [&](ControlClient&) { return run_tap(opts, tap); }; });
-  app.add_subcommand("stats", "counters of flows and attachments")->callback([&] {
-    action = [&](ControlClient& c) { return run_stats(c, opts); };
+  double watch = 0;
+  int frames = 0;
+  auto* stats_cmd = app.add_subcommand("stats", "counters of flows and attachments");
+  stats_cmd
+      ->add_option("-w,--watch", watch,
+                   "redraw every SECONDS with packet and bit rates from the deltas")
+      ->expected(0, 1)
+      ->default_str("1");
+  stats_cmd->add_option("--frames", frames, "with --watch: stop after N frames");
+  stats_cmd->callback([&] {
+    if (stats_cmd->count("--watch") > 0 && watch <= 0) watch = 1;
+    action = [&](ControlClient& c) { return run_stats(c, opts, watch, frames); };
   });
   app.add_subcommand("health", "grpc.health.v1 check: exit 0 when serving")->callback([&] {
     action = [&](ControlClient& c) { return run_health(c, opts); };

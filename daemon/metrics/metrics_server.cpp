@@ -1,0 +1,279 @@
+#include "metrics/metrics_server.hpp"
+
+#include <prometheus/collectable.h>
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <chrono>
+#include <map>
+
+#include "build_info.hpp"
+
+namespace daqiri::metrics {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// Attachments are labelled per attachment; past this many the rest are summed into one series
+// (attachment="other") so that a client churning attachments cannot blow up cardinality.
+constexpr size_t kMaxAttachmentSeries = 256;
+
+class FamilyBuilder {
+ public:
+  FamilyBuilder(std::vector<MetricFamily>& out, std::string name, std::string help, MetricType type)
+      : out_(out) {
+    out_.push_back({std::move(name), std::move(help), type, {}});
+    index_ = out_.size() - 1;
+  }
+  void add(std::vector<ClientMetric::Label> labels, double value) {
+    ClientMetric m;
+    m.label = std::move(labels);
+    if (out_[index_].type == MetricType::Counter) {
+      m.counter.value = value;
+    } else {
+      m.gauge.value = value;
+    }
+    out_[index_].metric.push_back(std::move(m));
+  }
+
+ private:
+  std::vector<MetricFamily>& out_;
+  size_t index_;
+};
+
+}  // namespace
+
+// Reads the data plane's and sessions' counters when Prometheus scrapes.
+class DataPlaneCollector final : public prometheus::Collectable {
+ public:
+  DataPlaneCollector(const dataplane::DataPlane& dp, const session::SessionServer& sessions)
+      : dp_(dp), sessions_(sessions) {}
+
+  std::vector<MetricFamily> Collect() const override {
+    std::vector<MetricFamily> out;
+    FamilyBuilder build(out, "daqiri_build_info", "Version and build options of daqirid",
+                        MetricType::Gauge);
+    build.add({{"version", build::kVersion},
+               {"dpdk", build::kHaveDpdk ? "yes" : "no"},
+               {"rdma", build::kHaveRdma ? "yes" : "no"},
+               {"cuda", build::kHaveCuda ? "yes" : "no"}},
+              1);
+
+    auto flows = dp_.flow_stats();
+    FamilyBuilder packets(out, "daqiri_flow_packets_total",
+                          "Packets (TCP: stream chunks) received on a flow", MetricType::Counter);
+    FamilyBuilder bytes(out, "daqiri_flow_bytes_total", "Bytes received on a flow",
+                        MetricType::Counter);
+    FamilyBuilder dropped(out, "daqiri_flow_dropped_packets_total",
+                          "Packets of a flow no client received, by reason", MetricType::Counter);
+    FamilyBuilder truncated(out, "daqiri_flow_truncated_packets_total",
+                            "Packets larger than a buffer, delivered cut short",
+                            MetricType::Counter);
+    FamilyBuilder on_loan(out, "daqiri_flow_buffers_on_loan",
+                          "Buffers of the flow's pool held by clients", MetricType::Gauge);
+    FamilyBuilder buffers(out, "daqiri_flow_buffers", "Buffers in the flow's pool",
+                          MetricType::Gauge);
+    FamilyBuilder clients(out, "daqiri_flow_attachments", "Clients attached to the flow",
+                          MetricType::Gauge);
+    for (const auto& f : flows) {
+      std::vector<ClientMetric::Label> l{{"flow", f.name}, {"steering", "software"}};
+      packets.add(l, double(f.packets));
+      bytes.add(l, double(f.bytes));
+      auto with = [&l](const char* reason) {
+        auto r = l;
+        r.push_back({"reason", reason});
+        return r;
+      };
+      dropped.add(with("no_client"), double(f.no_attachment));
+      dropped.add(with("rings_full"), double(f.rings_full));
+      dropped.add(with("filtered"), double(f.filtered));
+      dropped.add(with("kernel"), double(f.kernel_drops));
+      truncated.add(l, double(f.truncated));
+      on_loan.add(l, double(f.buffers_on_loan));
+      buffers.add(l, double(f.buffers_total));
+      clients.add(l, double(f.attachments));
+    }
+
+    std::map<uint64_t, const session::SessionInfo*> by_id;
+    auto sessions = sessions_.sessions();
+    for (const auto& s : sessions)
+      by_id[s.id] = &s;
+    FamilyBuilder a_packets(out, "daqiri_attachment_packets_total",
+                            "Packets delivered to (RX) or sent for (TX) an attachment",
+                            MetricType::Counter);
+    FamilyBuilder a_bytes(out, "daqiri_attachment_bytes_total", "Bytes of those packets",
+                          MetricType::Counter);
+    FamilyBuilder a_dropped(out, "daqiri_attachment_dropped_packets_total",
+                            "Packets an attachment lost, by reason", MetricType::Counter);
+    FamilyBuilder a_loan(out, "daqiri_attachment_buffers_on_loan",
+                         "Buffers the attachment's client holds now", MetricType::Gauge);
+    size_t n = 0;
+    for (const auto& a : dp_.attachment_stats()) {
+      uint64_t sid = sessions_.session_of(a.id);
+      auto s = by_id.find(sid);
+      bool other = ++n > kMaxAttachmentSeries;
+      std::vector<ClientMetric::Label> l{
+          {"attachment", other ? "other" : std::to_string(a.id)},
+          {"direction", a.rx ? "rx" : "tx"},
+          {"target", a.target},
+          {"client", s == by_id.end() ? "" : s->second->name},
+          {"uid", s == by_id.end() ? "" : std::to_string(s->second->uid)}};
+      auto with = [&l](const char* reason) {
+        auto r = l;
+        r.push_back({"reason", reason});
+        return r;
+      };
+      a_packets.add(l, double(a.packets));
+      a_bytes.add(l, double(a.bytes));
+      a_dropped.add(with("ring_full"), double(a.dropped_ring_full));
+      a_dropped.add(with("bad_index"), double(a.bad_index));
+      a_dropped.add(with("bad_descriptor"), double(a.bad_descriptor));
+      a_dropped.add(with("send_error"), double(a.send_errors));
+      a_loan.add(l, double(a.on_loan));
+    }
+
+    FamilyBuilder sessions_gauge(out, "daqiri_sessions", "Connected client sessions",
+                                 MetricType::Gauge);
+    sessions_gauge.add({}, double(sessions.size()));
+    FamilyBuilder cut(out, "daqiri_sessions_cut_off_total",
+                      "Sessions ended for breaking the protocol", MetricType::Counter);
+    cut.add({}, double(sessions_.sessions_cut_off()));
+    FamilyBuilder busy(out, "daqiri_poller_busy_ratio",
+                       "Fraction of a poller's iterations that found work", MetricType::Gauge);
+    for (const auto& [name, ratio] : dp_.poller_stats())
+      busy.add({{"poller", name}}, ratio);
+    return out;
+  }
+
+ private:
+  const dataplane::DataPlane& dp_;
+  const session::SessionServer& sessions_;
+};
+
+// Control-plane calls by method and status code, and their latency.
+class ControlCallMetrics {
+ public:
+  explicit ControlCallMetrics(prometheus::Registry& registry)
+      : requests_(prometheus::BuildCounter()
+                      .Name("daqiri_control_requests_total")
+                      .Help("Control API calls by method and gRPC status code")
+                      .Register(registry)),
+        latency_(prometheus::BuildHistogram()
+                     .Name("daqiri_control_request_duration_seconds")
+                     .Help("Control API call latency by method")
+                     .Register(registry)) {}
+
+  void record(const std::string& method, grpc::StatusCode code, double seconds) {
+    requests_.Add({{"method", method}, {"code", code_name(code)}}).Increment();
+    latency_
+        .Add({{"method", method}},
+             prometheus::Histogram::BucketBoundaries{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                                     0.01, 0.025, 0.05, 0.1, 0.25, 1})
+        .Observe(seconds);
+  }
+
+ private:
+  static const char* code_name(grpc::StatusCode c) {
+    switch (c) {
+      case grpc::StatusCode::OK:
+        return "OK";
+      case grpc::StatusCode::INVALID_ARGUMENT:
+        return "INVALID_ARGUMENT";
+      case grpc::StatusCode::NOT_FOUND:
+        return "NOT_FOUND";
+      case grpc::StatusCode::ALREADY_EXISTS:
+        return "ALREADY_EXISTS";
+      case grpc::StatusCode::PERMISSION_DENIED:
+        return "PERMISSION_DENIED";
+      case grpc::StatusCode::FAILED_PRECONDITION:
+        return "FAILED_PRECONDITION";
+      case grpc::StatusCode::RESOURCE_EXHAUSTED:
+        return "RESOURCE_EXHAUSTED";
+      case grpc::StatusCode::UNAVAILABLE:
+        return "UNAVAILABLE";
+      case grpc::StatusCode::CANCELLED:
+        return "CANCELLED";
+      case grpc::StatusCode::DEADLINE_EXCEEDED:
+        return "DEADLINE_EXCEEDED";
+      default:
+        return "OTHER";
+    }
+  }
+
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Histogram>& latency_;
+};
+
+namespace {
+
+class CallInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  CallInterceptor(grpc::experimental::ServerRpcInfo* info, ControlCallMetrics& metrics)
+      : method_(info->method() ? info->method() : "?"),
+        metrics_(metrics),
+        start_(std::chrono::steady_clock::now()) {
+    if (!method_.empty() && method_.front() == '/') method_.erase(0, 1);
+  }
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS)) {
+      double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      metrics_.record(method_, methods->GetSendStatus().error_code(), seconds);
+    }
+    methods->Proceed();
+  }
+
+ private:
+  std::string method_;
+  ControlCallMetrics& metrics_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+class CallInterceptorFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit CallInterceptorFactory(ControlCallMetrics& metrics) : metrics_(metrics) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new CallInterceptor(info, metrics_);  // gRPC owns and deletes it
+  }
+
+ private:
+  ControlCallMetrics& metrics_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<MetricsServer>> MetricsServer::start(
+    const std::string& address, const dataplane::DataPlane& data_plane,
+    const session::SessionServer& sessions) {
+  std::unique_ptr<MetricsServer> m(new MetricsServer());
+  m->address_ = address;
+  m->registry_ = std::make_shared<prometheus::Registry>();
+  m->calls_ = std::make_unique<ControlCallMetrics>(*m->registry_);
+  m->collector_ = std::make_shared<DataPlaneCollector>(data_plane, sessions);
+  try {
+    m->exposer_ = std::make_unique<prometheus::Exposer>(address, 2);
+  } catch (const std::exception& e) {
+    return fail(ErrorCode::kUnavailable,
+                "daemon.metrics: cannot serve metrics on " + address + ": " + e.what());
+  }
+  m->exposer_->RegisterCollectable(m->registry_);
+  m->exposer_->RegisterCollectable(m->collector_);
+  return m;
+}
+
+MetricsServer::~MetricsServer() = default;
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
+MetricsServer::interceptor_factory() {
+  return std::make_unique<CallInterceptorFactory>(*calls_);
+}
+
+}  // namespace daqiri::metrics

@@ -1,0 +1,114 @@
+// Prometheus metrics of a real daemon: a scrape that promtool accepts with exact counts, and a
+// real Prometheus server scraping the daemon and answering a query.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "harness.hpp"
+
+namespace daqiri::test {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+class MetricsTest : public ::testing::Test {
+ protected:
+  void start() {
+    port_ = free_tcp_port();
+    socket_ = dir_.file("d.sock");
+    std::string config =
+        dir_.write("d.yaml", test_config(socket_, "", "127.0.0.1:" + std::to_string(port_)));
+    daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config});
+    ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
+  }
+  void TearDown() override {
+    if (daemon_) {
+      EXPECT_EQ(daemon_->stop(), 0) << daemon_->log();
+    }
+  }
+  // Sends `n` packets to stream0 and has a client receive them all.
+  void traffic(uint64_t n) {
+    Spawned tap(dir_, {ctl_path(), "--socket", socket_, "tap", "stream0", "--count",
+                       std::to_string(n), "--quiet", "--block", "--timeout", "20"});
+    for (int i = 0;
+         i < 200 && run({ctl_path(), "--socket", socket_, "sessions"}).out.find("daqiri-ctl tap") ==
+                        std::string::npos;
+         ++i) {
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_EQ(run({gen_path(), "--dest", "127.0.0.1:4096", "--size", "300", "--count",
+                   std::to_string(n), "--rate", "50000"})
+                  .exit_code,
+              0);
+    ASSERT_EQ(tap.wait(), 0) << tap.output();
+  }
+
+  TempDir dir_;
+  uint16_t port_ = 0;
+  std::string socket_;
+  std::unique_ptr<DaemonProcess> daemon_;
+};
+
+TEST_F(MetricsTest, ScrapeHasExactCountsAndPassesPromtool) {
+  start();
+  traffic(1234);
+  auto body = http_get(port_, "/metrics");
+  ASSERT_TRUE(body) << "no answer on port " << port_;
+  EXPECT_THAT(
+      *body, HasSubstr("daqiri_flow_packets_total{flow=\"stream0\",steering=\"software\"} 1234\n"));
+  EXPECT_THAT(*body, HasSubstr("daqiri_flow_bytes_total{flow=\"stream0\",steering=\"software\"} " +
+                               std::to_string(1234 * (300 + 42)) + "\n"));
+  EXPECT_THAT(*body,
+              HasSubstr("daqiri_flow_packets_total{flow=\"stream1\",steering=\"software\"} 0\n"));
+  EXPECT_THAT(*body,
+              HasSubstr("daqiri_flow_dropped_packets_total{flow=\"stream0\",steering=\"software\","
+                        "reason=\"no_client\"} 0\n"));
+  EXPECT_THAT(
+      *body,
+      HasSubstr(
+          "daqiri_control_requests_total{code=\"OK\",method=\"daqiri.v1.Control/Attach\"} 1\n"));
+  EXPECT_THAT(*body, HasSubstr("daqiri_build_info{version=\"0.1.0\""));
+  EXPECT_THAT(*body, HasSubstr("daqiri_sessions 0\n"));
+  if (::access("/usr/bin/promtool", X_OK) != 0)
+    GTEST_SKIP() << "no promtool (apt install prometheus)";
+  std::string file = dir_.write("scrape.txt", *body);
+  auto r = run({"/bin/sh", "-c", "/usr/bin/promtool check metrics < " + file});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST_F(MetricsTest, PrometheusServerScrapesTheDaemon) {
+  if (::access("/usr/bin/prometheus", X_OK) != 0) GTEST_SKIP() << "no prometheus server";
+  start();
+  uint16_t prom_port = free_tcp_port();
+  std::string config = dir_.write("prometheus.yml",
+                                  "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+                                  "scrape_configs:\n"
+                                  "  - job_name: daqirid\n"
+                                  "    static_configs: [{targets: ['127.0.0.1:" +
+                                      std::to_string(port_) + "']}]\n");
+  Spawned prometheus(
+      dir_,
+      {"/usr/bin/prometheus", "--config.file=" + config, "--storage.tsdb.path=" + dir_.file("tsdb"),
+       "--web.listen-address=127.0.0.1:" + std::to_string(prom_port), "--log.level=warn"});
+  traffic(777);
+  // Prometheus's own answer, through its HTTP query API, once it has scraped after the traffic.
+  const std::string query =
+      "/api/v1/query?query=daqiri_flow_packets_total%7Bflow%3D%22stream0%22%7D";
+  std::string last;
+  bool seen = false;
+  for (int i = 0; i < 300 && !seen; ++i) {
+    if (auto body = http_get(prom_port, query)) {
+      last = *body;
+      seen = last.find("\"777\"") != std::string::npos;
+    }
+    if (!seen) std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(seen) << "last answer: " << last << "\n" << prometheus.output();
+  EXPECT_THAT(last, HasSubstr("\"job\":\"daqirid\""));
+}
+
+}  // namespace
+}  // namespace daqiri::test
