@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <csignal>
+
 #include "harness.hpp"
 
 namespace daqiri::test {
@@ -100,6 +102,29 @@ TEST_F(CtlTest, AddsAndDeletesFlowsWithDistinctExitCodes) {
   EXPECT_EQ(r.err, "daqiri-ctl: not found: no flow named \"extra\"\n");
   r = ctl({"flows", "bogus"});
   EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST_F(CtlTest, StatsWatchPrintsRatesFromDeltas) {
+  start();
+  Spawned tap(dir_, {ctl_path(), "--socket", socket_, "tap", "stream0", "--quiet", "--block",
+                     "--timeout", "5"});
+  Spawned gen(dir_, {gen_path(), "--dest", "127.0.0.1:4096", "--size", "100", "--rate", "2000",
+                     "--duration", "3"});
+  auto r = ctl({"stats", "--watch", "0.5", "--frames", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("RATE"));
+  // The sender's 2000 pps show up in the last frame's rate for stream0 (give or take pacing).
+  auto last = r.out.rfind("stream0");
+  ASSERT_NE(last, std::string::npos);
+  auto line = r.out.substr(last, r.out.find('\n', last) - last);
+  auto pps = line.find(" pps");
+  ASSERT_NE(pps, std::string::npos) << line;
+  auto start_num = line.rfind(' ', pps - 1) + 1;
+  double rate = std::stod(line.substr(start_num, pps - start_num));
+  EXPECT_GT(rate, 1500) << line;
+  EXPECT_LT(rate, 2500) << line;
+  gen.wait();
+  tap.kill(SIGTERM);
 }
 
 TEST_F(CtlTest, NoDaemonIsExitCodeThree) {
