@@ -316,6 +316,8 @@ std::vector<FlowStats> DataPlane::flow_stats() const {
     const auto& c = f.flow->counters;
     FlowStats s;
     s.name = name;
+    s.interface = f.flow->flow().interface;
+    s.queue = f.flow->flow().queue;
     s.packets = c.packets.load(std::memory_order_relaxed);
     s.bytes = c.bytes.load(std::memory_order_relaxed);
     s.no_attachment = c.no_attachment.load(std::memory_order_relaxed);
@@ -342,6 +344,10 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
     s.id = id;
     s.rx = a.rx != nullptr;
     s.target = a.rx ? a.target : a.tx_home->itf->name + "/" + a.tx_home->queue->name;
+    if (!a.rx) {
+      s.interface = a.tx_home->itf->name;
+      s.queue = a.tx_home->queue->name;
+    }
     s.packets = c.packets.load(std::memory_order_relaxed);
     s.bytes = c.bytes.load(std::memory_order_relaxed);
     s.dropped_ring_full = c.dropped_ring_full.load(std::memory_order_relaxed);

@@ -28,6 +28,8 @@ struct RxAttachOptions {
 
 struct FlowStats {
   std::string name;
+  std::string interface;
+  std::string queue;
   uint64_t packets = 0, bytes = 0, no_attachment = 0, rings_full = 0, filtered = 0, truncated = 0;
   uint64_t kernel_drops = 0;
   uint32_t buffers_on_loan = 0, buffers_total = 0, connections = 0;
@@ -37,7 +39,9 @@ struct FlowStats {
 struct AttachmentStats {
   uint64_t id = 0;
   bool rx = true;
-  std::string target;
+  std::string target;     // flow name, "queue IF/Q", or (TX) "IF/Q"
+  std::string interface;  // TX: the queue's interface
+  std::string queue;      // TX: the queue
   uint64_t packets = 0, bytes = 0, dropped_ring_full = 0, bad_index = 0, bad_descriptor = 0,
            send_errors = 0, on_loan = 0;
   bool violated = false;

@@ -99,6 +99,63 @@ class DataPlaneCollector final : public prometheus::Collectable {
       clients.add(l, double(f.attachments));
     }
 
+    // Interfaces and queues: the sums of their flows (RX) and TX attachments.
+    struct Sums {
+      double packets = 0, bytes = 0, dropped = 0, errors = 0;
+    };
+    std::map<std::string, Sums> itf_rx, itf_tx;
+    std::map<std::pair<std::string, std::string>, Sums> q_rx, q_tx;
+    for (const auto& f : flows) {
+      double drops = double(f.no_attachment + f.rings_full + f.filtered + f.kernel_drops);
+      for (Sums* sum : {&itf_rx[f.interface], &q_rx[{f.interface, f.queue}]}) {
+        sum->packets += double(f.packets);
+        sum->bytes += double(f.bytes);
+        sum->dropped += drops;
+      }
+    }
+    auto attachments = dp_.attachment_stats();
+    for (const auto& a : attachments) {
+      if (a.rx) continue;
+      for (Sums* sum : {&itf_tx[a.interface], &q_tx[{a.interface, a.queue}]}) {
+        sum->packets += double(a.packets);
+        sum->bytes += double(a.bytes);
+        sum->errors += double(a.send_errors);
+      }
+    }
+    FamilyBuilder i_packets(out, "daqiri_interface_packets_total",
+                            "Packets received (rx) or sent (tx) on an interface",
+                            MetricType::Counter);
+    FamilyBuilder i_bytes(out, "daqiri_interface_bytes_total", "Bytes of those packets",
+                          MetricType::Counter);
+    FamilyBuilder i_dropped(out, "daqiri_interface_dropped_packets_total",
+                            "Packets received on an interface that no client got",
+                            MetricType::Counter);
+    FamilyBuilder i_errors(out, "daqiri_interface_errors_total",
+                           "Frames an interface failed to send", MetricType::Counter);
+    for (const auto& [itf, sum] : itf_rx) {
+      i_packets.add({{"interface", itf}, {"direction", "rx"}}, sum.packets);
+      i_bytes.add({{"interface", itf}, {"direction", "rx"}}, sum.bytes);
+      i_dropped.add({{"interface", itf}}, sum.dropped);
+    }
+    for (const auto& [itf, sum] : itf_tx) {
+      i_packets.add({{"interface", itf}, {"direction", "tx"}}, sum.packets);
+      i_bytes.add({{"interface", itf}, {"direction", "tx"}}, sum.bytes);
+      i_errors.add({{"interface", itf}}, sum.errors);
+    }
+    FamilyBuilder q_packets(out, "daqiri_queue_packets_total", "Packets through an RX or TX queue",
+                            MetricType::Counter);
+    FamilyBuilder q_bytes(out, "daqiri_queue_bytes_total", "Bytes through an RX or TX queue",
+                          MetricType::Counter);
+    for (const auto* table : {&q_rx, &q_tx}) {
+      const char* dir = table == &q_rx ? "rx" : "tx";
+      for (const auto& [key, sum] : *table) {
+        std::vector<ClientMetric::Label> l{
+            {"interface", key.first}, {"queue", key.second}, {"direction", dir}};
+        q_packets.add(l, sum.packets);
+        q_bytes.add(l, sum.bytes);
+      }
+    }
+
     std::map<uint64_t, const session::SessionInfo*> by_id;
     auto sessions = sessions_.sessions();
     for (const auto& s : sessions)
@@ -113,7 +170,7 @@ class DataPlaneCollector final : public prometheus::Collectable {
     FamilyBuilder a_loan(out, "daqiri_attachment_buffers_on_loan",
                          "Buffers the attachment's client holds now", MetricType::Gauge);
     size_t n = 0;
-    for (const auto& a : dp_.attachment_stats()) {
+    for (const auto& a : attachments) {
       uint64_t sid = sessions_.session_of(a.id);
       auto s = by_id.find(sid);
       bool other = ++n > kMaxAttachmentSeries;

@@ -126,6 +126,15 @@ TEST(Lifecycle, EmbeddedDefaultIsPrintableAndValid) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+TEST(Lifecycle, EveryShippedConfigValidates) {
+  for (const auto& entry : fs::directory_iterator(source_dir() + "/config")) {
+    if (entry.path().extension() != ".yaml") continue;
+    auto r = run({daqirid_path(), "--check-config", entry.path().string()});
+    EXPECT_EQ(r.exit_code, 0) << entry.path() << "\n" << r.err;
+    EXPECT_THAT(r.err, ::testing::Not(HasSubstr("error"))) << entry.path();
+  }
+}
+
 TEST(Lifecycle, VersionNamesWhatWasBuiltIn) {
   auto r = run({daqirid_path(), "--version"});
   EXPECT_EQ(r.exit_code, 0);

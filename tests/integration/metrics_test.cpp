@@ -71,6 +71,11 @@ TEST_F(MetricsTest, ScrapeHasExactCountsAndPassesPromtool) {
       HasSubstr(
           "daqiri_control_requests_total{code=\"OK\",method=\"daqiri.v1.Control/Attach\"} 1\n"));
   EXPECT_THAT(*body, HasSubstr("daqiri_build_info{version=\"0.1.0\""));
+  EXPECT_THAT(
+      *body, HasSubstr("daqiri_interface_packets_total{interface=\"lo\",direction=\"rx\"} 1234\n"));
+  EXPECT_THAT(*body, HasSubstr("daqiri_queue_packets_total{interface=\"lo\",queue=\"rx0\","
+                               "direction=\"rx\"} 1234\n"));
+  EXPECT_THAT(*body, HasSubstr("daqiri_interface_dropped_packets_total{interface=\"lo\"} 0\n"));
   EXPECT_THAT(*body, HasSubstr("daqiri_sessions 0\n"));
   if (::access("/usr/bin/promtool", X_OK) != 0)
     GTEST_SKIP() << "no promtool (apt install prometheus)";
