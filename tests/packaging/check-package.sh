@@ -15,8 +15,11 @@ for want in ./usr/sbin/daqirid ./usr/bin/daqiri-ctl ./usr/lib/systemd/system/daq
     ./usr/share/doc/daqiri/configuration.md; do
   grep -qxF "$want" <<<"$contents" || { echo "missing from $deb: $want"; exit 1; }
 done
-dpkg-deb -I "$deb" | grep -q 'Depends:.*libgrpc++' ||
-  { echo "no shared-library dependencies:"; dpkg-deb -I "$deb"; cat "$out/cpack.log"; exit 1; }
+# Captured first: `dpkg-deb | grep -q` under pipefail fails whenever grep's early exit makes
+# dpkg-deb die of SIGPIPE.
+info=$(dpkg-deb -I "$deb")
+grep -q 'Depends:.*libgrpc++' <<<"$info" ||
+  { echo "no shared-library dependencies:"; echo "$info"; cat "$out/cpack.log"; exit 1; }
 dpkg-deb -e "$deb" "$out/control"
 [ -x "$out/control/postinst" ] || { echo "no postinst"; exit 1; }
 echo "package ok: $(basename "$deb")"
