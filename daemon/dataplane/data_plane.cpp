@@ -364,6 +364,7 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
 std::vector<std::pair<std::string, double>> DataPlane::poller_stats() const {
   std::lock_guard lock(mutex_);
   std::vector<std::pair<std::string, double>> out;
+  out.reserve(pollers_.size());
   for (const auto& p : pollers_)
     out.emplace_back(p->name(), p->busy_ratio());
   return out;
