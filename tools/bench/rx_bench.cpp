@@ -2,6 +2,10 @@
 //   rx-bench recvmmsg PORT BURST COUNT   a plain kernel UDP reader (the peer)
 //   rx-bench daqiri SOCKET FLOW BURST COUNT   a libdaqiri client of daqirid (the subject)
 //   rx-bench attach SOCKET FLOW RUNS     time from attach_rx() to the first packet, per run
+//   rx-bench uring PORT BURST COUNT      the same reader on io_uring: one multishot recvmsg
+//                                        over a ring of provided buffers, completions reaped
+//                                        BURST at a time (to decide whether the socket backend
+//                                        should have an io_uring path)
 // Both receivers busy-poll and count until COUNT packets or 1 s without traffic, and print
 // "packets P seconds S" from the first packet to the last.
 #include <netinet/in.h>
@@ -13,6 +17,8 @@
 #include <cstdio>
 #include <string>
 #include <vector>
+
+#include <liburing.h>
 
 #include "daqiri/client.hpp"
 
@@ -65,6 +71,95 @@ int plain(uint16_t port, uint32_t burst, uint64_t count) {
     last = now;
   }
   report(packets, bytes, first, last);
+  return 0;
+}
+
+int uring_rx(uint16_t port, uint32_t burst, uint64_t count) {
+  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  int big = 8 << 20;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    std::perror("bind");
+    return 1;
+  }
+  io_uring ring{};
+  if (io_uring_queue_init(1024, &ring, 0) != 0) {
+    std::perror("io_uring_queue_init");
+    return 1;
+  }
+  constexpr unsigned kBufs = 4096;  // a power of two, as buffer rings require
+  constexpr unsigned kBufSize = 9216 + 256;
+  constexpr int kGroup = 1;
+  void* ring_mem = nullptr;
+  if (::posix_memalign(&ring_mem, 4096, kBufs * sizeof(io_uring_buf)) != 0) return 1;
+  auto* br = static_cast<io_uring_buf_ring*>(ring_mem);
+  io_uring_buf_ring_init(br);
+  io_uring_buf_reg reg{};
+  reg.ring_addr = reinterpret_cast<uint64_t>(br);
+  reg.ring_entries = kBufs;
+  reg.bgid = kGroup;
+  if (io_uring_register_buf_ring(&ring, &reg, 0) != 0) {
+    std::fprintf(stderr, "io_uring_register_buf_ring failed\n");
+    return 1;
+  }
+  std::vector<char> bufs(size_t{kBufs} * kBufSize);
+  for (unsigned i = 0; i < kBufs; ++i) {
+    io_uring_buf_ring_add(br, bufs.data() + size_t{i} * kBufSize, kBufSize,
+                          static_cast<uint16_t>(i), io_uring_buf_ring_mask(kBufs),
+                          static_cast<int>(i));
+  }
+  io_uring_buf_ring_advance(br, kBufs);
+  msghdr msg{};
+  msg.msg_namelen = sizeof(sockaddr_in);
+  auto arm = [&] {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+    io_uring_prep_recvmsg_multishot(sqe, fd, &msg, 0);
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = kGroup;
+    io_uring_submit(&ring);
+  };
+  arm();
+  std::printf("ready\n");
+  std::fflush(stdout);
+  std::vector<io_uring_cqe*> cqes(burst);
+  uint64_t packets = 0, bytes = 0;
+  Clock::time_point first{}, last = Clock::now();
+  while (packets < count) {
+    unsigned n = io_uring_peek_batch_cqe(&ring, cqes.data(), burst);
+    auto now = Clock::now();
+    if (n == 0) {
+      if (packets > 0 && now - last > std::chrono::seconds(1)) break;
+      io_uring_get_events(&ring);  // let the kernel post completions it has ready
+      continue;
+    }
+    if (packets == 0) first = now;
+    bool rearm = false;
+    for (unsigned i = 0; i < n; ++i) {
+      io_uring_cqe* c = cqes[i];
+      if (!(c->flags & IORING_CQE_F_MORE)) rearm = true;
+      if (c->res > 0 && (c->flags & IORING_CQE_F_BUFFER)) {
+        unsigned bid = c->flags >> IORING_CQE_BUFFER_SHIFT;
+        char* buf = bufs.data() + size_t{bid} * kBufSize;
+        auto* out = io_uring_recvmsg_validate(buf, c->res, &msg);
+        if (out) {
+          bytes += io_uring_recvmsg_payload_length(out, c->res, &msg);
+          ++packets;
+        }
+        io_uring_buf_ring_add(br, buf, kBufSize, static_cast<uint16_t>(bid),
+                              io_uring_buf_ring_mask(kBufs), 0);
+        io_uring_buf_ring_advance(br, 1);
+      }
+    }
+    io_uring_cq_advance(&ring, n);
+    last = now;
+    if (rearm) arm();
+  }
+  report(packets, bytes, first, last);
+  io_uring_queue_exit(&ring);
   return 0;
 }
 
@@ -136,6 +231,9 @@ int main(int argc, char** argv) {
   if (a.size() == 5 && a[0] == "daqiri")
     return daqiri_rx(a[1], a[2], std::stoul(a[3]), std::stoull(a[4]));
   if (a.size() == 4 && a[0] == "attach") return attach_latency(a[1], a[2], std::stoi(a[3]));
+  if (a.size() == 4 && a[0] == "uring") {
+    return uring_rx(static_cast<uint16_t>(std::stoi(a[1])), std::stoul(a[2]), std::stoull(a[3]));
+  }
   std::fprintf(stderr, "usage: see the comment at the top of rx_bench.cpp\n");
   return 2;
 }
