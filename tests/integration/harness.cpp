@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+extern char** environ;
+
 #include <atomic>
 #include <cstring>
 #include <fstream>
@@ -57,6 +59,41 @@ std::string read_all(int fd) {
   return out;
 }
 
+// Runs `argv` (setpriv'ed to `as` when given) with stdout and stderr on the given fds and
+// `extra_env` added. Everything the child needs is built before fork(): the test process runs
+// threads (gRPC's), and a child that allocated could deadlock on a lock one of them held. The
+// child dies with the test (PR_SET_PDEATHSIG) so a crashed test leaves no daemon behind.
+pid_t spawn(const std::vector<std::string>& argv, int out_fd, int err_fd,
+            std::optional<std::pair<uid_t, gid_t>> as = std::nullopt,
+            const std::vector<std::string>& extra_env = {}) {
+  std::vector<std::string> full;
+  if (as) {
+    full = {"/usr/bin/setpriv", "--reuid=" + std::to_string(as->first),
+            "--regid=" + std::to_string(as->second), "--init-groups", "--"};
+  }
+  full.insert(full.end(), argv.begin(), argv.end());
+  std::vector<char*> args;
+  for (auto& a : full)
+    args.push_back(a.data());
+  args.push_back(nullptr);
+  std::vector<std::string> env_strings(extra_env);
+  for (char** e = environ; *e != nullptr; ++e)
+    env_strings.emplace_back(*e);
+  std::vector<char*> env;
+  for (auto& e : env_strings)
+    env.push_back(e.data());
+  env.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::dup2(out_fd, 1);
+    ::dup2(err_fd, 2);
+    ::execve(args[0], args.data(), env.data());
+    _exit(127);
+  }
+  return pid;
+}
+
 }  // namespace
 
 TempDir::TempDir() {
@@ -80,29 +117,12 @@ std::string TempDir::write(const std::string& name, const std::string& text) con
 
 CommandResult run(const std::vector<std::string>& argv, std::optional<std::pair<uid_t, gid_t>> as,
                   std::chrono::seconds timeout) {
-  std::vector<std::string> full;
-  if (as) {
-    full = {"/usr/bin/setpriv", "--reuid=" + std::to_string(as->first),
-            "--regid=" + std::to_string(as->second), "--init-groups", "--"};
-  }
-  full.insert(full.end(), argv.begin(), argv.end());
   int out_pipe[2];
   int err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
     throw std::runtime_error("pipe failed");
   }
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    ::dup2(out_pipe[1], 1);
-    ::dup2(err_pipe[1], 2);
-    std::vector<char*> args;
-    for (auto& a : full)
-      args.push_back(a.data());
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    _exit(127);
-  }
+  pid_t pid = spawn(argv, out_pipe[1], err_pipe[1], as);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   CommandResult r;
@@ -123,25 +143,8 @@ CommandResult run(const std::vector<std::string>& argv, std::optional<std::pair<
 Spawned::Spawned(const TempDir& dir, const std::vector<std::string>& argv,
                  std::optional<std::pair<uid_t, gid_t>> as)
     : out_path_(dir.file("spawned-" + random_suffix() + ".out")) {
-  std::vector<std::string> full;
-  if (as) {
-    full = {"/usr/bin/setpriv", "--reuid=" + std::to_string(as->first),
-            "--regid=" + std::to_string(as->second), "--init-groups", "--"};
-  }
-  full.insert(full.end(), argv.begin(), argv.end());
-  pid_ = ::fork();
-  if (pid_ == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a crashed test must not leave daemons behind
-    int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(out, 1);
-    ::dup2(out, 2);
-    std::vector<char*> args;
-    for (auto& a : full)
-      args.push_back(a.data());
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    _exit(127);
-  }
+  UniqueFd out(::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  pid_ = spawn(argv, out.get(), out.get(), as);
 }
 
 Spawned::~Spawned() {
@@ -215,24 +218,10 @@ DaemonProcess::DaemonProcess(const TempDir& dir, std::vector<std::string> args,
                              std::vector<std::string> extra_env)
     : log_path_(dir.file("daqirid-" + random_suffix() + ".log")),
       notify_(dir.file("notify-" + random_suffix() + ".sock")) {
-  pid_ = ::fork();
-  if (pid_ == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a crashed test must not leave daemons behind
-    int log = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(log, 2);
-    ::dup2(log, 1);
-    ::setenv("NOTIFY_SOCKET", notify_.path().c_str(), 1);
-    for (const auto& e : extra_env)
-      ::putenv(strdup(e.c_str()));
-    std::vector<std::string> full{daqirid_path()};
-    full.insert(full.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : full)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    _exit(127);
-  }
+  UniqueFd log(::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  extra_env.push_back("NOTIFY_SOCKET=" + notify_.path());
+  args.insert(args.begin(), daqirid_path());
+  pid_ = spawn(args, log.get(), log.get(), std::nullopt, extra_env);
 }
 
 DaemonProcess::~DaemonProcess() {

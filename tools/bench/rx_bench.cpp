@@ -32,7 +32,8 @@ void report(uint64_t packets, uint64_t bytes, Clock::time_point first, Clock::ti
               static_cast<unsigned long long>(bytes), s);
 }
 
-int plain(uint16_t port, uint32_t burst, uint64_t count) {
+// The receive socket both peers read: loopback UDP with a deep buffer. -1 on failure.
+int bind_loopback_udp(uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
   int big = 8 << 20;
   ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
@@ -42,8 +43,15 @@ int plain(uint16_t port, uint32_t burst, uint64_t count) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
     std::perror("bind");
-    return 1;
+    ::close(fd);
+    return -1;
   }
+  return fd;
+}
+
+int plain(uint16_t port, uint32_t burst, uint64_t count) {
+  int fd = bind_loopback_udp(port);
+  if (fd < 0) return 1;
   std::printf("ready\n");
   std::fflush(stdout);
   std::vector<std::vector<char>> bufs(burst, std::vector<char>(9216));
@@ -75,17 +83,8 @@ int plain(uint16_t port, uint32_t burst, uint64_t count) {
 }
 
 int uring_rx(uint16_t port, uint32_t burst, uint64_t count) {
-  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  int big = 8 << 20;
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    std::perror("bind");
-    return 1;
-  }
+  int fd = bind_loopback_udp(port);
+  if (fd < 0) return 1;
   io_uring ring{};
   if (io_uring_queue_init(1024, &ring, 0) != 0) {
     std::perror("io_uring_queue_init");
