@@ -5,39 +5,13 @@
 
 #include "build_info.hpp"
 #include "control/proto_convert.hpp"
+#include "control/status_code.hpp"
 #include "system/host_info.hpp"
 
 namespace daqiri::control {
 
 grpc::Status to_status(const Error& error) {
-  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
-  switch (error.code) {
-    case ErrorCode::kInvalidArgument:
-      code = grpc::StatusCode::INVALID_ARGUMENT;
-      break;
-    case ErrorCode::kNotFound:
-      code = grpc::StatusCode::NOT_FOUND;
-      break;
-    case ErrorCode::kAlreadyExists:
-      code = grpc::StatusCode::ALREADY_EXISTS;
-      break;
-    case ErrorCode::kPermissionDenied:
-      code = grpc::StatusCode::PERMISSION_DENIED;
-      break;
-    case ErrorCode::kFailedPrecondition:
-      code = grpc::StatusCode::FAILED_PRECONDITION;
-      break;
-    case ErrorCode::kResourceExhausted:
-      code = grpc::StatusCode::RESOURCE_EXHAUSTED;
-      break;
-    case ErrorCode::kUnavailable:
-      code = grpc::StatusCode::UNAVAILABLE;
-      break;
-    case ErrorCode::kInternal:
-      code = grpc::StatusCode::INTERNAL;
-      break;
-  }
-  return {code, error.message};
+  return {to_grpc_code(error.code), error.message};
 }
 
 namespace {

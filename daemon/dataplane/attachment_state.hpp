@@ -10,6 +10,11 @@ namespace daqiri::dataplane {
 
 enum class Backpressure { kDropNew, kBlock };
 
+// Counters have one writer (the poller): a relaxed add, no read-modify-write needed.
+inline void bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
+  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 struct AttachmentCounters {
   std::atomic<uint64_t> packets{0};  // delivered (RX) or sent (TX)
   std::atomic<uint64_t> bytes{0};

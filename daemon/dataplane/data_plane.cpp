@@ -280,7 +280,7 @@ void DataPlane::close_locked(uint64_t id) {
   auto it = attachments_.find(id);
   if (it == attachments_.end()) return;
   Attachment& a = it->second;
-  AttachmentLifecycle& life = a.rx ? a.rx->lifecycle : a.tx->lifecycle;
+  AttachmentLifecycle& life = a.lifecycle();
   if (a.active) {
     life.closing.store(true, std::memory_order_release);
     // The poller returns every buffer and lets go; it parks for at most 1 ms.
@@ -303,8 +303,7 @@ std::vector<uint64_t> DataPlane::violated() const {
   std::lock_guard lock(mutex_);
   std::vector<uint64_t> out;
   for (const auto& [id, a] : attachments_) {
-    const AttachmentLifecycle& life = a.rx ? a.rx->lifecycle : a.tx->lifecycle;
-    if (life.violated.load(std::memory_order_acquire)) out.push_back(id);
+    if (a.lifecycle().violated.load(std::memory_order_acquire)) out.push_back(id);
   }
   return out;
 }
@@ -338,8 +337,7 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
   std::lock_guard lock(mutex_);
   std::vector<AttachmentStats> out;
   for (const auto& [id, a] : attachments_) {
-    const AttachmentCounters& c = a.rx ? a.rx->counters : a.tx->counters;
-    const AttachmentLifecycle& life = a.rx ? a.rx->lifecycle : a.tx->lifecycle;
+    const AttachmentCounters& c = a.counters();
     AttachmentStats s;
     s.id = id;
     s.rx = a.rx != nullptr;
@@ -355,7 +353,7 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
     s.bad_descriptor = c.bad_descriptor.load(std::memory_order_relaxed);
     s.send_errors = c.send_errors.load(std::memory_order_relaxed);
     s.on_loan = c.on_loan.load(std::memory_order_relaxed);
-    s.violated = life.violated.load(std::memory_order_relaxed);
+    s.violated = a.lifecycle().violated.load(std::memory_order_relaxed);
     out.push_back(s);
   }
   return out;

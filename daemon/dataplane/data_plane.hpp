@@ -124,6 +124,12 @@ class DataPlane {
     std::string target;
     TxQueueHome* tx_home = nullptr;
     bool active = false;
+    [[nodiscard]] AttachmentLifecycle& lifecycle() const {
+      return rx ? rx->lifecycle : tx->lifecycle;
+    }
+    [[nodiscard]] const AttachmentCounters& counters() const {
+      return rx ? rx->counters : tx->counters;
+    }
   };
 
   explicit DataPlane(config::Config config) : config_(std::move(config)) {}

@@ -40,7 +40,7 @@ void RxAttachment::publish() {
   uint32_t n = prod_ - published_;
   published_ = prod_;
   ring_.publish_producer(prod_);
-  AttachmentCounters::add(counters.on_loan, n);
+  bump(counters.on_loan, n);
   if (ring_.consumer_wants_wakeup()) {
     uint64_t one = 1;
     [[maybe_unused]] auto w = ::write(eventfd_.get(), &one, sizeof one);
@@ -52,7 +52,7 @@ bool RxAttachment::reclaim() {
   if (c == cons_) return true;
   // Unsigned distances: valid iff cons_ <= c <= published_ in ring order.
   if (c - cons_ > published_ - cons_) {
-    AttachmentCounters::add(counters.bad_index, 1);
+    bump(counters.bad_index, 1);
     lifecycle.violated.store(true, std::memory_order_release);
     return false;
   }

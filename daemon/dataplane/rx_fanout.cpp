@@ -34,12 +34,12 @@ uint16_t RxFanout::deliver(const daqiri_rx_desc& desc, uint32_t buffer,
   for (size_t i = 0; i < active_count_; ++i) {
     RxAttachment* a = active_[i];
     if (a->free_slots() == 0) {
-      AttachmentCounters::add(a->counters.dropped_ring_full, 1);
+      bump(a->counters.dropped_ring_full, 1);
       continue;
     }
     a->push(desc, buffer, pool);
-    AttachmentCounters::add(a->counters.packets, 1);
-    AttachmentCounters::add(a->counters.bytes, desc.length);
+    bump(a->counters.packets, 1);
+    bump(a->counters.bytes, desc.length);
     ++refs;
   }
   return refs;

@@ -25,11 +25,6 @@ struct FlowCounters {
   std::atomic<uint32_t> connections{0};    // TCP: open streams
 };
 
-// Counters have one writer (the poller): a relaxed add, no read-modify-write needed.
-inline void bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
-  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
-
 // Receive timestamps: CLOCK_REALTIME through the vDSO, once per batch.
 inline uint64_t realtime_ns() {
   timespec ts{};

@@ -52,7 +52,7 @@ uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max) {
   uint32_t p = tx_.load_producer();
   uint32_t pending = p - tx_cons_;
   if (pending > tx_.size()) {
-    AttachmentCounters::add(counters.bad_index, 1);
+    bump(counters.bad_index, 1);
     lifecycle.violated.store(true, std::memory_order_release);
     return 0;
   }
@@ -63,7 +63,7 @@ uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max) {
     bool ok = d.buffer < num_bufs_ && with_daemon_[d.buffer] == 0 && d.flags == 0 &&
               d.length >= frame::kUdpHeaders && d.length <= buf_size_;
     if (!ok) {
-      AttachmentCounters::add(counters.bad_descriptor, 1);
+      bump(counters.bad_descriptor, 1);
       lifecycle.violated.store(true, std::memory_order_release);
       break;
     }

@@ -12,12 +12,13 @@
 
 #include <cstring>
 
+#include "control/status_code.hpp"
 #include "daqiri/common/fd_passing.hpp"
 
 namespace daqiri::session {
 namespace {
 
-constexpr int kGrpcNotFound = 5;
+constexpr int kGrpcNotFound = static_cast<int>(grpc::StatusCode::NOT_FOUND);
 
 daqiri_msg_header header(daqiri_msg_type type, size_t length) {
   return {DAQIRI_MSG_MAGIC, DAQIRI_ABI_VERSION, static_cast<uint16_t>(type),
@@ -29,28 +30,6 @@ bool same_token(const uint8_t* a, const uint8_t* b) {
   for (size_t i = 0; i < DAQIRI_TOKEN_BYTES; ++i)
     diff |= a[i] ^ b[i];
   return diff == 0;
-}
-
-int grpc_code(ErrorCode c) {
-  switch (c) {
-    case ErrorCode::kInvalidArgument:
-      return 3;
-    case ErrorCode::kNotFound:
-      return 5;
-    case ErrorCode::kAlreadyExists:
-      return 6;
-    case ErrorCode::kPermissionDenied:
-      return 7;
-    case ErrorCode::kResourceExhausted:
-      return 8;
-    case ErrorCode::kFailedPrecondition:
-      return 9;
-    case ErrorCode::kUnavailable:
-      return 14;
-    case ErrorCode::kInternal:
-      return 13;
-  }
-  return 13;
 }
 
 }  // namespace
@@ -285,7 +264,8 @@ void SessionServer::handle_claim(Session& s, const void* msg, size_t len) {
   }
   auto share = dp_.activate(claim.attachment_id);
   if (!share) {
-    send_error(s, claim.attachment_id, grpc_code(share.error().code), share.error().message);
+    send_error(s, claim.attachment_id, static_cast<int>(control::to_grpc_code(share.error().code)),
+               share.error().message);
     return;
   }
   daqiri_msg_attached a{};

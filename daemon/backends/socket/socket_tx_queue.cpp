@@ -54,7 +54,7 @@ bool SocketTxQueue::drain(dataplane::TxAttachment& a) {
     auto udp = frame::parse_udp({f, d.length});
     if (!udp || udp->src.ipv4 != source_ipv4_) {
       // Not UDP over IPv4 from this interface: refused, and the client is told by the cut.
-      dataplane::AttachmentCounters::add(a.counters.bad_descriptor, 1);
+      dataplane::bump(a.counters.bad_descriptor, 1);
       a.lifecycle.violated.store(true, std::memory_order_release);
       n = i;
       break;
@@ -77,14 +77,14 @@ bool SocketTxQueue::drain(dataplane::TxAttachment& a) {
     int r = ::sendmmsg(raw_.get(), msgs_.data() + sent, m - sent, MSG_DONTWAIT);
     if (r <= 0) {
       // Socket buffer full or an error: the rest are completed unsent and counted.
-      dataplane::AttachmentCounters::add(a.counters.send_errors, m - sent);
+      dataplane::bump(a.counters.send_errors, m - sent);
       break;
     }
     sent += uint32_t(r);
   }
   good = sent;
-  dataplane::AttachmentCounters::add(a.counters.packets, good);
-  dataplane::AttachmentCounters::add(a.counters.bytes, bytes);
+  dataplane::bump(a.counters.packets, good);
+  dataplane::bump(a.counters.bytes, bytes);
   a.complete(descs_.data(), n);
   return true;
 }
