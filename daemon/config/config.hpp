@@ -107,6 +107,15 @@ struct FlowConfig {
   Located where;
 };
 
+// The DPDK environment (EAL) daqirid starts when an interface uses the dpdk backend.
+struct DpdkConfig {
+  int main_core = -1;        // EAL main lcore; -1: the first control core, else the first CPU
+  bool hugepages = true;     // false: --no-huge (anonymous memory; slower, no PCI devices)
+  uint32_t memory_mb = 256;  // EAL heap: mbuf headers, descriptor rings, PMD state
+  std::vector<std::string> eal_args;  // appended to the EAL arguments as they are
+  Located where;
+};
+
 enum class Schema { kDaqirid, kDaqiri };
 
 struct Config {
@@ -116,6 +125,7 @@ struct Config {
   std::vector<MemoryRegionConfig> memory_regions;
   std::vector<InterfaceConfig> interfaces;
   std::vector<FlowConfig> flows;
+  DpdkConfig dpdk;
 };
 
 }  // namespace daqiri::config

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "config/dpdk_address.hpp"
 #include "core/flow_table.hpp"
 
 namespace daqiri::config {
@@ -42,6 +43,7 @@ class Validator {
     check_pool_sizes();
     check_hugepages();
     check_flows();
+    check_dpdk();
   }
 
  private:
@@ -149,7 +151,9 @@ class Validator {
           if (!facts_.have_dpdk) {
             error(itf.where.at("backend"),
                   "backend dpdk needs a daqirid built with DPDK (DAQIRI_WITH_DPDK)");
+            break;
           }
+          check_dpdk_interface(itf);
           break;
         case Backend::kRdma:
           if (!facts_.have_rdma) {
@@ -178,6 +182,70 @@ class Validator {
       for (const auto& q : itf.tx_queues)
         check_queue(itf, q, "TX", queue_names, tx_ids);
     }
+  }
+
+  void check_dpdk_interface(const InterfaceConfig& itf) {
+    auto address = parse_dpdk_address(itf.address);
+    if (!address) {
+      error(itf.where.at("address"),
+            "a dpdk interface names a PCI device (0000:3b:00.0) or a DPDK virtual device "
+            "(net_null0, net_pcap0,rx_pcap=in.pcap), got \"" +
+                itf.address + "\"");
+      return;
+    }
+    if (!dpdk_devices_.insert(address->name).second) {
+      error(itf.where.at("address"),
+            "DPDK device \"" + address->name + "\" is used by another interface");
+    }
+    if (address->pci && !c_.dpdk.hugepages) {
+      error(itf.where.at("address"),
+            "a PCI device needs DMA-able memory: dpdk.hugepages must be true for " + address->name);
+    }
+    auto check_ids = [&](const std::vector<QueueConfig>& queues, const char* dir) {
+      for (size_t i = 0; i < queues.size(); ++i) {
+        bool found = false;
+        for (const auto& q : queues)
+          found |= q.id == i;
+        if (!found) {
+          error(itf.where.self, std::string("interface \"") + itf.name + "\": DPDK " + dir +
+                                    " queue ids must be 0 to " + std::to_string(queues.size() - 1) +
+                                    "; " + std::to_string(i) + " is missing");
+          return;
+        }
+      }
+    };
+    check_ids(itf.rx_queues, "RX");
+    check_ids(itf.tx_queues, "TX");
+    // A frame must fit one buffer after the mbuf headroom (128 bytes).
+    uint32_t need = itf.mtu + 14 + 4 + kMbufHeadroom;
+    for (const auto* queues : {&itf.rx_queues, &itf.tx_queues}) {
+      for (const auto& q : *queues) {
+        if (q.regions.size() != 1) continue;  // header-data split: checked at start
+        auto it = regions_.find(q.regions.front());
+        if (it == regions_.end()) continue;
+        const MemoryRegionConfig& r = *it->second;
+        if (r.kind != RegionKind::kHost && r.kind != RegionKind::kHuge) continue;
+        if (r.buf_size > 65535) {
+          error(r.where.at("buf_size"), "buf_size " + std::to_string(r.buf_size) +
+                                            " is too large for DPDK queue " + itf.name + "/" +
+                                            q.name + " (mbufs address at most 65535 bytes)");
+        } else if (queues == &itf.rx_queues && r.buf_size < need) {
+          error(r.where.at("buf_size"), "buf_size " + std::to_string(r.buf_size) +
+                                            " cannot hold a frame of MTU " +
+                                            std::to_string(itf.mtu) + " on DPDK queue " + itf.name +
+                                            "/" + q.name + ": it needs " + std::to_string(need) +
+                                            " (frame + VLAN tag + 128 bytes of mbuf headroom)");
+        }
+      }
+    }
+  }
+
+  void check_dpdk() {
+    bool any_dpdk = false;
+    for (const auto& itf : c_.interfaces)
+      any_dpdk |= itf.backend == Backend::kDpdk;
+    if (!any_dpdk) return;
+    if (c_.dpdk.main_core >= 0) check_core(c_.dpdk.main_core, c_.dpdk.where.at("main_core"));
   }
 
   // A region is the template of the pools cut from it (one per flow on the socket backend), so
@@ -220,6 +288,7 @@ class Validator {
     for (const auto& f : c_.flows) {
       for (const auto& itf : c_.interfaces) {
         if (itf.name != f.interface || itf.rx_queues.empty()) continue;
+        if (itf.backend == Backend::kDpdk) continue;  // a pool per queue, counted below
         const QueueConfig* q = &itf.rx_queues.front();
         for (const auto& candidate : itf.rx_queues) {
           if (candidate.name == f.queue) q = &candidate;
@@ -227,9 +296,32 @@ class Validator {
         count_queue(*q);
       }
     }
+    bool eal = false;
+    const InterfaceConfig* first_dpdk = nullptr;
     for (const auto& itf : c_.interfaces) {
       for (const auto& q : itf.tx_queues)
         count_queue(q);
+      if (itf.backend != Backend::kDpdk) continue;
+      for (const auto& q : itf.rx_queues)
+        count_queue(q);
+      eal = c_.dpdk.hugepages && facts_.have_dpdk;
+      if (!first_dpdk) first_dpdk = &itf;
+    }
+    uint64_t eal_pages = eal ? ((uint64_t{c_.dpdk.memory_mb} << 20) + facts_.hugepage_size - 1) /
+                                   facts_.hugepage_size
+                             : 0;
+    if (eal_pages > 0 && pages + eal_pages > facts_.hugepages_free) {
+      uint64_t mib = facts_.hugepage_size >> 20;
+      error(c_.dpdk.where.self.line > 0 ? c_.dpdk.where.at("hugepages")
+                                        : first_dpdk->where.at("backend"),
+            "DPDK needs " + std::to_string(eal_pages) + " hugepages of " + std::to_string(mib) +
+                " MiB for dpdk.memory_mb " + std::to_string(c_.dpdk.memory_mb) +
+                (pages ? " and " + std::to_string(pages) + " for huge regions" : std::string()) +
+                " but the machine has " + std::to_string(facts_.hugepages_free) +
+                " free; reserve more with `echo " +
+                std::to_string(facts_.hugepages_total + pages + eal_pages - facts_.hugepages_free) +
+                " > /proc/sys/vm/nr_hugepages` (and mount hugetlbfs) or set dpdk.hugepages: false");
+      return;
     }
     if (!first || pages <= facts_.hugepages_free) return;
     uint64_t mib = facts_.hugepage_size >> 20;
@@ -241,6 +333,16 @@ class Validator {
               std::to_string(facts_.hugepages_total) + "); reserve more with `echo " +
               std::to_string(facts_.hugepages_total + pages - facts_.hugepages_free) +
               " > /proc/sys/vm/nr_hugepages` or use kind host");
+  }
+
+  void check_catch_all(const FlowConfig& f) {
+    if (!f.match.any) return;
+    for (const auto& itf : c_.interfaces) {
+      if (itf.name == f.interface && itf.backend != Backend::kDpdk) {
+        error(f.where.at("match"), "match any (a queue's catch-all) needs a dpdk interface; \"" +
+                                       itf.name + "\" is " + to_string(itf.backend));
+      }
+    }
   }
 
   void check_flows() {
@@ -258,6 +360,7 @@ class Validator {
         const auto& field = added.error().field;
         error(f.where.at(field.empty() ? "name" : field), added.error().message);
       }
+      check_catch_all(f);
     }
   }
 
@@ -267,6 +370,8 @@ class Validator {
   std::map<std::string, const MemoryRegionConfig*> regions_;
   std::map<std::string, std::vector<const QueueConfig*>> users_;
   std::map<const QueueConfig*, std::string> user_names_;
+  std::set<std::string> dpdk_devices_;
+  static constexpr uint32_t kMbufHeadroom = 128;  // RTE_PKTMBUF_HEADROOM
 };
 
 }  // namespace

@@ -171,9 +171,11 @@ void read_daqiri_schema(const YamlNode& cfg_node, Config& config) {
     if (auto v = mc->to_int(0, 4095)) {
       d.control_cores = {static_cast<int>(*v)};
       d.where.record("control_cores", mc->origin());
+      config.dpdk.main_core = static_cast<int>(*v);
+      config.dpdk.where.record("main_core", mc->origin());
       mc->warning(
-          "mapped to daemon.control_cores: pins daqirid's control thread, not a DPDK "
-          "main lcore");
+          "mapped to daemon.control_cores and dpdk.main_core: daqirid's control threads and "
+          "the EAL main lcore run there; pollers are pinned by each queue's cpu_core");
     }
   }
   bool debug = false;

@@ -184,6 +184,16 @@ FlowConfig read_flow(const YamlNode& node) {
   return f;
 }
 
+void read_dpdk(const YamlNode& node, DpdkConfig& d) {
+  d.where.self = node.origin();
+  YamlMap map(node);
+  map.read_int("main_core", d.main_core, 0, 4095, d.where);
+  map.read_bool("hugepages", d.hugepages, d.where);
+  map.read_uint("memory_mb", d.memory_mb, 16, 1u << 20, d.where);
+  map.read_string_list("eal_args", d.eal_args, d.where);
+  map.finish();
+}
+
 }  // namespace
 
 void read_daqirid_schema(YamlMap& root, Config& config) {
@@ -200,6 +210,7 @@ void read_daqirid_schema(YamlMap& root, Config& config) {
     for (const auto& f : flows->items())
       config.flows.push_back(read_flow(f));
   }
+  if (auto dpdk = root.get("dpdk")) read_dpdk(*dpdk, config.dpdk);
   root.finish();
 }
 

@@ -38,10 +38,14 @@ core::FlowMatch read_flow_match(const YamlNode& node, const std::function<void(Y
   m.ipv4_src = read_match_dim<core::Ipv4Prefix>(map, "ipv4_src", core::parse_ipv4_prefix);
   m.ipv4_dst = read_match_dim<core::Ipv4Prefix>(map, "ipv4_dst", core::parse_ipv4_prefix);
   m.tcp_dst = read_match_dim<core::PortRange>(map, "tcp_dst", core::parse_port_range);
+  Located any_where;
+  map.read_bool("any", m.any, any_where);
   if (extra) extra(map);
   map.finish();
   if (map.valid() && m.empty() && !node.diags().has_errors()) {
-    node.error("a match needs at least one of udp_src, udp_dst, ipv4_src, ipv4_dst, tcp_dst");
+    node.error(
+        "a match needs at least one of udp_src, udp_dst, ipv4_src, ipv4_dst, tcp_dst, or any: "
+        "true");
   }
   return m;
 }

@@ -115,7 +115,7 @@ grpc::Status ControlService::ListInterfaces(grpc::ServerContext* ctx,
     return to_status(peer.error());
   }
   for (const auto& itf : model_.config().interfaces)
-    to_proto(itf, *resp->add_interfaces());
+    to_proto(itf, data_plane_.interface_state(itf.name), *resp->add_interfaces());
   return grpc::Status::OK;
 }
 
@@ -142,8 +142,11 @@ grpc::Status ControlService::ListQueues(grpc::ServerContext* ctx, const v1::List
   }
   for (const auto& itf : model_.config().interfaces) {
     if (!req->interface().empty() && itf.name != req->interface()) continue;
-    for (const auto& q : itf.rx_queues)
-      to_proto(itf, q, v1::DIRECTION_RX, *resp->add_queues());
+    for (const auto& q : itf.rx_queues) {
+      auto* out = resp->add_queues();
+      to_proto(itf, q, v1::DIRECTION_RX, *out);
+      out->set_delivery(data_plane_.delivery(itf.name, q.name));
+    }
     for (const auto& q : itf.tx_queues)
       to_proto(itf, q, v1::DIRECTION_TX, *resp->add_queues());
   }
@@ -160,7 +163,7 @@ grpc::Status ControlService::ListFlows(grpc::ServerContext* ctx, const v1::ListF
     return to_status({ErrorCode::kNotFound, "no interface named \"" + req->interface() + "\"", {}});
   }
   for (const auto& f : model_.flows(req->interface()))
-    to_proto(f, *resp->add_flows());
+    to_proto(f, data_plane_.steering(f.name), *resp->add_flows());
   return grpc::Status::OK;
 }
 
@@ -200,7 +203,7 @@ grpc::Status ControlService::CreateFlow(grpc::ServerContext* ctx, const v1::Crea
   if (!flow) return to_status(flow.error());
   spdlog::info("flow {} created by {}: {} -> {}/{}", flow->name, peer->describe(),
                flow->match.to_string(), flow->interface, flow->queue);
-  to_proto(*flow, *resp);
+  to_proto(*flow, data_plane_.steering(flow->name), *resp);
   return grpc::Status::OK;
 }
 
@@ -303,6 +306,36 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
     out->set_bad_descriptor(a.bad_descriptor);
     out->set_send_errors(a.send_errors);
     out->set_buffers_on_loan(a.on_loan);
+  }
+  for (const auto& n : data_plane_.nic_stats()) {
+    auto* out = resp->add_nics();
+    out->set_interface(n.interface);
+    out->set_driver(n.driver);
+    out->set_link(n.link);
+    out->set_rx_packets(n.rx_packets);
+    out->set_rx_bytes(n.rx_bytes);
+    out->set_rx_missed(n.rx_missed);
+    out->set_rx_errors(n.rx_errors);
+    out->set_rx_nombuf(n.rx_nombuf);
+    out->set_tx_packets(n.tx_packets);
+    out->set_tx_bytes(n.tx_bytes);
+    out->set_tx_errors(n.tx_errors);
+    for (const auto& [name, value] : n.xstats)
+      (*out->mutable_xstats())[name] = value;
+    for (const auto& q : n.queues) {
+      auto* qo = out->add_queues();
+      qo->set_name(q.name);
+      qo->set_direction(q.rx ? v1::DIRECTION_RX : v1::DIRECTION_TX);
+      qo->set_packets(q.packets);
+      qo->set_bytes(q.bytes);
+      qo->set_unmatched(q.unmatched);
+      qo->set_copied(q.copied);
+      qo->set_no_buffer(q.no_buffer);
+      qo->set_truncated(q.truncated);
+      qo->set_no_header(q.no_header);
+      qo->set_oversize(q.oversize);
+      qo->set_buffers_on_loan(q.on_loan);
+    }
   }
   resp->set_sessions_cut_off(sessions_.sessions_cut_off());
   return grpc::Status::OK;

@@ -64,32 +64,38 @@ v1::RegionKind to_proto(config::RegionKind k) {
 
 }  // namespace
 
-void to_proto(const core::Flow& flow, v1::Flow& out) {
+void to_proto(const core::Flow& flow, std::optional<dataplane::Steering> steering, v1::Flow& out) {
   out.set_name(flow.name);
   out.set_interface(flow.interface);
   out.set_queue(flow.queue);
   out.set_id(flow.id);
   out.set_origin(flow.origin == core::FlowOrigin::kConfig ? v1::FLOW_ORIGIN_CONFIG
                                                           : v1::FLOW_ORIGIN_API);
-  // Every flow in the model is installed in the data plane; the socket backend steers in
-  // software (the kernel by port, the poller by the source filters).
-  out.set_steering(v1::STEERING_SOFTWARE);
+  // Software: the kernel by port and the poller by source filters (socket backend), or the
+  // queue's poller (DPDK without an rte_flow rule). Hardware: an rte_flow rule.
+  if (!steering) {
+    out.set_steering(v1::STEERING_PENDING);
+  } else {
+    out.set_steering(*steering == dataplane::Steering::kHardware ? v1::STEERING_HARDWARE
+                                                                 : v1::STEERING_SOFTWARE);
+  }
   auto* m = out.mutable_match();
   if (flow.match.udp_src) to_proto(*flow.match.udp_src, *m->mutable_udp_src());
   if (flow.match.udp_dst) to_proto(*flow.match.udp_dst, *m->mutable_udp_dst());
   if (flow.match.ipv4_src) to_proto(*flow.match.ipv4_src, *m->mutable_ipv4_src());
   if (flow.match.ipv4_dst) to_proto(*flow.match.ipv4_dst, *m->mutable_ipv4_dst());
   if (flow.match.tcp_dst) to_proto(*flow.match.tcp_dst, *m->mutable_tcp_dst());
+  m->set_any(flow.match.any);
   if (flow.connect) out.set_connect(flow.connect->to_string());
 }
 
-void to_proto(const config::InterfaceConfig& itf, v1::Interface& out) {
+void to_proto(const config::InterfaceConfig& itf, const std::string& state, v1::Interface& out) {
   out.set_name(itf.name);
   out.set_backend(to_proto(itf.backend));
   out.set_address(itf.address);
   out.set_rx_queues(static_cast<uint32_t>(itf.rx_queues.size()));
   out.set_tx_queues(static_cast<uint32_t>(itf.tx_queues.size()));
-  out.set_state("configured");
+  out.set_state(state);
 }
 
 void to_proto(const config::MemoryRegionConfig& region, v1::MemoryRegion& out) {
@@ -150,6 +156,7 @@ Result<core::FlowSpec> from_proto(const v1::CreateFlowRequest& request) {
     if (!r) return std::unexpected(r.error());
     spec.match.tcp_dst = *r;
   }
+  spec.match.any = m.any();
   if (!request.connect().empty()) {
     auto ep = core::parse_endpoint(request.connect());
     if (!ep) {

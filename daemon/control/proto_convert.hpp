@@ -5,11 +5,13 @@
 #include "config/config.hpp"
 #include "core/flow_table.hpp"
 #include "daqiri/v1/control.pb.h"
+#include "dataplane/rx_flow_task.hpp"
 
 namespace daqiri::control {
 
-void to_proto(const core::Flow& flow, v1::Flow& out);
-void to_proto(const config::InterfaceConfig& itf, v1::Interface& out);
+// `steering`: as the data plane reports it; nullopt while the flow is not installed.
+void to_proto(const core::Flow& flow, std::optional<dataplane::Steering> steering, v1::Flow& out);
+void to_proto(const config::InterfaceConfig& itf, const std::string& state, v1::Interface& out);
 void to_proto(const config::MemoryRegionConfig& region, v1::MemoryRegion& out);
 void to_proto(const config::InterfaceConfig& itf, const config::QueueConfig& queue,
               v1::Direction direction, v1::Queue& out);

@@ -39,19 +39,26 @@ struct Ipv4Prefix {
   friend bool operator==(const Ipv4Prefix&, const Ipv4Prefix&) = default;
 };
 
+struct PacketFields;
+
 struct FlowMatch {
   std::optional<PortRange> udp_src;
   std::optional<PortRange> udp_dst;
   std::optional<Ipv4Prefix> ipv4_src;
   std::optional<Ipv4Prefix> ipv4_dst;
   std::optional<PortRange> tcp_dst;  // TCP streams to these ports (the daemon listens)
+  // The queue's catch-all: every frame no other flow of the queue takes, IP or not (DPDK).
+  bool any = false;
 
   [[nodiscard]] bool empty() const {
-    return !udp_src && !udp_dst && !ipv4_src && !ipv4_dst && !tcp_dst;
+    return !any && !udp_src && !udp_dst && !ipv4_src && !ipv4_dst && !tcp_dst;
   }
   [[nodiscard]] bool is_tcp() const { return tcp_dst.has_value(); }
   // True when some packet would match both: steering between them would be ambiguous.
+  // A catch-all overlaps nothing (it takes what is left) but another catch-all.
   [[nodiscard]] bool overlaps(const FlowMatch& o) const;
+  // Whether a received frame's fields match (software steering).
+  [[nodiscard]] bool matches(const PacketFields& p) const;
   // "udp_dst=4096 ipv4_dst=10.0.0.0/24"
   [[nodiscard]] std::string to_string() const;
   friend bool operator==(const FlowMatch&, const FlowMatch&) = default;

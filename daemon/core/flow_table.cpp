@@ -67,12 +67,25 @@ Result<Flow> FlowTable::add(FlowSpec spec) {
                 "tcp_dst, or a TCP endpoint to connect to",
                 "match");
   }
+  if (spec.match.any && (spec.match.udp_src || spec.match.udp_dst || spec.match.ipv4_src ||
+                         spec.match.ipv4_dst || spec.match.tcp_dst || spec.connect)) {
+    return fail(ErrorCode::kInvalidArgument,
+                "match any is the queue's catch-all and takes no other field", "match");
+  }
   if (spec.match.is_tcp() && (spec.match.udp_src || spec.match.udp_dst)) {
     return fail(ErrorCode::kInvalidArgument, "a match is UDP or TCP, not both", "match");
   }
   std::set<uint32_t> ids;
   for (const auto& [name, other] : flows_) {
     ids.insert(other.id);
+    if (spec.match.any && other.match.any && other.interface == spec.interface &&
+        other.queue == spec.queue) {
+      return fail(ErrorCode::kAlreadyExists,
+                  "RX queue " + spec.interface + "/" + spec.queue +
+                      " already has a catch-all flow (\"" + name + "\")",
+                  "match");
+    }
+    if (spec.match.any || other.match.any) continue;  // a catch-all takes only what is left
     if (other.interface == spec.interface && !spec.connect && !other.connect &&
         other.match.overlaps(spec.match)) {
       return fail(ErrorCode::kAlreadyExists,

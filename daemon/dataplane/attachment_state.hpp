@@ -5,13 +5,15 @@
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 namespace daqiri::dataplane {
 
 enum class Backpressure { kDropNew, kBlock };
 
 // Counters have one writer (the poller): a relaxed add, no read-modify-write needed.
-inline void bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
+template <typename T>
+inline void bump(std::atomic<T>& counter, std::type_identity_t<T> n = 1) {
   counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 

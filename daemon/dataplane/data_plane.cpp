@@ -35,11 +35,28 @@ Result<> check_host_region(const config::MemoryRegionConfig& r, const std::strin
 Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config) {
   std::unique_ptr<DataPlane> dp(new DataPlane(config));
   const config::Config& c = dp->config_;
+  bool need_dpdk = false;
   for (const auto& itf : c.interfaces) {
-    if (itf.backend != config::Backend::kSocket) {
+    if (itf.backend == config::Backend::kRdma) {
       return fail(ErrorCode::kFailedPrecondition,
-                  "interface \"" + itf.name + "\": the " + config::to_string(itf.backend) +
-                      " backend is not available in this version of daqirid");
+                  "interface \"" + itf.name +
+                      "\": the rdma backend is not available in this version of daqirid");
+    }
+    need_dpdk |= itf.backend == config::Backend::kDpdk;
+  }
+  if (need_dpdk) {
+#ifdef DAQIRI_HAVE_DPDK
+    auto dpdk = backends::dpdk::DpdkBackend::start(c);
+    if (!dpdk) return std::unexpected(dpdk.error());
+    dp->dpdk_ = std::move(*dpdk);
+#else
+    return fail(ErrorCode::kFailedPrecondition, "this daqirid was built without DPDK");
+#endif
+  }
+  for (const auto& itf : c.interfaces) {
+    if (itf.backend == config::Backend::kDpdk) {
+      if (auto ok = dp->start_dpdk_queues(itf); !ok) return std::unexpected(ok.error());
+      continue;
     }
     for (const auto& q : itf.rx_queues) {
       std::string key = itf.name + "/" + q.name;
@@ -69,6 +86,7 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config
       home->queue = &q;
       home->region = region;
       home->task = std::move(*task);
+      home->key = key;
       home->poller->add_task(home->task.get(), {});
       dp->tx_queues_[key] = std::move(home);
     }
@@ -76,16 +94,73 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config
   return dp;
 }
 
+// DPDK queues are the backend's poll tasks; they go on their pollers now and stay there.
+Result<> DataPlane::start_dpdk_queues(const config::InterfaceConfig& itf) {
+#ifdef DAQIRI_HAVE_DPDK
+  for (const auto& q : itf.rx_queues) {
+    std::string key = itf.name + "/" + q.name;
+    if (q.regions.size() != 1) {
+      return fail(ErrorCode::kFailedPrecondition,
+                  "queue " + key +
+                      ": header-data split (two regions) needs a PMD with buffer split, which "
+                      "this version of daqirid does not drive yet");
+    }
+    const auto* region = region_named(config_, q.regions[0]);
+    if (auto ok = check_host_region(*region, key); !ok) return ok;
+    auto poller = poller_for("rx:" + key, q.core);
+    if (!poller) return std::unexpected(poller.error());
+    rx_queues_[key] = {*poller, &itf, &q, region};
+    (*poller)->add_task(dpdk_->rx_task(key), {});
+  }
+  for (const auto& q : itf.tx_queues) {
+    std::string key = itf.name + "/" + q.name;
+    const auto* region = region_named(config_, q.regions[0]);
+    if (auto ok = check_host_region(*region, key); !ok) return ok;
+    auto poller = poller_for("tx:" + key, q.core);
+    if (!poller) return std::unexpected(poller.error());
+    auto home = std::make_unique<TxQueueHome>();
+    home->poller = *poller;
+    home->itf = &itf;
+    home->queue = &q;
+    home->region = region;
+    home->key = key;
+    home->poller->add_task(dpdk_->tx_task(key), {});
+    tx_queues_[key] = std::move(home);
+  }
+  return {};
+#else
+  (void)itf;
+  return fail(ErrorCode::kFailedPrecondition, "this daqirid was built without DPDK");
+#endif
+}
+
+bool DataPlane::is_dpdk(const std::string& interface) const {
+  for (const auto& itf : config_.interfaces) {
+    if (itf.name == interface) return itf.backend == config::Backend::kDpdk;
+  }
+  return false;
+}
+
 DataPlane::~DataPlane() {
-  // Pollers first: nothing may be polled while it is destroyed.
+  // Pollers first: nothing may be polled while it is destroyed. Then flows (their NIC rules
+  // need the port open), then the ports (they unregister client TX memory, still mapped).
   pollers_.clear();
+  flows_.clear();
+#ifdef DAQIRI_HAVE_DPDK
+  dpdk_.reset();
+#endif
 }
 
 Result<Poller*> DataPlane::poller_for(const std::string& name, int core) {
   if (core >= 0) {
     if (auto it = pinned_.find(core); it != pinned_.end()) return it->second;
   }
-  auto p = Poller::start(core >= 0 ? "poll:core" + std::to_string(core) : "poll:" + name, core);
+  void (*on_start)() = nullptr;
+#ifdef DAQIRI_HAVE_DPDK
+  if (dpdk_) on_start = &backends::dpdk::DpdkBackend::register_thread;
+#endif
+  auto p = Poller::start(core >= 0 ? "poll:core" + std::to_string(core) : "poll:" + name, core,
+                         on_start);
   if (!p) return std::unexpected(p.error());
   Poller* raw = p->get();
   pollers_.push_back(std::move(*p));
@@ -100,6 +175,18 @@ Result<> DataPlane::add_flow(const core::Flow& flow) {
     return fail(ErrorCode::kNotFound, "no RX queue " + flow.interface + "/" + flow.queue);
   }
   const RxQueueHome& h = home->second;
+#ifdef DAQIRI_HAVE_DPDK
+  if (dpdk_ && h.itf->backend == config::Backend::kDpdk) {
+    auto f = dpdk_->add_flow(flow, h.poller->epoch());
+    if (!f) return std::unexpected(f.error());
+    flows_[flow.name] = {std::move(*f), h.poller};
+    return {};
+  }
+#endif
+  if (flow.match.any) {
+    return fail(ErrorCode::kFailedPrecondition,
+                "match any (a queue's catch-all) needs a dpdk interface", "match");
+  }
   bool huge = h.region->kind == config::RegionKind::kHuge;
   std::unique_ptr<RxFlowTask> task;
   if (flow.match.is_tcp() || flow.connect) {
@@ -131,6 +218,13 @@ Result<> DataPlane::remove_flow(std::string_view name) {
   }
   for (uint64_t id : ids)
     close_locked(id);
+#ifdef DAQIRI_HAVE_DPDK
+  if (dpdk_ && is_dpdk(it->second.flow->flow().interface)) {
+    dpdk_->remove_flow(it->second.flow.get(), it->second.poller->epoch());
+    flows_.erase(it);
+    return {};
+  }
+#endif
   it->second.poller->remove_task(it->second.flow.get(), it->second.flow->fds());
   flows_.erase(it);
   return {};
@@ -185,7 +279,10 @@ Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std
                                                      std::to_string(kMaxAttachmentsPerFlow) +
                                                      " attachments");
     }
-    pools.push_back(&f.flow->pool());
+    // Flows of one DPDK queue share its pool: one region in the attachment's table.
+    if (std::find(pools.begin(), pools.end(), &f.flow->pool()) == pools.end()) {
+      pools.push_back(&f.flow->pool());
+    }
   }
   if (ring < 64 || ring > (1u << 20) || (ring & (ring - 1)) != 0) {
     return fail(ErrorCode::kInvalidArgument,
@@ -264,7 +361,16 @@ Result<AttachmentShare> DataPlane::activate(uint64_t id) {
     if (!buf_fd) return std::unexpected(buf_fd.error());
     share.regions.push_back(
         {std::move(*buf_fd), a.tx->buffers().size(), a.tx->buf_size(), a.tx->num_bufs(), true});
-    if (!a.active) a.tx_home->task->add(a.tx.get(), a.tx_home->poller->epoch());
+    if (!a.active) {
+      if (a.tx_home->task) {
+        a.tx_home->task->add(a.tx.get(), a.tx_home->poller->epoch());
+      } else {
+#ifdef DAQIRI_HAVE_DPDK
+        auto ok = dpdk_->add_tx(a.tx_home->key, a.tx.get(), a.tx_home->poller->epoch());
+        if (!ok) return std::unexpected(ok.error());
+#endif
+      }
+    }
   }
   if (!share.event_fd) return fail_errno("dup eventfd");
   a.active = true;
@@ -292,8 +398,12 @@ void DataPlane::close_locked(uint64_t id) {
         FlowEntry& f = flows_.at(name);
         f.flow->fanout().remove(a.rx.get(), f.poller->epoch());
       }
-    } else {
+    } else if (a.tx_home->task) {
       a.tx_home->task->remove(a.tx.get(), a.tx_home->poller->epoch());
+    } else {
+#ifdef DAQIRI_HAVE_DPDK
+      dpdk_->remove_tx(a.tx_home->key, a.tx.get(), a.tx_home->poller->epoch());
+#endif
     }
   }
   attachments_.erase(it);
@@ -328,6 +438,7 @@ std::vector<FlowStats> DataPlane::flow_stats() const {
     s.buffers_on_loan = c.on_loan.load(std::memory_order_relaxed);
     s.connections = c.connections.load(std::memory_order_relaxed);
     s.attachments = f.flow->fanout().size();
+    s.steering = f.flow->steering();
     out.push_back(s);
   }
   return out;
@@ -366,6 +477,60 @@ std::vector<std::pair<std::string, double>> DataPlane::poller_stats() const {
   for (const auto& p : pollers_)
     out.emplace_back(p->name(), p->busy_ratio());
   return out;
+}
+
+std::optional<Steering> DataPlane::steering(std::string_view flow) const {
+  std::lock_guard lock(mutex_);
+  auto it = flows_.find(flow);
+  if (it == flows_.end()) return std::nullopt;
+  return it->second.flow->steering();
+}
+
+std::vector<NicStats> DataPlane::nic_stats() const {
+  std::vector<NicStats> out;
+#ifdef DAQIRI_HAVE_DPDK
+  if (!dpdk_) return out;
+  auto queues = dpdk_->queue_stats();
+  for (auto& p : dpdk_->port_stats()) {
+    NicStats n;
+    n.interface = p.interface;
+    n.driver = p.driver;
+    n.link = p.link_up ? "up" : "down";
+    n.rx_packets = p.rx_packets;
+    n.rx_bytes = p.rx_bytes;
+    n.rx_missed = p.rx_missed;
+    n.rx_errors = p.rx_errors;
+    n.rx_nombuf = p.rx_nombuf;
+    n.tx_packets = p.tx_packets;
+    n.tx_bytes = p.tx_bytes;
+    n.tx_errors = p.tx_errors;
+    n.xstats = std::move(p.xstats);
+    for (const auto& q : queues) {
+      if (q.interface != p.interface) continue;
+      n.queues.push_back({q.queue, q.rx, q.packets, q.bytes, q.unmatched, q.copied, q.no_buffer,
+                          q.truncated, q.no_header, q.oversize, q.on_loan});
+    }
+    out.push_back(std::move(n));
+  }
+#endif
+  return out;
+}
+
+std::string DataPlane::interface_state(const std::string& interface) const {
+#ifdef DAQIRI_HAVE_DPDK
+  if (dpdk_ && is_dpdk(interface)) return dpdk_->link_state(interface);
+#endif
+  (void)interface;
+  return "configured";
+}
+
+std::string DataPlane::delivery(const std::string& interface, const std::string& queue) const {
+#ifdef DAQIRI_HAVE_DPDK
+  if (dpdk_ && is_dpdk(interface)) return dpdk_->delivery(interface + "/" + queue);
+#endif
+  (void)queue;
+  (void)interface;
+  return "socket";
 }
 
 }  // namespace daqiri::dataplane

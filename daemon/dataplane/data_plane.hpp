@@ -13,6 +13,9 @@
 #include "backends/socket/socket_rx_flow.hpp"
 #include "backends/socket/socket_tx_queue.hpp"
 #include "backends/socket/tcp_rx_flow.hpp"
+#ifdef DAQIRI_HAVE_DPDK
+#include "backends/dpdk/dpdk_backend.hpp"
+#endif
 #include "config/config.hpp"
 #include "core/flow_table.hpp"
 #include "dataplane/poller.hpp"
@@ -34,6 +37,25 @@ struct FlowStats {
   uint64_t kernel_drops = 0;
   uint32_t buffers_on_loan = 0, buffers_total = 0, connections = 0;
   size_t attachments = 0;
+  Steering steering = Steering::kSoftware;
+};
+
+// A NIC port's and its queues' own counters (DPDK interfaces).
+struct NicStats {
+  std::string interface;
+  std::string driver;
+  std::string link;  // "up 10000 Mbps", "down"
+  uint64_t rx_packets = 0, rx_bytes = 0, rx_missed = 0, rx_errors = 0, rx_nombuf = 0;
+  uint64_t tx_packets = 0, tx_bytes = 0, tx_errors = 0;
+  std::vector<std::pair<std::string, uint64_t>> xstats;
+  struct Queue {
+    std::string name;
+    bool rx = true;
+    uint64_t packets = 0, bytes = 0, unmatched = 0, copied = 0, no_buffer = 0, truncated = 0,
+             no_header = 0, oversize = 0;
+    uint32_t on_loan = 0;
+  };
+  std::vector<Queue> queues;
 };
 
 struct AttachmentStats {
@@ -98,6 +120,15 @@ class DataPlane {
   [[nodiscard]] std::vector<AttachmentStats> attachment_stats() const;
   // Each poller's name and the fraction of its iterations that did work.
   [[nodiscard]] std::vector<std::pair<std::string, double>> poller_stats() const;
+  // How an installed flow is steered (nullopt: not installed).
+  [[nodiscard]] std::optional<Steering> steering(std::string_view flow) const;
+  // DPDK ports (empty without dpdk interfaces).
+  [[nodiscard]] std::vector<NicStats> nic_stats() const;
+  // "up ...", "down" for a DPDK interface; "configured" otherwise.
+  [[nodiscard]] std::string interface_state(const std::string& interface) const;
+  // How an RX queue's clients get frames: "zero-copy", "copy (...)", or "socket" (the
+  // kernel copies into the flow's buffers).
+  [[nodiscard]] std::string delivery(const std::string& interface, const std::string& queue) const;
 
  private:
   struct RxQueueHome {
@@ -111,7 +142,8 @@ class DataPlane {
     const config::InterfaceConfig* itf = nullptr;
     const config::QueueConfig* queue = nullptr;
     const config::MemoryRegionConfig* region = nullptr;
-    std::unique_ptr<backends::socket::SocketTxQueue> task;
+    std::unique_ptr<backends::socket::SocketTxQueue> task;  // null on DPDK interfaces
+    std::string key;
   };
   struct FlowEntry {
     std::unique_ptr<RxFlowTask> flow;
@@ -134,12 +166,17 @@ class DataPlane {
 
   explicit DataPlane(config::Config config) : config_(std::move(config)) {}
   Result<Poller*> poller_for(const std::string& name, int core);
+  Result<> start_dpdk_queues(const config::InterfaceConfig& itf);
+  [[nodiscard]] bool is_dpdk(const std::string& interface) const;
   Result<uint64_t> create_rx_locked(std::vector<std::string> flows, std::string target,
                                     uint32_t ring_size, Backpressure backpressure);
   void close_locked(uint64_t id);
 
   const config::Config config_;
   mutable std::mutex mutex_;
+#ifdef DAQIRI_HAVE_DPDK
+  std::unique_ptr<backends::dpdk::DpdkBackend> dpdk_;  // outlives pollers, flows, attachments
+#endif
   std::vector<std::unique_ptr<Poller>> pollers_;
   std::map<int, Poller*> pinned_;
   std::map<std::string, RxQueueHome> rx_queues_;  // "interface/queue"

@@ -17,7 +17,7 @@ constexpr int kParkMs = 1;
 
 }  // namespace
 
-Result<std::unique_ptr<Poller>> Poller::start(std::string name, int core) {
+Result<std::unique_ptr<Poller>> Poller::start(std::string name, int core, void (*on_start)()) {
   UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
   if (!ep) return fail_errno("epoll_create1");
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -26,14 +26,16 @@ Result<std::unique_ptr<Poller>> Poller::start(std::string name, int core) {
   ev.events = EPOLLIN;
   ev.data.fd = wake.get();
   if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, wake.get(), &ev) != 0) return fail_errno("epoll_ctl");
-  std::unique_ptr<Poller> p(new Poller(std::move(name), core, std::move(ep), std::move(wake)));
+  std::unique_ptr<Poller> p(
+      new Poller(std::move(name), core, std::move(ep), std::move(wake), on_start));
   p->thread_ = std::jthread([raw = p.get()](const std::stop_token& stop) { raw->run(stop); });
   return p;
 }
 
-Poller::Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake)
+Poller::Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake, void (*on_start)())
     : name_(std::move(name)),
       core_(core),
+      on_start_(on_start),
       epoll_(std::move(epoll)),
       wake_(std::move(wake)),
       tasks_(std::make_unique<const Tasks>()) {}
@@ -84,17 +86,23 @@ void Poller::run(const std::stop_token& stop) {
       spdlog::warn("poller {}: cannot pin to core {}", name_, core_);
     }
   }
+  if (on_start_ != nullptr) on_start_();
   int idle = 0;
   uint64_t busy = 0;
   uint64_t loops = 0;
   while (!stop.stop_requested()) {
     bool work = false;
-    for (PollTask* t : tasks_.load())
+    bool spin = false;
+    for (PollTask* t : tasks_.load()) {
       work |= t->poll();
+      spin |= t->busy_poll();
+    }
     epoch_.advance();
     ++loops;
     if (work) {
       ++busy;
+      idle = 0;
+    } else if (spin) {
       idle = 0;
     } else if (++idle >= kIdleSpins) {
       // Parked: a packet on a task's fd, a control change, or the timeout ends it. The

@@ -21,12 +21,16 @@ class PollTask {
   virtual ~PollTask() = default;
   // Does one round of work; true if it did any.
   virtual bool poll() = 0;
+  // True while the task must be polled without pause even when idle (a NIC queue with
+  // clients: parking would let its descriptor ring overflow). Asked after each poll().
+  [[nodiscard]] virtual bool busy_poll() const { return false; }
 };
 
 class Poller {
  public:
-  // core < 0: not pinned.
-  static Result<std::unique_ptr<Poller>> start(std::string name, int core);
+  // core < 0: not pinned. `on_start` runs first on the new thread (DPDK lcore registration).
+  static Result<std::unique_ptr<Poller>> start(std::string name, int core,
+                                               void (*on_start)() = nullptr);
   ~Poller();
   Poller(const Poller&) = delete;
   Poller& operator=(const Poller&) = delete;
@@ -41,11 +45,12 @@ class Poller {
 
  private:
   using Tasks = std::vector<PollTask*>;
-  Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake);
+  Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake, void (*on_start)());
   void run(const std::stop_token& stop);
 
   std::string name_;
   int core_;
+  void (*on_start_)();
   UniqueFd epoll_;
   UniqueFd wake_;
   Epoch epoch_;

@@ -32,6 +32,10 @@ inline uint64_t realtime_ns() {
   return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
 }
 
+// Where a flow's packets are told apart from others: by the poller (or the kernel's socket
+// demultiplexing), or by the NIC (rte_flow) before they reach a queue.
+enum class Steering { kSoftware, kHardware };
+
 class RxFlowTask : public PollTask {
  public:
   [[nodiscard]] virtual const core::Flow& flow() const = 0;
@@ -40,6 +44,7 @@ class RxFlowTask : public PollTask {
   [[nodiscard]] virtual RxFanout& fanout() = 0;
   // Drops the kernel counted on the flow's sockets (control side; may read /proc).
   [[nodiscard]] virtual uint64_t kernel_drops() const { return 0; }
+  [[nodiscard]] virtual Steering steering() const { return Steering::kSoftware; }
   FlowCounters counters;
 };
 

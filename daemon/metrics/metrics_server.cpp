@@ -81,7 +81,9 @@ class DataPlaneCollector final : public prometheus::Collectable {
     FamilyBuilder clients(out, "daqiri_flow_attachments", "Clients attached to the flow",
                           MetricType::Gauge);
     for (const auto& f : flows) {
-      std::vector<ClientMetric::Label> l{{"flow", f.name}, {"steering", "software"}};
+      std::vector<ClientMetric::Label> l{
+          {"flow", f.name},
+          {"steering", f.steering == dataplane::Steering::kHardware ? "hardware" : "software"}};
       packets.add(l, double(f.packets));
       bytes.add(l, double(f.bytes));
       auto with = [&l](const char* reason) {
@@ -204,7 +206,67 @@ class DataPlaneCollector final : public prometheus::Collectable {
                        "Fraction of a poller's iterations that found work", MetricType::Gauge);
     for (const auto& [name, ratio] : dp_.poller_stats())
       busy.add({{"poller", name}}, ratio);
+    collect_nics(out);
     return out;
+  }
+
+  // DPDK ports: the NIC's own counters, extended stats, and each queue's steering counters.
+  void collect_nics(std::vector<MetricFamily>& out) const {
+    auto nics = dp_.nic_stats();
+    if (nics.empty()) return;
+    FamilyBuilder link(out, "daqiri_nic_link_up", "1 when the port's link is up",
+                       MetricType::Gauge);
+    FamilyBuilder packets(out, "daqiri_nic_packets_total", "Packets the NIC counted, by direction",
+                          MetricType::Counter);
+    FamilyBuilder bytes(out, "daqiri_nic_bytes_total", "Bytes the NIC counted, by direction",
+                        MetricType::Counter);
+    FamilyBuilder missed(out, "daqiri_nic_rx_missed_packets_total",
+                         "Packets the NIC dropped for want of a free descriptor (imissed)",
+                         MetricType::Counter);
+    FamilyBuilder nombuf(out, "daqiri_nic_rx_nombuf_total",
+                         "Times the PMD found the queue's mbuf pool empty (rx_nombuf)",
+                         MetricType::Counter);
+    FamilyBuilder errors(out, "daqiri_nic_errors_total", "Erroneous packets, by direction",
+                         MetricType::Counter);
+    FamilyBuilder xstats(out, "daqiri_nic_xstat",
+                         "The PMD's extended statistics (rte_eth_xstats), by name",
+                         MetricType::Gauge);
+    FamilyBuilder unmatched(out, "daqiri_nic_queue_unmatched_packets_total",
+                            "Frames no flow of the RX queue took", MetricType::Counter);
+    FamilyBuilder copied(out, "daqiri_nic_queue_copied_packets_total",
+                         "Frames the PMD delivered in buffers not of the queue's pool, copied",
+                         MetricType::Counter);
+    FamilyBuilder no_header(out, "daqiri_nic_queue_tx_no_header_total",
+                            "TX polls that found the header mbuf pool dry", MetricType::Counter);
+    for (const auto& n : nics) {
+      std::vector<ClientMetric::Label> l{{"interface", n.interface}, {"driver", n.driver}};
+      auto dir = [&l](const char* d) {
+        auto r = l;
+        r.push_back({"direction", d});
+        return r;
+      };
+      link.add(l, n.link == "up" ? 1 : 0);
+      packets.add(dir("rx"), double(n.rx_packets));
+      packets.add(dir("tx"), double(n.tx_packets));
+      bytes.add(dir("rx"), double(n.rx_bytes));
+      bytes.add(dir("tx"), double(n.tx_bytes));
+      errors.add(dir("rx"), double(n.rx_errors));
+      errors.add(dir("tx"), double(n.tx_errors));
+      missed.add(l, double(n.rx_missed));
+      nombuf.add(l, double(n.rx_nombuf));
+      for (const auto& [name, value] : n.xstats) {
+        xstats.add({{"interface", n.interface}, {"name", name}}, double(value));
+      }
+      for (const auto& q : n.queues) {
+        std::vector<ClientMetric::Label> ql{{"interface", n.interface}, {"queue", q.name}};
+        if (q.rx) {
+          unmatched.add(ql, double(q.unmatched));
+          copied.add(ql, double(q.copied));
+        } else {
+          no_header.add(ql, double(q.no_header));
+        }
+      }
+    }
   }
 
  private:

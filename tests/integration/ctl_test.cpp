@@ -50,9 +50,9 @@ TEST_F(CtlTest, PrintsAlignedTables) {
   r = ctl({"queues"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
-            "INTERFACE  QUEUE  ID  DIR  CORE  BATCH  RING  REGIONS\n"
-            "lo         rx0    0   rx   -     64     1024  rx_host\n"
-            "lo         tx0    0   tx   -     64     1024  tx_host\n");
+            "INTERFACE  QUEUE  ID  DIR  CORE  BATCH  RING  REGIONS  DELIVERY\n"
+            "lo         rx0    0   rx   -     64     1024  rx_host  socket\n"
+            "lo         tx0    0   tx   -     64     1024  tx_host  -\n");
   r = ctl({"interfaces"});
   EXPECT_EQ(r.out,
             "NAME  BACKEND  ADDRESS    RX  TX  STATE\n"

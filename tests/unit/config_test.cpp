@@ -94,20 +94,25 @@ TEST(Config, ReadsEveryKeyOfOurSchema) {
       "interfaces:\n"
       "  - name: p0\n"
       "    backend: dpdk\n"
-      "    address: 10.0.0.1\n"
+      "    address: 0000:3b:00.0\n"
       "    mtu: 9000\n"
       "    promiscuous: true\n"
       "    flow_isolation: true\n"
       "    rx:\n"
       "      queues:\n"
-      "        - {name: q0, id: 3, core: 2, batch_size: 128, ring_size: 2048, regions: [hdr, "
+      "        - {name: q0, id: 0, core: 2, batch_size: 128, ring_size: 2048, regions: [hdr, "
       "pay]}\n"
       "flows:\n"
       "  - name: f\n"
       "    interface: p0\n"
       "    queue: q0\n"
       "    id: 7\n"
-      "    match: {udp_src: 1000-2000, udp_dst: 4096, ipv4_src: 10.0.0.0/8, ipv4_dst: 10.1.2.3}\n");
+      "    match: {udp_src: 1000-2000, udp_dst: 4096, ipv4_src: 10.0.0.0/8, ipv4_dst: 10.1.2.3}\n"
+      "dpdk:\n"
+      "  main_core: 1\n"
+      "  hugepages: true\n"
+      "  memory_mb: 16\n"
+      "  eal_args: [--log-level=pmd:debug]\n");
   ASSERT_TRUE(p.config) << p.diags.render();
   const Config& c = *p.config;
   EXPECT_EQ(c.daemon.socket_path, "/tmp/x.sock");
@@ -120,13 +125,17 @@ TEST(Config, ReadsEveryKeyOfOurSchema) {
   EXPECT_FALSE(c.daemon.access.default_clients);
   EXPECT_EQ(c.memory_regions[1].gpu, 0);
   const auto& q = c.interfaces[0].rx_queues[0];
-  EXPECT_EQ(q.id, 3u);
+  EXPECT_EQ(q.id, 0u);
   EXPECT_EQ(q.core, 2);
   EXPECT_EQ(q.batch_size, 128u);
   EXPECT_EQ(q.ring_size, 2048u);
   EXPECT_EQ(q.regions, (std::vector<std::string>{"hdr", "pay"}));
   EXPECT_EQ(c.interfaces[0].mtu, 9000u);
   EXPECT_TRUE(c.interfaces[0].flow_isolation);
+  EXPECT_EQ(c.dpdk.main_core, 1);
+  EXPECT_TRUE(c.dpdk.hugepages);
+  EXPECT_EQ(c.dpdk.memory_mb, 16u);
+  EXPECT_EQ(c.dpdk.eal_args, (std::vector<std::string>{"--log-level=pmd:debug"}));
   const auto& f = c.flows[0];
   EXPECT_EQ(f.id, 7u);
   EXPECT_EQ(f.match.to_string(),
@@ -145,9 +154,10 @@ TEST(Config, UnknownKeySuggestsTheNearest) {
 }
 
 TEST(Config, UnknownKeyFarFromAnyListsTheValidOnes) {
-  EXPECT_EQ(only_error("zebra: 1\n"),
-            "t.yaml:1:1: error: zebra: unknown key; valid keys here: daemon, flows, interfaces, "
-            "memory_regions");
+  EXPECT_EQ(
+      only_error("zebra: 1\n"),
+      "t.yaml:1:1: error: zebra: unknown key; valid keys here: daemon, dpdk, flows, interfaces, "
+      "memory_regions");
 }
 
 TEST(Config, WrongTypeSaysWhatWasExpected) {
@@ -205,7 +215,7 @@ TEST(Config, OverlappingFlows) {
 TEST(Config, EmptyMatch) {
   EXPECT_EQ(only_error(with_interface("", "flows:\n  - {name: a, interface: lo, match: {}}\n")),
             "t.yaml:12:37: error: flows[0].match: a match needs at least one of udp_src, udp_dst, "
-            "ipv4_src, ipv4_dst, tcp_dst");
+            "ipv4_src, ipv4_dst, tcp_dst, or any: true");
 }
 
 TEST(Config, BadPortRange) {
@@ -347,7 +357,7 @@ bench_rx:
 
 TEST(DaqiriConfig, MapsOntoOurModel) {
   auto f = facts();
-  f.hugepages_free = 4;
+  f.hugepages_free = 4 + 128;  // huge regions, and the EAL's dpdk.memory_mb
   auto p = parse(kDaqiriFile, f);
   ASSERT_TRUE(p.config) << p.diags.render();
   const Config& c = *p.config;
@@ -388,7 +398,7 @@ TEST(DaqiriConfig, UnknownKeysInsideCfgAreErrors) {
   std::string text = kDaqiriFile;
   text.replace(text.find("batch_size: 10240"), 17, "batchsize: 10240");
   auto f = facts();
-  f.hugepages_free = 4;
+  f.hugepages_free = 4 + 128;  // huge regions, and the EAL's dpdk.memory_mb
   EXPECT_EQ(only_error(text, f),
             "t.yaml:32:11: error: daqiri.cfg.interfaces[0].rx.queues[0].batchsize: unknown key; "
             "did you mean \"batch_size\"?");
@@ -399,7 +409,7 @@ TEST(DaqiriConfig, FlowActionMustNameAnRxQueue) {
   const std::string action_id = "type: queue\n            id: 0";
   text.replace(text.find(action_id), action_id.size(), "type: queue\n            id: 5");
   auto f = facts();
-  f.hugepages_free = 4;
+  f.hugepages_free = 4 + 128;  // huge regions, and the EAL's dpdk.memory_mb
   EXPECT_EQ(only_error(text, f),
             "t.yaml:41:13: error: daqiri.cfg.interfaces[0].rx.flows[0].action: no RX queue with id "
             "5 on interface rx_port");
@@ -409,7 +419,7 @@ TEST(DaqiriConfig, TheOlderAdvancedNetworkNameIsAccepted) {
   std::string text = kDaqiriFile;
   text.replace(text.find("daqiri:"), 7, "advanced_network:");
   auto f = facts();
-  f.hugepages_free = 4;
+  f.hugepages_free = 4 + 128;  // huge regions, and the EAL's dpdk.memory_mb
   auto p = parse(text, f);
   EXPECT_TRUE(p.config) << p.diags.render();
 }

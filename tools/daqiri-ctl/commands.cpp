@@ -62,6 +62,7 @@ std::string match_text(const v1::FlowMatch& m) {
   if (m.has_ipv4_src()) add("ipv4_src=" + prefix(m.ipv4_src()));
   if (m.has_ipv4_dst()) add("ipv4_dst=" + prefix(m.ipv4_dst()));
   if (m.has_tcp_dst()) add("tcp_dst=" + range(m.tcp_dst()));
+  if (m.any()) add("any");
   return out;
 }
 
@@ -178,7 +179,7 @@ int run_queues(ControlClient& client, const Options& opts, const std::string& in
     print_json(resp);
     return kOk;
   }
-  Table t({"INTERFACE", "QUEUE", "ID", "DIR", "CORE", "BATCH", "RING", "REGIONS"});
+  Table t({"INTERFACE", "QUEUE", "ID", "DIR", "CORE", "BATCH", "RING", "REGIONS", "DELIVERY"});
   for (const auto& q : resp.queues()) {
     std::string regions;
     for (const auto& r : q.regions())
@@ -186,7 +187,7 @@ int run_queues(ControlClient& client, const Options& opts, const std::string& in
     t.add({q.interface(), q.name(), std::to_string(q.id()),
            lower_enum(v1::Direction_Name(q.direction()), "DIRECTION_"),
            q.core() < 0 ? "-" : std::to_string(q.core()), std::to_string(q.batch_size()),
-           std::to_string(q.ring_size()), regions});
+           std::to_string(q.ring_size()), regions, q.delivery().empty() ? "-" : q.delivery()});
   }
   t.print(std::cout);
   return kOk;
@@ -236,6 +237,7 @@ int run_flows_add(ControlClient& client, const Options& opts, const FlowAddArgs&
     std::cerr << "daqiri-ctl: --tcp-dst: expected a port, got \"" << args.tcp_dst << "\"\n";
     return kUsage;
   }
+  m->set_any(args.any);
   req.set_connect(args.connect);
   v1::Flow flow;
   auto ctx = client.context();
@@ -367,6 +369,31 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
     atts.add(row);
   }
   atts.print(std::cout);
+  if (stats.nics_size() > 0) {
+    std::cout << '\n';
+    Table nics({"INTERFACE", "DRIVER", "LINK", "RX_PACKETS", "RX_BYTES", "RX_MISSED", "RX_ERRORS",
+                "RX_NOMBUF", "TX_PACKETS", "TX_BYTES", "TX_ERRORS"});
+    Table queues({"INTERFACE", "QUEUE", "DIR", "PACKETS", "BYTES", "UNMATCHED", "COPIED",
+                  "NO_BUFFER", "TRUNCATED", "NO_HEADER", "OVERSIZE", "ON_LOAN"});
+    for (const auto& n : stats.nics()) {
+      nics.add({n.interface(), n.driver(), n.link(), std::to_string(n.rx_packets()),
+                std::to_string(n.rx_bytes()), std::to_string(n.rx_missed()),
+                std::to_string(n.rx_errors()), std::to_string(n.rx_nombuf()),
+                std::to_string(n.tx_packets()), std::to_string(n.tx_bytes()),
+                std::to_string(n.tx_errors())});
+      for (const auto& q : n.queues()) {
+        queues.add(
+            {n.interface(), q.name(), lower_enum(v1::Direction_Name(q.direction()), "DIRECTION_"),
+             std::to_string(q.packets()), std::to_string(q.bytes()), std::to_string(q.unmatched()),
+             std::to_string(q.copied()), std::to_string(q.no_buffer()),
+             std::to_string(q.truncated()), std::to_string(q.no_header()),
+             std::to_string(q.oversize()), std::to_string(q.buffers_on_loan())});
+      }
+    }
+    nics.print(std::cout);
+    std::cout << '\n';
+    queues.print(std::cout);
+  }
   std::cout << "sessions cut off: " << stats.sessions_cut_off() << '\n';
 }
 

@@ -18,6 +18,7 @@ struct FlowAddArgs {
   std::string ipv4_dst;
   std::string tcp_dst;  // TCP streams accepted on this port
   std::string connect;  // a TCP endpoint the daemon connects to
+  bool any = false;     // DPDK: the queue's catch-all
 };
 
 int run_info(ControlClient& client, const Options& opts);

@@ -54,6 +54,8 @@ int main(int argc, char** argv) {
   fadd->add_option("--ipv4-src", add.ipv4_src, "IPv4 source address or prefix, e.g. 10.0.0.0/24");
   fadd->add_option("--ipv4-dst", add.ipv4_dst, "IPv4 destination address or prefix");
   fadd->add_option("--tcp-dst", add.tcp_dst, "TCP port: the daemon accepts streams on it");
+  fadd->add_flag("--any", add.any,
+                 "DPDK: the queue's catch-all, every frame no other flow takes (no other match)");
   fadd->add_option("--connect", add.connect,
                    "IPV4:PORT: the daemon connects and receives that TCP stream (no match)");
   fadd->callback([&] { action = [&](ControlClient& c) { return run_flows_add(c, opts, add); }; });

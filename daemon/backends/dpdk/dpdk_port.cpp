@@ -1,0 +1,202 @@
+#include "backends/dpdk/dpdk_port.hpp"
+
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_flow.h>
+#include <spdlog/spdlog.h>
+
+#include "config/dpdk_address.hpp"
+
+namespace daqiri::backends::dpdk {
+namespace {
+
+const config::MemoryRegionConfig* region_named(const config::Config& c, const std::string& n) {
+  for (const auto& r : c.memory_regions) {
+    if (r.name == n) return &r;
+  }
+  return nullptr;
+}
+
+Result<> check(int rc, const std::string& what) {
+  if (rc >= 0) return {};
+  return fail(ErrorCode::kFailedPrecondition, what + ": " + rte_strerror(-rc));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
+                                         const config::Config& c) {
+  auto address = config::parse_dpdk_address(itf.address);
+  if (!address) return fail(ErrorCode::kInvalidArgument, "not a DPDK device: " + itf.address);
+  std::string where = "interface \"" + itf.name + "\" (" + address->name + ")";
+  uint16_t id = 0;
+  if (rte_eth_dev_get_port_by_name(address->name.c_str(), &id) != 0 &&
+      !(address->pci && address->name.size() == 7 &&
+        rte_eth_dev_get_port_by_name(("0000:" + address->name).c_str(), &id) == 0)) {
+    return fail(ErrorCode::kFailedPrecondition,
+                where + ": DPDK found no such port" +
+                    (address->pci ? " (is the device bound to vfio-pci, or an mlx5 NIC?)"
+                                  : " (the dpdk: lines above say why the vdev failed)"));
+  }
+  rte_eth_dev_info info{};
+  if (auto ok = check(rte_eth_dev_info_get(id, &info), where + ": rte_eth_dev_info_get"); !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::unique_ptr<Port> port(new Port(itf.name, id, info.driver_name ? info.driver_name : "?"));
+  rte_device* dma = address->pci ? info.device : nullptr;
+  int socket = rte_eth_dev_socket_id(id);
+  if (socket < 0) socket = SOCKET_ID_ANY;
+
+  if (itf.mtu > info.max_mtu || itf.mtu < info.min_mtu) {
+    return fail(ErrorCode::kFailedPrecondition, where + ": mtu " + std::to_string(itf.mtu) +
+                                                    " is outside what " + port->driver_ +
+                                                    " allows (" + std::to_string(info.min_mtu) +
+                                                    " to " + std::to_string(info.max_mtu) + ")");
+  }
+  if (itf.rx_queues.size() > info.max_rx_queues || itf.tx_queues.size() > info.max_tx_queues) {
+    return fail(ErrorCode::kFailedPrecondition,
+                where + ": " + port->driver_ + " offers " + std::to_string(info.max_rx_queues) +
+                    " RX and " + std::to_string(info.max_tx_queues) + " TX queues");
+  }
+  if (itf.flow_isolation) {
+    // Isolated mode: the port receives only what rte_flow rules send it; everything else
+    // (ARP, control traffic) stays with the kernel on bifurcated PMDs (mlx5).
+    rte_flow_error error{};
+    if (rte_flow_isolate(id, 1, &error) != 0) {
+      return fail(ErrorCode::kFailedPrecondition,
+                  where + ": flow_isolation: " + port->driver_ + " refuses isolated mode (" +
+                      (error.message ? error.message : "unsupported") + ")");
+    }
+  }
+  rte_eth_conf conf{};
+  conf.rxmode.mtu = itf.mtu;
+  if (auto ok = check(rte_eth_dev_configure(id, static_cast<uint16_t>(itf.rx_queues.size()),
+                                            static_cast<uint16_t>(itf.tx_queues.size()), &conf),
+                      where + ": rte_eth_dev_configure");
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::string tag = std::to_string(id);
+  for (const auto& q : itf.rx_queues) {
+    const auto* r = region_named(c, q.regions.front());
+    uint16_t rxd = static_cast<uint16_t>(std::min<uint32_t>(q.ring_size, 32768));
+    uint16_t txd = 0;
+    rte_eth_dev_adjust_nb_rx_tx_desc(id, &rxd, &txd);
+    auto queue = DpdkRxQueue::create(
+        id, static_cast<uint16_t>(q.id), "rx" + tag + "_" + std::to_string(q.id), r->buf_size,
+        r->num_bufs, r->kind == config::RegionKind::kHuge, q.batch_size, socket, dma);
+    if (!queue) {
+      return fail(queue.error().code,
+                  where + ": RX queue " + q.name + ": " + queue.error().message);
+    }
+    int rc = rte_eth_rx_queue_setup(id, static_cast<uint16_t>(q.id), rxd, socket, nullptr,
+                                    (*queue)->mempool());
+    if (rc < 0) {
+      // Some PMDs cannot fill external buffers; give them their own pool and copy.
+      spdlog::warn(
+          "{}: RX queue {}: {} refuses a pool over client-shared memory ({}); its "
+          "frames will be copied into that memory",
+          where, q.name, port->driver_, rte_strerror(-rc));
+      rte_mempool* own = (*queue)->make_private_pool(r->num_bufs, socket);
+      if (own == nullptr) {
+        return fail(ErrorCode::kResourceExhausted,
+                    where + ": RX queue " + q.name + ": private pool: " + rte_strerror(rte_errno));
+      }
+      rc = rte_eth_rx_queue_setup(id, static_cast<uint16_t>(q.id), rxd, socket, nullptr, own);
+    }
+    if (auto ok = check(rc, where + ": RX queue " + q.name); !ok)
+      return std::unexpected(ok.error());
+    port->rx_[q.name] = std::move(*queue);
+  }
+  for (const auto& q : itf.tx_queues) {
+    uint16_t rxd = 0;
+    uint16_t txd = static_cast<uint16_t>(std::min<uint32_t>(q.ring_size, 32768));
+    rte_eth_dev_adjust_nb_rx_tx_desc(id, &rxd, &txd);
+    auto queue = DpdkTxQueue::create(id, static_cast<uint16_t>(q.id),
+                                     "tx" + tag + "_" + std::to_string(q.id), txd, q.batch_size,
+                                     itf.mtu + 14 + 4, socket, dma);
+    if (!queue) {
+      return fail(queue.error().code,
+                  where + ": TX queue " + q.name + ": " + queue.error().message);
+    }
+    if (auto ok =
+            check(rte_eth_tx_queue_setup(id, static_cast<uint16_t>(q.id), txd, socket, nullptr),
+                  where + ": TX queue " + q.name);
+        !ok) {
+      return std::unexpected(ok.error());
+    }
+    port->tx_[q.name] = std::move(*queue);
+  }
+  if (itf.promiscuous) {
+    if (int rc = rte_eth_promiscuous_enable(id); rc != 0) {
+      spdlog::warn("{}: promiscuous mode: {}", where, rte_strerror(-rc));
+    }
+  }
+  if (auto ok = check(rte_eth_dev_start(id), where + ": rte_eth_dev_start"); !ok) {
+    return std::unexpected(ok.error());
+  }
+  port->started_ = true;
+  spdlog::info("{}: port {} ({}) started, {} RX / {} TX queues, {}", where, id, port->driver_,
+               itf.rx_queues.size(), itf.tx_queues.size(), port->link_state());
+  return port;
+}
+
+Port::~Port() {
+  if (started_) rte_eth_dev_stop(id_);
+  rte_eth_dev_close(id_);
+}
+
+DpdkRxQueue* Port::rx(const std::string& queue) const {
+  auto it = rx_.find(queue);
+  return it == rx_.end() ? nullptr : it->second.get();
+}
+
+DpdkTxQueue* Port::tx(const std::string& queue) const {
+  auto it = tx_.find(queue);
+  return it == tx_.end() ? nullptr : it->second.get();
+}
+
+std::string Port::link_state() const {
+  rte_eth_link link{};
+  if (rte_eth_link_get_nowait(id_, &link) != 0) return "unknown";
+  if (link.link_status == RTE_ETH_LINK_DOWN) return "down";
+  std::string speed = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN
+                          ? std::string("speed unknown")
+                          : std::to_string(link.link_speed) + " Mbps";
+  return "up " + speed;
+}
+
+PortStats Port::stats() const {
+  PortStats s;
+  s.interface = name_;
+  s.driver = driver_;
+  rte_eth_link link{};
+  if (rte_eth_link_get_nowait(id_, &link) == 0) {
+    s.link_up = link.link_status == RTE_ETH_LINK_UP;
+    s.speed_mbps = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
+  }
+  rte_eth_stats st{};
+  if (rte_eth_stats_get(id_, &st) == 0) {
+    s.rx_packets = st.ipackets;
+    s.rx_bytes = st.ibytes;
+    s.rx_missed = st.imissed;
+    s.rx_errors = st.ierrors;
+    s.rx_nombuf = st.rx_nombuf;
+    s.tx_packets = st.opackets;
+    s.tx_bytes = st.obytes;
+    s.tx_errors = st.oerrors;
+  }
+  int n = rte_eth_xstats_get(id_, nullptr, 0);
+  if (n > 0) {
+    std::vector<rte_eth_xstat> values(static_cast<size_t>(n));
+    std::vector<rte_eth_xstat_name> names(static_cast<size_t>(n));
+    int got = rte_eth_xstats_get(id_, values.data(), static_cast<unsigned>(n));
+    int named = rte_eth_xstats_get_names(id_, names.data(), static_cast<unsigned>(n));
+    for (int i = 0; i < std::min(got, named); ++i) {
+      s.xstats.emplace_back(names[values[i].id].name, values[i].value);
+    }
+  }
+  return s;
+}
+
+}  // namespace daqiri::backends::dpdk

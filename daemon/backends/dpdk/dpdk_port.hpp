@@ -1,0 +1,49 @@
+// One DPDK port: found by PCI address or vdev name, configured from its interface (MTU,
+// promiscuous mode, flow isolation, RX/TX queues on client-shared pools), started; stopped and
+// closed on destruction, before its queues' pools go.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "backends/dpdk/dpdk_backend.hpp"
+#include "backends/dpdk/dpdk_rx_queue.hpp"
+#include "backends/dpdk/dpdk_tx_queue.hpp"
+#include "config/config.hpp"
+
+namespace daqiri::backends::dpdk {
+
+class Port {
+ public:
+  static Result<std::unique_ptr<Port>> open(const config::InterfaceConfig& itf,
+                                            const config::Config& c);
+  ~Port();
+  Port(const Port&) = delete;
+  Port& operator=(const Port&) = delete;
+
+  [[nodiscard]] const std::string& name() const { return name_; }
+  [[nodiscard]] uint16_t id() const { return id_; }
+  [[nodiscard]] DpdkRxQueue* rx(const std::string& queue) const;
+  [[nodiscard]] DpdkTxQueue* tx(const std::string& queue) const;
+  [[nodiscard]] const std::map<std::string, std::unique_ptr<DpdkRxQueue>>& rx_queues() const {
+    return rx_;
+  }
+  [[nodiscard]] const std::map<std::string, std::unique_ptr<DpdkTxQueue>>& tx_queues() const {
+    return tx_;
+  }
+  [[nodiscard]] PortStats stats() const;
+  [[nodiscard]] std::string link_state() const;
+
+ private:
+  Port(std::string name, uint16_t id, std::string driver)
+      : name_(std::move(name)), id_(id), driver_(std::move(driver)) {}
+  std::string name_;
+  uint16_t id_;
+  std::string driver_;
+  bool started_ = false;
+  std::map<std::string, std::unique_ptr<DpdkRxQueue>> rx_;
+  std::map<std::string, std::unique_ptr<DpdkTxQueue>> tx_;
+};
+
+}  // namespace daqiri::backends::dpdk

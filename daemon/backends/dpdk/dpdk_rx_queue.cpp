@@ -1,0 +1,192 @@
+#include "backends/dpdk/dpdk_rx_queue.hpp"
+
+#include <rte_ethdev.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "core/packet_fields.hpp"
+
+namespace daqiri::backends::dpdk {
+
+DpdkRxFlow::DpdkRxFlow(core::Flow flow, DpdkRxQueue& queue, std::unique_ptr<HardwareRule> rule)
+    : flow_(std::move(flow)), queue_(queue), rule_(std::move(rule)) {}
+
+memory::BufferPool& DpdkRxFlow::pool() {
+  return queue_.pool();
+}
+
+Result<std::unique_ptr<DpdkRxQueue>> DpdkRxQueue::create(uint16_t port, uint16_t queue,
+                                                         const std::string& pool_name,
+                                                         uint32_t buf_size, uint32_t num_bufs,
+                                                         bool huge, uint32_t batch, int socket,
+                                                         rte_device* dma_device) {
+  auto pool = memory::BufferPool::create(pool_name, buf_size, num_bufs, huge);
+  if (!pool) return std::unexpected(pool.error());
+  if (auto ok = pool->memory().seal_read_only_for_others(); !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::unique_ptr<DpdkRxQueue> q(
+      new DpdkRxQueue(port, queue, std::move(*pool), std::min(batch, kMaxBatch)));
+  size_t page = huge ? (2u << 20) : static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  memory::SharedMemory& mem = q->pool_.memory();
+  auto ext = ExternalMemory::register_memory(mem.data(), mem.size(), page, dma_device);
+  if (!ext) return std::unexpected(ext.error());
+  auto mp = ExternalMbufPool::create(pool_name, std::move(*ext), static_cast<uint16_t>(buf_size),
+                                     num_bufs, socket);
+  if (!mp) return std::unexpected(mp.error());
+  q->mbufs_pool_ = std::move(*mp);
+  q->base_ = mem.data();
+  // Every buffer starts with DPDK: the free stack is for buffers coming back from clients.
+  std::vector<uint32_t> all(num_bufs);
+  q->pool_.alloc(all.data(), num_bufs);
+  return q;
+}
+
+DpdkRxQueue::DpdkRxQueue(uint16_t port, uint16_t queue, memory::BufferPool pool, uint32_t batch)
+    : port_(port),
+      queue_(queue),
+      pool_(std::move(pool)),
+      batch_(batch),
+      flows_(std::make_unique<const Flows>()),
+      lent_(pool_.num_bufs(), nullptr) {}
+
+DpdkRxQueue::~DpdkRxQueue() {
+  if (private_pool_ != nullptr) rte_mempool_free(private_pool_);
+}
+
+rte_mempool* DpdkRxQueue::make_private_pool(uint32_t count, int socket) {
+  std::string name = "rxp" + std::to_string(port_) + "_" + std::to_string(queue_);
+  private_pool_ = rte_pktmbuf_pool_create(name.c_str(), count, mempool_cache_size(count), 0,
+                                          static_cast<uint16_t>(pool_.buf_size()), socket);
+  return private_pool_;
+}
+
+void DpdkRxQueue::recycle() {
+  uint32_t n = 0;
+  while ((n = pool_.alloc(returned_.data(), kMaxBatch)) > 0) {
+    for (uint32_t i = 0; i < n; ++i) {
+      drop_[i] = lent_[returned_[i]];
+      lent_[returned_[i]] = nullptr;
+    }
+    rte_pktmbuf_free_bulk(drop_.data(), n);
+    counters.on_loan.store(counters.on_loan.load(std::memory_order_relaxed) - n,
+                           std::memory_order_relaxed);
+  }
+}
+
+// A PMD that does not fill our pool's buffers (net_ring hands over the sender's mbufs):
+// copy into one of ours so that clients still read only memory they map.
+rte_mbuf* DpdkRxQueue::adopt(rte_mbuf* foreign) {
+  rte_mbuf* m = rte_pktmbuf_alloc(mempool());
+  if (m == nullptr) {
+    dataplane::bump(counters.no_buffer, 1);
+    rte_pktmbuf_free(foreign);
+    return nullptr;
+  }
+  uint32_t room = rte_pktmbuf_tailroom(m);
+  uint32_t len = std::min(rte_pktmbuf_pkt_len(foreign), room);
+  auto* dst = rte_pktmbuf_mtod(m, std::byte*);
+  const void* src = rte_pktmbuf_read(foreign, 0, len, dst);
+  if (src != dst) std::memcpy(dst, src, len);
+  m->data_len = static_cast<uint16_t>(len);
+  m->pkt_len = len;
+  if (len < rte_pktmbuf_pkt_len(foreign)) dataplane::bump(counters.truncated, 1);
+  rte_pktmbuf_free(foreign);
+  dataplane::bump(counters.copied, 1);
+  return m;
+}
+
+bool DpdkRxQueue::poll() {
+  const Flows& flows = flows_.load();
+  size_t active = 0;
+  bool wait = false;
+  for (DpdkRxFlow* f : flows) {
+    active += f->fanout().begin();
+    wait |= f->fanout().must_wait(batch_);
+  }
+  recycle();
+  spinning_ = active > 0;
+  if (active == 0 || wait) return false;
+  uint16_t n = rte_eth_rx_burst(port_, queue_, rx_.data(), static_cast<uint16_t>(batch_));
+  if (n == 0) return false;
+  uint64_t now = dataplane::realtime_ns();
+  uint32_t dropped = 0;
+  uint64_t bytes = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = rx_[i];
+    uint16_t flags = 0;
+    if (!owned(m)) {
+      m = adopt(m);
+      if (m == nullptr) continue;
+    } else if (m->nb_segs > 1) {
+      // No scatter is configured, so this is a PMD's own choice: keep the first segment.
+      rte_pktmbuf_free(m->next);
+      m->next = nullptr;
+      m->nb_segs = 1;
+      m->pkt_len = m->data_len;
+      flags |= DAQIRI_DESC_TRUNCATED;
+      dataplane::bump(counters.truncated, 1);
+    }
+    const auto* frame = rte_pktmbuf_mtod(m, const std::byte*);
+    auto fields = core::PacketFields::parse(frame, m->data_len);
+    DpdkRxFlow* flow = nullptr;
+    for (DpdkRxFlow* f : flows) {
+      if (f->flow().match.matches(fields)) {
+        flow = f;
+        break;
+      }
+    }
+    bytes += m->data_len;
+    if (flow == nullptr) {
+      dataplane::bump(counters.unmatched, 1);
+      drop_[dropped++] = m;
+      continue;
+    }
+    uint32_t index = index_of(m);
+    daqiri_rx_desc d{};
+    d.offset = uint64_t(static_cast<const std::byte*>(m->buf_addr) - base_) + m->data_off;
+    d.timestamp_ns = now;
+    d.length = m->data_len;
+    d.flow_id = flow->flow().id;
+    d.flags = flags;
+    d.payload_offset = fields.payload_offset;
+    auto& fc = flow->counters;
+    dataplane::bump(fc.packets, 1);
+    dataplane::bump(fc.bytes, m->data_len);
+    uint16_t refs = flow->fanout().deliver(d, index, &pool_);
+    if (refs == 0) {
+      dataplane::bump(flow->fanout().active() == 0 ? fc.no_attachment : fc.rings_full, 1);
+      drop_[dropped++] = m;
+      continue;
+    }
+    lent_[index] = m;
+    pool_.set_refs(index, refs);
+    dataplane::bump(counters.on_loan, 1);
+  }
+  if (dropped > 0) rte_pktmbuf_free_bulk(drop_.data(), dropped);
+  dataplane::bump(counters.packets, n);
+  dataplane::bump(counters.bytes, bytes);
+  uint32_t on_loan = counters.on_loan.load(std::memory_order_relaxed);
+  for (DpdkRxFlow* f : flows) {
+    f->fanout().publish();
+    f->counters.on_loan.store(on_loan, std::memory_order_relaxed);
+  }
+  return true;
+}
+
+void DpdkRxQueue::add(DpdkRxFlow* flow, const dataplane::Epoch& epoch) {
+  auto next = std::make_unique<Flows>(flows_.load());
+  next->push_back(flow);
+  std::stable_partition(next->begin(), next->end(),
+                        [](const DpdkRxFlow* f) { return !f->flow().match.any; });
+  flows_.replace(std::move(next), epoch);
+}
+
+void DpdkRxQueue::remove(DpdkRxFlow* flow, const dataplane::Epoch& epoch) {
+  auto next = std::make_unique<Flows>(flows_.load());
+  next->erase(std::remove(next->begin(), next->end(), flow), next->end());
+  flows_.replace(std::move(next), epoch);
+}
+
+}  // namespace daqiri::backends::dpdk

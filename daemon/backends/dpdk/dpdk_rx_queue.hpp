@@ -1,0 +1,113 @@
+// One RX queue of a DPDK port and the flows steered to it. The queue's mbufs carry their data
+// in a client-shared region (an ExternalMbufPool over the queue's BufferPool memory): a frame
+// the PMD writes is delivered by descriptor, not copied, and its mbuf goes back to the PMD only
+// when every client it was lent to has released it. Frames are steered to flows in software
+// (the flow's match; a catch-all last); the NIC may have steered them already (rte_flow).
+// The queue is polled only while some flow on it has a client: without one there is nobody to
+// deliver to, and the NIC's own counters (imissed) say what it dropped meanwhile.
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "backends/dpdk/external_memory.hpp"
+#include "backends/dpdk/hardware_steering.hpp"
+#include "dataplane/rx_flow_task.hpp"
+#include "dataplane/snapshot.hpp"
+#include "memory/buffer_pool.hpp"
+
+namespace daqiri::backends::dpdk {
+
+class DpdkRxQueue;
+
+// A flow on a DPDK queue: its fan-out and counters. Its packets live in the queue's pool,
+// so clients of any flow of a queue map that queue's region (isolation is per queue).
+class DpdkRxFlow final : public dataplane::RxFlowTask {
+ public:
+  DpdkRxFlow(core::Flow flow, DpdkRxQueue& queue, std::unique_ptr<HardwareRule> rule);
+  bool poll() override { return false; }  // the queue polls
+  [[nodiscard]] const core::Flow& flow() const override { return flow_; }
+  [[nodiscard]] std::vector<int> fds() const override { return {}; }
+  [[nodiscard]] memory::BufferPool& pool() override;
+  [[nodiscard]] dataplane::RxFanout& fanout() override { return fanout_; }
+  [[nodiscard]] dataplane::Steering steering() const override {
+    return rule_ ? dataplane::Steering::kHardware : dataplane::Steering::kSoftware;
+  }
+
+ private:
+  core::Flow flow_;
+  DpdkRxQueue& queue_;
+  std::unique_ptr<HardwareRule> rule_;
+  dataplane::RxFanout fanout_;
+};
+
+struct RxQueueCounters {
+  std::atomic<uint64_t> packets{0};
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> unmatched{0};  // no flow of the queue took it
+  std::atomic<uint64_t> copied{0};     // the PMD handed over a buffer not of our pool
+  std::atomic<uint64_t> no_buffer{0};  // ... and our pool had none to copy it into
+  std::atomic<uint64_t> truncated{0};  // more than one segment: the first is delivered
+  std::atomic<uint32_t> on_loan{0};
+};
+
+class DpdkRxQueue final : public dataplane::PollTask {
+ public:
+  static constexpr uint32_t kMaxBatch = 512;
+  // The pool's memory becomes DPDK external memory; `dma_device`: the PCI device, or null.
+  static Result<std::unique_ptr<DpdkRxQueue>> create(uint16_t port, uint16_t queue,
+                                                     const std::string& pool_name,
+                                                     uint32_t buf_size, uint32_t num_bufs,
+                                                     bool huge, uint32_t batch, int socket,
+                                                     rte_device* dma_device);
+
+  ~DpdkRxQueue() override;
+  bool poll() override;
+  [[nodiscard]] bool busy_poll() const override { return spinning_; }
+
+  // For a PMD that refuses external-buffer mempools (af_xdp wants its UMEM to be the pool's
+  // own memory): a plain DPDK pool it may fill instead; each frame is then copied into the
+  // client-shared pool (counted as copied). Null on failure.
+  rte_mempool* make_private_pool(uint32_t count, int socket);
+
+  [[nodiscard]] rte_mempool* mempool() const { return mbufs_pool_->mempool(); }
+  [[nodiscard]] memory::BufferPool& pool() { return pool_; }
+  [[nodiscard]] uint16_t port() const { return port_; }
+  [[nodiscard]] uint16_t queue() const { return queue_; }
+  RxQueueCounters counters;
+
+  // Control side (callers serialise); `epoch` is the owning poller's.
+  void add(DpdkRxFlow* flow, const dataplane::Epoch& epoch);
+  void remove(DpdkRxFlow* flow, const dataplane::Epoch& epoch);
+
+ private:
+  using Flows = std::vector<DpdkRxFlow*>;  // catch-all last
+  DpdkRxQueue(uint16_t port, uint16_t queue, memory::BufferPool pool, uint32_t batch);
+  [[nodiscard]] bool owned(const rte_mbuf* m) const { return m->pool == mempool(); }
+  [[nodiscard]] uint32_t index_of(const rte_mbuf* m) const {
+    return static_cast<uint32_t>((static_cast<const std::byte*>(m->buf_addr) - base_) /
+                                 pool_.buf_size());
+  }
+  rte_mbuf* adopt(rte_mbuf* foreign);
+  void recycle();
+
+  uint16_t port_;
+  uint16_t queue_;
+  memory::BufferPool pool_;  // buffer refs; its free stack holds buffers to give back to DPDK
+  std::unique_ptr<ExternalMbufPool> mbufs_pool_;
+  rte_mempool* private_pool_ = nullptr;
+  const std::byte* base_ = nullptr;
+  uint32_t batch_;
+  bool spinning_ = false;
+  dataplane::Published<Flows> flows_;
+  std::vector<rte_mbuf*> lent_;  // by buffer index: the mbuf whose data it is
+  std::array<rte_mbuf*, kMaxBatch> rx_{};
+  std::array<rte_mbuf*, kMaxBatch> drop_{};
+  std::array<uint32_t, kMaxBatch> returned_{};
+};
+
+}  // namespace daqiri::backends::dpdk

@@ -1,0 +1,83 @@
+// One TX queue of a DPDK port, zero-copy: a client's TX buffer is attached to an mbuf header
+// as an external buffer and handed to rte_eth_tx_burst; when DPDK frees the mbuf (the NIC is
+// done with it) the buffer's index comes back through a completion queue and on to the
+// client's completion ring. Header mbufs come from a small pool of the queue's own; when it
+// runs dry the queue asks the PMD to clean up its done descriptors and takes no new frames
+// until headers return, and frames the PMD did not accept stay pending and are offered first
+// next time: the TX path never waits on itself (DAQIRI's dry-pool stall).
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "backends/dpdk/completion_queue.hpp"
+#include "backends/dpdk/external_memory.hpp"
+#include "dataplane/poller.hpp"
+#include "dataplane/snapshot.hpp"
+#include "dataplane/tx_attachment.hpp"
+
+namespace daqiri::backends::dpdk {
+
+struct TxQueueCounters {
+  std::atomic<uint64_t> packets{0};
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> no_header{0};  // polls that found the header pool dry
+  std::atomic<uint64_t> oversize{0};   // frames longer than the port's MTU allows
+};
+
+class DpdkTxQueue final : public dataplane::PollTask {
+ public:
+  static constexpr uint32_t kMaxBatch = 512;
+  static Result<std::unique_ptr<DpdkTxQueue>> create(uint16_t port, uint16_t queue,
+                                                     const std::string& pool_name,
+                                                     uint32_t descriptors, uint32_t batch,
+                                                     uint32_t max_frame, int socket,
+                                                     rte_device* dma_device);
+  ~DpdkTxQueue() override;
+
+  bool poll() override;
+  TxQueueCounters counters;
+
+  // Control side (callers serialise); `epoch` is the owning poller's. add() registers the
+  // attachment's buffers with DPDK; remove() (after the attachment is released) undoes it.
+  Result<> add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch);
+  void remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch);
+
+ private:
+  struct Binding {
+    dataplane::TxAttachment* attachment = nullptr;
+    std::unique_ptr<ExternalMemory> memory;
+    std::vector<rte_mbuf_ext_shared_info> shinfo;  // one per buffer: daemon memory only
+    CompletionQueue done;
+    uint32_t in_flight = 0;  // attached to an mbuf and not yet freed by DPDK
+    std::array<rte_mbuf*, kMaxBatch> pending{};
+    uint32_t pending_first = 0, pending_count = 0;
+    explicit Binding(uint32_t num_bufs) : shinfo(num_bufs), done(num_bufs) {}
+  };
+  using Set = std::vector<Binding*>;
+
+  DpdkTxQueue(uint16_t port, uint16_t queue, rte_mempool* headers, uint32_t batch,
+              uint32_t max_frame, rte_device* dma_device);
+  static void on_freed(void* addr, void* opaque);
+  bool complete(Binding& b);
+  bool send(Binding& b);
+  void flush_pending(Binding& b);
+
+  uint16_t port_;
+  uint16_t queue_;
+  rte_mempool* headers_;
+  uint32_t batch_;
+  uint32_t max_frame_;
+  rte_device* dma_device_;
+  dataplane::Published<Set> set_;
+  std::vector<std::unique_ptr<Binding>> bindings_;  // control side: owns them
+  std::array<daqiri_tx_desc, kMaxBatch> descs_{};
+  std::array<rte_mbuf*, kMaxBatch> stash_{};  // header mbufs taken from the pool, unused yet
+  uint32_t stash_count_ = 0;
+};
+
+}  // namespace daqiri::backends::dpdk

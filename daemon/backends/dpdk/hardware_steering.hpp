@@ -1,0 +1,32 @@
+// A flow's match as an rte_flow rule (eth / ipv4 src,dst / udp or tcp src,dst, port ranges
+// through `last`) whose action sends matching packets to the flow's queue. Installed only when
+// rte_flow_validate accepts it; otherwise the flow is steered by the queue's poller alone.
+// Unverified on hardware here: no PMD on these machines accepts rte_flow (see docs/dpdk.md).
+#pragma once
+
+#include <rte_flow.h>
+
+#include <memory>
+#include <string>
+
+#include "core/flow_match.hpp"
+#include "daqiri/common/result.hpp"
+
+namespace daqiri::backends::dpdk {
+
+class HardwareRule {
+ public:
+  // The rule, or the PMD's reason for refusing it.
+  static Result<std::unique_ptr<HardwareRule>> install(uint16_t port, const core::FlowMatch& match,
+                                                       uint16_t queue);
+  ~HardwareRule();
+  HardwareRule(const HardwareRule&) = delete;
+  HardwareRule& operator=(const HardwareRule&) = delete;
+
+ private:
+  HardwareRule(uint16_t port, rte_flow* flow) : port_(port), flow_(flow) {}
+  uint16_t port_;
+  rte_flow* flow_;
+};
+
+}  // namespace daqiri::backends::dpdk

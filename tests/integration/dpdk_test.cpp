@@ -1,0 +1,469 @@
+// The DPDK backend with real DPDK: daqirid owns the EAL and drives virtual devices (net_null,
+// net_ring, net_pcap, net_af_packet and net_af_xdp on a veth pair in a network namespace,
+// net_memif against dpdk-testpmd); real clients, some unprivileged, check counts and bytes.
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <thread>
+
+#include "daqiri/frame.hpp"
+#include "daqiri/test_pattern.hpp"
+#include "daqiri/v1/control.grpc.pb.h"
+#include "harness.hpp"
+
+namespace daqiri::test {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+using Frame = std::vector<std::byte>;
+
+// A daqiri-gen style frame: 10.1.0.1:sport -> 10.1.0.2:dport, the pattern keyed by dport.
+Frame make_frame(uint16_t sport, uint16_t dport, uint64_t seq, size_t payload) {
+  Frame f(frame::kUdpHeaders + payload);
+  size_t h = frame::write_udp_headers(f, {0x0a010001, sport}, {0x0a010002, dport}, payload);
+  pattern::fill(std::span(f).subspan(h), dport, seq);
+  return f;
+}
+
+void write_pcap(const std::string& path, const std::vector<Frame>& frames) {
+  std::ofstream out(path, std::ios::binary);
+  auto put32 = [&out](uint32_t v) { out.write(reinterpret_cast<const char*>(&v), 4); };
+  auto put16 = [&out](uint16_t v) { out.write(reinterpret_cast<const char*>(&v), 2); };
+  put32(0xa1b2c3d4);  // microsecond timestamps
+  put16(2);
+  put16(4);
+  put32(0);
+  put32(0);
+  put32(65535);
+  put32(1);  // Ethernet
+  uint32_t usec = 0;
+  for (const auto& f : frames) {
+    put32(1);
+    put32(usec++);
+    put32(static_cast<uint32_t>(f.size()));
+    put32(static_cast<uint32_t>(f.size()));
+    out.write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size()));
+  }
+}
+
+std::vector<Frame> read_pcap(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<Frame> frames;
+  char header[24];
+  if (!in.read(header, sizeof header)) return frames;
+  char rec[16];
+  while (in.read(rec, sizeof rec)) {
+    uint32_t len = 0;
+    std::memcpy(&len, rec + 8, 4);
+    Frame f(len);
+    if (!in.read(reinterpret_cast<char*>(f.data()), len)) break;
+    frames.push_back(std::move(f));
+  }
+  return frames;
+}
+
+uint64_t free_hugepages() {
+  std::ifstream in("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
+  uint64_t n = 0;
+  in >> n;
+  return n;
+}
+
+class DpdkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!is_root()) {
+      GTEST_SKIP() << "DPDK's EAL needs root";
+    }
+  }
+  void TearDown() override {
+    if (daemon_) {
+      EXPECT_EQ(daemon_->stop(), 0) << daemon_->log();
+    }
+  }
+
+  // `interfaces` and `flows`: YAML list items, indented by two.
+  std::string config(const std::string& socket, const std::string& interfaces,
+                     const std::string& flows, bool huge = false,
+                     const std::string& daemon_extra = "", uint32_t rx_buf_size = 2048) {
+    return "daemon:\n  socket: " + socket + "\n  metrics: \"off\"\n" + daemon_extra +
+           "dpdk:\n  hugepages: " + (huge ? "true" : "false") +
+           "\n  memory_mb: 256\n"
+           "memory_regions:\n"
+           "  - {name: rx, kind: host, buf_size: " +
+           std::to_string(rx_buf_size) +
+           ", num_bufs: 4096}\n"
+           "  - {name: tx, kind: host, buf_size: 2048, num_bufs: 2048}\n"
+           "interfaces:\n" +
+           interfaces + "flows:\n" + flows;
+  }
+  static std::string port(const std::string& name, const std::string& address, int rx_queues = 1,
+                          bool tx = true) {
+    std::string y = "  - name: " + name + "\n    backend: dpdk\n    address: \"" + address +
+                    "\"\n    rx:\n      queues:\n";
+    for (int q = 0; q < rx_queues; ++q)
+      y += "        - {name: rx" + std::to_string(q) + ", regions: [rx]}\n";
+    if (tx) y += "    tx:\n      queues:\n        - {name: tx0, regions: [tx]}\n";
+    return y;
+  }
+
+  void start(const std::string& yaml) {
+    socket_ = dir_.file("d.sock");
+    std::string path = dir_.write("d.yaml", yaml);
+    daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", path});
+    ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
+    stub_ = v1::Control::NewStub(
+        grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials()));
+  }
+
+  // An unprivileged user allowed to attach (the socket group and the clients list).
+  std::string unprivileged_access() {
+    group_.emplace();
+    user_.emplace(group_->name());
+    return "  socket_group: " + group_->name() + "\n  access:\n    clients:\n      users: [" +
+           user_->name() + "]\n";
+  }
+
+  std::vector<std::string> tap(const std::string& flow, uint64_t count,
+                               std::vector<std::string> extra = {}) {
+    std::vector<std::string> a{
+        ctl_path(), "--socket",  socket_, "tap", flow, "--count", std::to_string(count),
+        "--quiet",  "--timeout", "30"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+
+  v1::Stats stats() {
+    v1::Stats s;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    EXPECT_TRUE(stub_->GetStats(&ctx, {}, &s).ok());
+    return s;
+  }
+  bool eventually(const std::function<bool(const v1::Stats&)>& pred,
+                  std::chrono::milliseconds timeout = 10s) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (pred(stats())) return true;
+      std::this_thread::sleep_for(5ms);
+    }
+    return false;
+  }
+  static const v1::FlowStats& flow(const v1::Stats& s, const std::string& name) {
+    for (const auto& f : s.flows()) {
+      if (f.name() == name) return f;
+    }
+    static v1::FlowStats none;
+    ADD_FAILURE() << "no flow " << name;
+    return none;
+  }
+  static const v1::NicQueueStats& queue(const v1::Stats& s, const std::string& name) {
+    for (const auto& n : s.nics()) {
+      for (const auto& q : n.queues()) {
+        if (q.name() == name) return q;
+      }
+    }
+    static v1::NicQueueStats none;
+    ADD_FAILURE() << "no NIC queue " << name;
+    return none;
+  }
+  std::string ctl(const std::vector<std::string>& args) {
+    std::vector<std::string> a{ctl_path(), "--socket", socket_};
+    a.insert(a.end(), args.begin(), args.end());
+    auto r = run(a);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return r.out;
+  }
+
+  TempDir dir_;
+  std::string socket_;
+  std::unique_ptr<DaemonProcess> daemon_;
+  std::unique_ptr<v1::Control::Stub> stub_;
+  std::optional<TempGroup> group_;
+  std::optional<TempUser> user_;
+};
+
+// net_null: every frame is 64 zero bytes, taken by the queue's catch-all flow and read by an
+// unprivileged client straight out of the queue's mbufs. Run with and without hugepages.
+class NullPortTest : public DpdkTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(NullPortTest, DeliversBurstsToAnUnprivilegedClient) {
+  bool huge = GetParam();
+  if (huge && free_hugepages() < 256) {
+    GTEST_SKIP() << "needs 256 free 2 MiB hugepages (tools/install-deps reserves them)";
+  }
+  start(config(dir_.file("d.sock"), port("null0", "net_null0"),
+               "  - {name: all, interface: null0, match: {any: true}}\n", huge,
+               unprivileged_access()));
+  auto r = run(tap("all", 200000), user_->ids());
+  ASSERT_EQ(r.exit_code, 0) << r.out << daemon_->log();
+  EXPECT_THAT(r.out, HasSubstr("received 200000 packets"));
+
+  auto s = stats();
+  const auto& f = flow(s, "all");
+  EXPECT_GE(f.packets(), 200000u);
+  EXPECT_EQ(f.bytes(), f.packets() * 64);  // net_null's frames: 64 bytes each
+  ASSERT_EQ(s.nics_size(), 1);
+  EXPECT_EQ(s.nics(0).driver(), "net_null");
+  EXPECT_GE(s.nics(0).rx_packets(), f.packets());
+  EXPECT_EQ(queue(s, "rx0").copied(), 0u);  // the PMD filled the client-shared buffers
+  EXPECT_EQ(queue(s, "rx0").unmatched(), 0u);
+  EXPECT_EQ(queue(s, "rx0").buffers_on_loan(), 0u);  // the client gave every buffer back
+
+  EXPECT_THAT(ctl({"queues"}), HasSubstr("zero-copy"));
+  EXPECT_THAT(ctl({"interfaces"}), HasSubstr("up"));
+  std::string flows = ctl({"flows", "list"});
+  EXPECT_THAT(flows, HasSubstr("any"));
+  EXPECT_THAT(flows, HasSubstr("software"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Memory, NullPortTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return std::string(p.param ? "Hugepages" : "NoHuge");
+                         });
+
+// net_ring: what the daemon sends on TX comes back on RX. A client's TX buffers go out as
+// external mbufs, and an unprivileged client reads them on the RX flow: nothing lost (blocking
+// backpressure), nothing reordered or changed.
+TEST_F(DpdkTest, RingPortLoopsClientTxToRxByteExact) {
+  start(config(dir_.file("d.sock"), port("ring0", "net_ring0"),
+               "  - {name: back, interface: ring0, match: {udp_dst: 6000}}\n", false,
+               unprivileged_access()));
+  Spawned rx(dir_, tap("back", 20000, {"--verify", "--block"}), user_->ids());
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  auto tx = run({test_client_path(), "tx", socket_, "ring0", "5555", "6000", "20000", "777"});
+  ASSERT_EQ(tx.exit_code, 0) << tx.out << daemon_->log();
+  EXPECT_THAT(tx.out, HasSubstr("sent 20000"));  // every buffer came back (flush)
+  ASSERT_EQ(rx.wait(), 0) << rx.output() << daemon_->log();
+  EXPECT_THAT(rx.output(), HasSubstr("received 20000 packets, 15540000 payload bytes"));
+  EXPECT_THAT(rx.output(),
+              HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+  auto s = stats();
+  EXPECT_EQ(flow(s, "back").packets(), 20000u);
+  EXPECT_EQ(queue(s, "tx0").packets(), 20000u);
+  // net_ring hands the sender's mbufs to the receiver: the queue copies them into its own
+  // buffers and says so.
+  EXPECT_EQ(queue(s, "rx0").copied(), 20000u);
+  EXPECT_THAT(ctl({"queues"}), HasSubstr("copy (the PMD delivers its own buffers)"));
+}
+
+// net_pcap: two RX queues replay two files the test wrote; each flow's client gets exactly its
+// frames, byte for byte; the other flow's frames on a queue are counted as unmatched there.
+// A client's TX goes to a pcap file, byte for byte.
+TEST_F(DpdkTest, PcapReplayDeliversEachFlowToItsClientByteExact) {
+  std::vector<Frame> q0, q1, a_frames;
+  for (uint64_t i = 0; i < 500; ++i) {
+    a_frames.push_back(make_frame(1000, 7000, i, 100 + i % 400));
+    q0.push_back(a_frames.back());
+    if (i % 70 == 0) q0.push_back(make_frame(1000, 7001, 9000 + i, 60));  // 8 strays
+    q1.push_back(make_frame(1001, 7001, i, 1400));
+  }
+  std::string p0 = dir_.file("q0.pcap"), p1 = dir_.file("q1.pcap"), out = dir_.file("tx.pcap");
+  write_pcap(p0, q0);
+  write_pcap(p1, q1);
+  std::string vdev = "net_pcap0,rx_pcap=" + p0 + ",rx_pcap=" + p1 + ",tx_pcap=" + out;
+  start(config(dir_.file("d.sock"), port("pcap0", vdev, 2),
+               "  - {name: a, interface: pcap0, queue: rx0, match: {udp_dst: 7000}}\n"
+               "  - {name: b, interface: pcap0, queue: rx1, match: {udp_dst: 7001}}\n",
+               false, unprivileged_access()));
+  std::string got_a = dir_.file("a.pcap");
+  Spawned a(dir_, tap("a", 500, {"--verify", "--pcap", got_a}));
+  Spawned b(dir_, tap("b", 500, {"--verify"}), user_->ids());
+  ASSERT_EQ(a.wait(), 0) << a.output() << daemon_->log();
+  ASSERT_EQ(b.wait(), 0) << b.output() << daemon_->log();
+  EXPECT_THAT(a.output(),
+              HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+  EXPECT_THAT(b.output(), HasSubstr("received 500 packets, 700000 payload bytes"));
+  EXPECT_THAT(b.output(),
+              HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+  auto received = read_pcap(got_a);
+  ASSERT_EQ(received.size(), a_frames.size());
+  for (size_t i = 0; i < received.size(); ++i)
+    ASSERT_EQ(received[i], a_frames[i]) << "frame " << i;
+  auto s = stats();
+  EXPECT_EQ(queue(s, "rx0").unmatched(), 8u);
+  EXPECT_EQ(flow(s, "a").packets(), 500u);
+  EXPECT_EQ(flow(s, "b").packets(), 500u);
+
+  auto tx = run({test_client_path(), "tx", socket_, "pcap0", "5555", "6001", "300", "555"});
+  ASSERT_EQ(tx.exit_code, 0) << tx.out;
+  ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();  // net_pcap flushes its file on close
+  daemon_.reset();
+  auto sent = read_pcap(out);
+  ASSERT_EQ(sent.size(), 300u);
+  std::vector<std::byte> expect(555);
+  for (uint64_t i = 0; i < sent.size(); ++i) {
+    ASSERT_EQ(sent[i].size(), frame::kUdpHeaders + 555) << "frame " << i;
+    pattern::fill(expect, 6001, i);
+    ASSERT_EQ(std::memcmp(sent[i].data() + frame::kUdpHeaders, expect.data(), expect.size()), 0)
+        << "frame " << i;
+  }
+}
+
+// A veth pair: one end for the daemon's PMD, the other in a network namespace with an address
+// and a static neighbour entry for the daemon's end, where daqiri-gen sends from.
+class VethPair {
+ public:
+  static std::string ip_path() {
+    for (const char* p : {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"}) {
+      if (::access(p, X_OK) == 0) return p;
+    }
+    return "";
+  }
+  VethPair() {
+    std::string tag = std::to_string(::getpid() % 100000);
+    ns_ = "dqns" + tag;
+    host_ = "dqh" + tag;
+    peer_ = "dqp" + tag;
+    sh("ip netns add " + ns_);
+    sh("ip link add " + host_ + " type veth peer name " + peer_);
+    sh("ip link set " + peer_ + " netns " + ns_);
+    sh("ip link set " + host_ + " up");
+    sh("ip -n " + ns_ + " addr add 10.77.0.2/24 dev " + peer_);
+    sh("ip -n " + ns_ + " link set " + peer_ + " up");
+    std::ifstream mac("/sys/class/net/" + host_ + "/address");
+    mac >> host_mac_;
+  }
+  ~VethPair() {
+    sh("ip link del " + host_);
+    sh("ip netns del " + ns_);
+  }
+  // After the PMD took the interface (af_packet cycles it, which drops neighbour entries).
+  void add_neighbour() {
+    sh("ip -n " + ns_ + " neigh replace 10.77.0.1 lladdr " + host_mac_ + " dev " + peer_);
+  }
+  [[nodiscard]] const std::string& host() const { return host_; }
+  [[nodiscard]] std::vector<std::string> in_namespace(std::vector<std::string> argv) const {
+    argv.insert(argv.begin(), {ip_path(), "netns", "exec", ns_});
+    return argv;
+  }
+
+ private:
+  static void sh(const std::string& cmd) {
+    auto r = run({"/bin/sh", "-c", cmd + " 2>&1"});
+    if (r.exit_code != 0) ADD_FAILURE() << cmd << ": " << r.out << r.err;
+  }
+  std::string ns_, host_, peer_, host_mac_;
+};
+
+// net_af_packet and net_af_xdp on the host end of a veth pair, a kernel sender (daqiri-gen)
+// in the namespace on the other: every datagram arrives, in order, intact.
+class VethPortTest : public DpdkTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(VethPortTest, ReceivesWhatAKernelSenderSends) {
+  if (VethPair::ip_path().empty()) GTEST_SKIP() << "no ip command";
+  VethPair veth;
+  std::string pmd = GetParam();
+  std::string vdev = pmd + "0,iface=" + veth.host();
+  if (pmd == "net_af_xdp") vdev += ",start_queue=0,queue_count=1";
+  // af_xdp configures RX and TX queues in pairs. Buffers: af_packet wants 2016 bytes past the
+  // mbuf headroom, af_xdp a whole mbuf within a 4 KiB UMEM chunk.
+  start(config(dir_.file("d.sock"), port("veth0", vdev, 1, true),
+               "  - {name: gen, interface: veth0, match: {udp_dst: 7100}}\n", false,
+               unprivileged_access(), 3072));
+  veth.add_neighbour();
+  Spawned rx(dir_, tap("gen", 3000, {"--verify"}), user_->ids());
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  std::this_thread::sleep_for(20ms);  // the queue starts polling within a millisecond
+  auto g = run(veth.in_namespace({gen_path(), "--dest", "10.77.0.1:7100", "--size", "300",
+                                  "--count", "3000", "--rate", "20000"}));
+  ASSERT_EQ(g.exit_code, 0) << g.out;
+  ASSERT_EQ(rx.wait(), 0) << rx.output() << daemon_->log();
+  EXPECT_THAT(rx.output(), HasSubstr("received 3000 packets, 900000 payload bytes"));
+  EXPECT_THAT(rx.output(),
+              HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+  auto s = stats();
+  EXPECT_EQ(flow(s, "gen").packets(), 3000u);
+  // af_packet copies from its kernel ring into the queue's client-shared mbufs; af_xdp cannot
+  // use them as its UMEM, so the queue copies from the PMD's own pool and says so.
+  // (The namespace's own stray frames, IPv6 neighbour discovery, may arrive too: unmatched.)
+  const auto& q = queue(s, "rx0");
+  EXPECT_EQ(q.copied(), pmd == "net_af_xdp" ? q.packets() : 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pmd, VethPortTest, ::testing::Values("net_af_packet", "net_af_xdp"),
+                         [](const ::testing::TestParamInfo<const char*>& p) {
+                           return std::string(p.param).substr(4);
+                         });
+
+// net_memif: an independent DPDK application (dpdk-testpmd, txonly) is the peer; its frames
+// reach a daqirid client.
+TEST_F(DpdkTest, MemifInteroperatesWithTestpmd) {
+  if (std::system("command -v dpdk-testpmd >/dev/null 2>&1") != 0) GTEST_SKIP() << "no testpmd";
+  std::string sock = dir_.file("memif.sock");
+  start(config(dir_.file("d.sock"), port("memif0", "net_memif0,role=server,socket=" + sock),
+               "  - {name: all, interface: memif0, match: {any: true}}\n"));
+  Spawned rx(dir_, tap("all", 10000));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  Spawned testpmd(
+      dir_, {"/usr/bin/dpdk-testpmd", "--no-huge", "-m", "256", "--no-pci", "--no-shconf",
+             "--file-prefix", "dqtestpmd" + std::to_string(::getpid()), "-l", "0,1", "--vdev",
+             "net_memif0,role=client,socket=" + sock, "--", "--forward-mode=txonly", "--auto-start",
+             "--txpkts=128", "--total-num-mbufs=8192", "--stats-period=1"});
+  int rc = rx.wait(60s);
+  testpmd.kill(SIGINT);
+  testpmd.wait();
+  ASSERT_EQ(rc, 0) << rx.output() << testpmd.output() << daemon_->log();
+  EXPECT_THAT(rx.output(), HasSubstr("received 10000 packets"));
+  auto s = stats();
+  EXPECT_GE(flow(s, "all").packets(), 10000u);
+  EXPECT_EQ(flow(s, "all").bytes(), flow(s, "all").packets() * 128);
+}
+
+// Two daemons, each with its own EAL (file prefix from its socket), on one host at once.
+TEST_F(DpdkTest, TwoDaemonsOnOneHostDoNotCollide) {
+  start(config(dir_.file("d.sock"), port("null0", "net_null0"),
+               "  - {name: all, interface: null0, match: {any: true}}\n"));
+  TempDir other_dir;
+  std::string other_socket = other_dir.file("d.sock");
+  std::string other_yaml =
+      other_dir.write("d.yaml", config(other_socket, port("null0", "net_null0"),
+                                       "  - {name: all, interface: null0, match: {any: true}}\n"));
+  DaemonProcess other(other_dir, {"--config", other_yaml});
+  ASSERT_TRUE(other.wait_ready()) << other.log();
+  auto a = run(tap("all", 50000));
+  auto b = run({ctl_path(), "--socket", other_socket, "tap", "all", "--count", "50000", "--quiet",
+                "--timeout", "30"});
+  EXPECT_EQ(a.exit_code, 0) << a.out;
+  EXPECT_EQ(b.exit_code, 0) << b.out;
+  EXPECT_EQ(other.stop(), 0) << other.log();
+}
+
+// A port that cannot start fails the daemon with a clear error and leaves no EAL runtime
+// directory behind.
+TEST_F(DpdkTest, FailedStartSaysWhyAndLeavesNothingBehind) {
+  std::string socket = dir_.file("d.sock");
+  std::string yaml = dir_.write(
+      "d.yaml", config(socket, port("pcap0", "net_pcap0,rx_pcap=" + dir_.file("missing.pcap")),
+                       "  - {name: a, interface: pcap0, match: {udp_dst: 7000}}\n"));
+  auto before = std::filesystem::exists("/dev/hugepages")
+                    ? std::distance(std::filesystem::directory_iterator("/dev/hugepages"), {})
+                    : 0;
+  auto r = run({daqirid_path(), "--config", yaml});
+  EXPECT_NE(r.exit_code, 0);
+  std::string said = r.out + r.err;
+  EXPECT_THAT(said, HasSubstr("net_pcap0"));
+  EXPECT_THAT(said, HasSubstr("DPDK"));
+  EXPECT_FALSE(std::filesystem::exists(socket));
+  if (std::filesystem::exists("/var/run/dpdk")) {
+    for (const auto& e : std::filesystem::directory_iterator("/var/run/dpdk")) {
+      EXPECT_THAT(e.path().filename().string(), ::testing::Not(HasSubstr("daqirid-"))) << e.path();
+    }
+  }
+  auto after = std::filesystem::exists("/dev/hugepages")
+                   ? std::distance(std::filesystem::directory_iterator("/dev/hugepages"), {})
+                   : 0;
+  EXPECT_EQ(after, before);
+}
+
+}  // namespace
+}  // namespace daqiri::test

@@ -1,0 +1,192 @@
+// The DPDK side of configuration: interface addresses, buffer sizes against the MTU, the
+// catch-all flow, hugepages for the EAL, and the EAL command line daqirid derives; and the
+// software steering match on real frame bytes.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "config/config_loader.hpp"
+#include "config/dpdk_address.hpp"
+#include "core/packet_fields.hpp"
+#include "daqiri/frame.hpp"
+#ifdef DAQIRI_HAVE_DPDK
+#include "backends/dpdk/eal_arguments.hpp"
+#endif
+
+namespace daqiri::config {
+namespace {
+
+using ::testing::HasSubstr;
+
+SystemFacts facts(uint64_t hugepages_free = 1024) {
+  SystemFacts f;
+  f.usable_cpus = {0, 1, 2, 3};
+  f.hugepage_size = 2u << 20;
+  f.hugepages_free = hugepages_free;
+  f.hugepages_total = hugepages_free;
+  f.have_dpdk = true;
+  return f;
+}
+
+std::string dpdk_config(const std::string& address, uint32_t buf_size = 2048,
+                        const std::string& flows = "", const std::string& dpdk = "") {
+  return "memory_regions:\n  - {name: r, kind: host, buf_size: " + std::to_string(buf_size) +
+         ", num_bufs: 4096}\n"
+         "interfaces:\n"
+         "  - name: p0\n"
+         "    backend: dpdk\n"
+         "    address: \"" +
+         address +
+         "\"\n"
+         "    rx:\n"
+         "      queues:\n"
+         "        - {name: q0, regions: [r]}\n" +
+         flows + dpdk;
+}
+
+std::string errors_of(const std::string& text, const SystemFacts& f = facts()) {
+  Diagnostics diags;
+  auto c = parse_config(text, "t.yaml", f, diags);
+  EXPECT_FALSE(c.has_value());
+  return diags.render();
+}
+
+TEST(DpdkConfig, AddressIsAPciDeviceOrAVdev) {
+  EXPECT_EQ(parse_dpdk_address("0000:3b:00.1")->pci, true);
+  EXPECT_EQ(parse_dpdk_address("3b:00.1")->name, "3b:00.1");
+  auto v = parse_dpdk_address("net_pcap0,rx_pcap=/tmp/a.pcap,tx_pcap=/tmp/b.pcap");
+  ASSERT_TRUE(v);
+  EXPECT_FALSE(v->pci);
+  EXPECT_EQ(v->name, "net_pcap0");
+  EXPECT_EQ(v->args, "rx_pcap=/tmp/a.pcap,tx_pcap=/tmp/b.pcap");
+  EXPECT_FALSE(parse_dpdk_address("eth0"));
+  EXPECT_FALSE(parse_dpdk_address("3b:00.9"));
+  EXPECT_THAT(errors_of(dpdk_config("eth0")),
+              HasSubstr("t.yaml:6:14: error: interfaces[0].address: a dpdk interface names a PCI "
+                        "device (0000:3b:00.0) or a DPDK virtual device"));
+}
+
+TEST(DpdkConfig, RxBuffersMustHoldAFrameOfTheMtu) {
+  EXPECT_THAT(errors_of(dpdk_config("net_null0", 1024)),
+              HasSubstr("t.yaml:2:37: error: memory_regions[0].buf_size: buf_size 1024 cannot "
+                        "hold a frame of MTU 1500 on DPDK queue p0/q0: it needs 1646"));
+}
+
+TEST(DpdkConfig, PciDevicesNeedHugepages) {
+  EXPECT_THAT(errors_of(dpdk_config("0000:3b:00.0", 2048, "", "dpdk: {hugepages: false}\n")),
+              HasSubstr("a PCI device needs DMA-able memory"));
+}
+
+TEST(DpdkConfig, CatchAllIsOnePerQueueAndOnlyOnDpdk) {
+  std::string two =
+      "flows:\n"
+      "  - {name: a, interface: p0, match: {any: true}}\n"
+      "  - {name: b, interface: p0, match: {any: true}}\n";
+  EXPECT_THAT(errors_of(dpdk_config("net_null0", 2048, two)),
+              HasSubstr("RX queue p0/q0 already has a catch-all flow (\"a\")"));
+  // A catch-all beside a specific flow is fine: it takes what the other does not.
+  Diagnostics diags;
+  auto ok = parse_config(dpdk_config("net_null0", 2048,
+                                     "flows:\n"
+                                     "  - {name: a, interface: p0, match: {any: true}}\n"
+                                     "  - {name: b, interface: p0, match: {udp_dst: 9}}\n"),
+                         "t.yaml", facts(), diags);
+  EXPECT_TRUE(ok.has_value()) << diags.render();
+  std::string socket =
+      "memory_regions:\n  - {name: r, kind: host, buf_size: 2048, num_bufs: "
+      "4096}\ninterfaces:\n  - name: lo\n    backend: socket\n    address: "
+      "127.0.0.1\n    rx:\n      queues:\n        - {name: q0, regions: [r]}\n"
+      "flows:\n  - {name: a, interface: lo, match: {any: true}}\n";
+  EXPECT_THAT(errors_of(socket), HasSubstr("match any (a queue's catch-all) needs a dpdk "
+                                           "interface; \"lo\" is socket"));
+  EXPECT_THAT(errors_of(dpdk_config("net_null0", 2048,
+                                    "flows:\n  - {name: a, interface: p0, match: {any: true, "
+                                    "udp_dst: 4}}\n")),
+              HasSubstr("match any is the queue's catch-all and takes no other field"));
+}
+
+TEST(DpdkConfig, HugepageShortfallForTheEalIsAClearError) {
+  EXPECT_THAT(errors_of(dpdk_config("net_null0", 2048, "", "dpdk: {hugepages: true}\n"), facts(64)),
+              HasSubstr("DPDK needs 128 hugepages of 2 MiB for dpdk.memory_mb 256 but the machine "
+                        "has 64 free"));
+  Diagnostics diags;
+  auto ok = parse_config(dpdk_config("net_null0", 2048, "", "dpdk: {hugepages: false}\n"), "t.yaml",
+                         facts(0), diags);
+  EXPECT_TRUE(ok.has_value()) << diags.render();
+}
+
+#ifdef DAQIRI_HAVE_DPDK
+TEST(DpdkConfig, EalArgumentsFollowTheInterfaces) {
+  Diagnostics diags;
+  auto c = parse_config(dpdk_config("net_pcap0,rx_pcap=/x.pcap", 2048, "",
+                                    "dpdk: {hugepages: false, memory_mb: 128, main_core: 2, "
+                                    "eal_args: [--log-level=pmd:debug]}\n"),
+                        "t.yaml", facts(), diags);
+  ASSERT_TRUE(c.has_value()) << diags.render();
+  auto args = backends::dpdk::eal_arguments(*c, "daqirid-test");
+  auto has = [&args](const std::vector<std::string>& seq) {
+    return std::search(args.begin(), args.end(), seq.begin(), seq.end()) != args.end();
+  };
+  EXPECT_TRUE(has({"--file-prefix=daqirid-test"}));
+  EXPECT_TRUE(has({"-l", "2", "--main-lcore", "2", "-m", "128"}));
+  EXPECT_TRUE(has({"--no-huge", "--no-shconf"}));
+  EXPECT_TRUE(has({"--no-pci"}));
+  EXPECT_TRUE(has({"--vdev", "net_pcap0,rx_pcap=/x.pcap"}));
+  EXPECT_EQ(args.back(), "--log-level=pmd:debug");
+
+  auto pci = parse_config(dpdk_config("0000:3b:00.0"), "t.yaml", facts(), diags);
+  ASSERT_TRUE(pci.has_value()) << diags.render();
+  args = backends::dpdk::eal_arguments(*pci, "p");
+  EXPECT_TRUE(has({"-a", "0000:3b:00.0"}));
+  EXPECT_TRUE(has({"--in-memory"}));  // hugepages by default, from memfds: no files
+  EXPECT_FALSE(has({"--no-pci"}));
+
+  EXPECT_NE(backends::dpdk::file_prefix_for("/run/daqiri/a.sock"),
+            backends::dpdk::file_prefix_for("/run/daqiri/b.sock"));
+  EXPECT_EQ(backends::dpdk::file_prefix_for("/run/daqiri/a.sock"),
+            backends::dpdk::file_prefix_for("/run/daqiri/a.sock"));
+}
+#endif
+
+TEST(SoftwareSteering, MatchesTheFieldsOfRealFrames) {
+  std::vector<std::byte> f(200);
+  frame::write_udp_headers(f, {0x0a000001, 1234}, {0x0a000002, 4096}, 100);
+  auto p = core::PacketFields::parse(f.data(), 142);
+  ASSERT_TRUE(p.ipv4);
+  EXPECT_EQ(p.protocol, core::PacketFields::kUdp);
+  EXPECT_EQ(p.src_port, 1234);
+  EXPECT_EQ(p.dst_port, 4096);
+  EXPECT_EQ(p.payload_offset, 42);
+  core::FlowMatch m;
+  m.udp_dst = core::PortRange{4000, 4100};
+  m.ipv4_src = *core::parse_ipv4_prefix("10.0.0.0/24");
+  EXPECT_TRUE(m.matches(p));
+  m.ipv4_src = *core::parse_ipv4_prefix("10.0.1.0/24");
+  EXPECT_FALSE(m.matches(p));
+
+  // A VLAN tag in front is looked through.
+  std::vector<std::byte> tagged(204);
+  std::copy(f.begin(), f.begin() + 12, tagged.begin());
+  tagged[12] = std::byte{0x81};
+  tagged[13] = std::byte{0x00};
+  std::copy(f.begin() + 12, f.begin() + 196, tagged.begin() + 16);
+  auto t = core::PacketFields::parse(tagged.data(), 146);
+  EXPECT_TRUE(t.ipv4);
+  EXPECT_EQ(t.dst_port, 4096);
+  EXPECT_EQ(t.payload_offset, 46);
+
+  // Truncated or not IP: nothing but a catch-all takes it.
+  EXPECT_FALSE(core::PacketFields::parse(f.data(), 30).ipv4);
+  std::vector<std::byte> zeros(64);
+  auto z = core::PacketFields::parse(zeros.data(), 64);
+  EXPECT_FALSE(z.ipv4);
+  core::FlowMatch any;
+  any.any = true;
+  EXPECT_TRUE(any.matches(z));
+  m.ipv4_src.reset();
+  EXPECT_FALSE(m.matches(z));
+}
+
+}  // namespace
+}  // namespace daqiri::config
