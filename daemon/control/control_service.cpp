@@ -320,8 +320,11 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
     out->set_tx_packets(n.tx_packets);
     out->set_tx_bytes(n.tx_bytes);
     out->set_tx_errors(n.tx_errors);
-    for (const auto& [name, value] : n.xstats)
-      (*out->mutable_xstats())[name] = value;
+    for (const auto& [name, value] : n.xstats) {
+      auto* x = out->add_xstats();
+      x->set_name(name);
+      x->set_value(value);
+    }
     for (const auto& q : n.queues) {
       auto* qo = out->add_queues();
       qo->set_name(q.name);
