@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/diagnostics.hpp"
@@ -127,5 +128,13 @@ struct Config {
   std::vector<FlowConfig> flows;
   DpdkConfig dpdk;
 };
+
+// The region of that name (validated configs always have it), or null.
+inline const MemoryRegionConfig* find_region(const Config& c, std::string_view name) {
+  for (const auto& r : c.memory_regions) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
 
 }  // namespace daqiri::config

@@ -16,18 +16,22 @@ uint32_t ipv4_of(const config::InterfaceConfig& itf) {
   return ntohl(a.s_addr);
 }
 
-const config::MemoryRegionConfig* region_named(const config::Config& c, const std::string& name) {
-  for (const auto& r : c.memory_regions) {
-    if (r.name == name) return &r;
+// The queue's one region, which both backends fill from host memory (GPU memory is #6).
+Result<const config::MemoryRegionConfig*> host_region(const config::Config& c,
+                                                      const config::InterfaceConfig& itf,
+                                                      const config::QueueConfig& q) {
+  std::string key = itf.name + "/" + q.name;
+  if (q.regions.size() != 1) {
+    return fail(ErrorCode::kFailedPrecondition,
+                "queue " + key + ": header-data split (two regions) needs a NIC with buffer " +
+                    "split, which this version of daqirid does not drive yet");
   }
-  return nullptr;
-}
-
-Result<> check_host_region(const config::MemoryRegionConfig& r, const std::string& queue) {
-  if (r.kind == config::RegionKind::kHost || r.kind == config::RegionKind::kHuge) return {};
-  return fail(ErrorCode::kFailedPrecondition,
-              "queue " + queue + ": region \"" + r.name + "\" is " + config::to_string(r.kind) +
-                  " memory; the socket backend fills host or huge regions");
+  const config::MemoryRegionConfig* r = config::find_region(c, q.regions[0]);
+  if (r->kind == config::RegionKind::kHost || r->kind == config::RegionKind::kHuge) return r;
+  return fail(ErrorCode::kFailedPrecondition, "queue " + key + ": region \"" + r->name + "\" is " +
+                                                  config::to_string(r->kind) + " memory; the " +
+                                                  config::to_string(itf.backend) +
+                                                  " backend fills host or huge regions");
 }
 
 }  // namespace
@@ -54,83 +58,49 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config
 #endif
   }
   for (const auto& itf : c.interfaces) {
-    if (itf.backend == config::Backend::kDpdk) {
-      if (auto ok = dp->start_dpdk_queues(itf); !ok) return std::unexpected(ok.error());
-      continue;
-    }
+    bool dpdk = itf.backend == config::Backend::kDpdk;
     for (const auto& q : itf.rx_queues) {
       std::string key = itf.name + "/" + q.name;
-      if (q.regions.size() != 1) {
-        return fail(ErrorCode::kFailedPrecondition,
-                    "queue " + key +
-                        ": the socket backend takes one region per queue "
-                        "(header-data split needs a NIC that splits)");
-      }
-      const auto* region = region_named(c, q.regions[0]);
-      if (auto ok = check_host_region(*region, key); !ok) return std::unexpected(ok.error());
+      auto region = host_region(c, itf, q);
+      if (!region) return std::unexpected(region.error());
       auto poller = dp->poller_for("rx:" + key, q.core);
       if (!poller) return std::unexpected(poller.error());
-      dp->rx_queues_[key] = {*poller, &itf, &q, region};
+      dp->rx_queues_[key] = {*poller, &itf, &q, *region};
+      // DPDK: the queue itself is the poll task; socket flows become tasks as they come.
+      if (dpdk) (*poller)->add_task(dp->dpdk_task(itf, q, true), {});
     }
     for (const auto& q : itf.tx_queues) {
       std::string key = itf.name + "/" + q.name;
-      const auto* region = region_named(c, q.regions[0]);
-      if (auto ok = check_host_region(*region, key); !ok) return std::unexpected(ok.error());
+      auto region = host_region(c, itf, q);
+      if (!region) return std::unexpected(region.error());
       auto poller = dp->poller_for("tx:" + key, q.core);
       if (!poller) return std::unexpected(poller.error());
-      auto task = backends::socket::SocketTxQueue::create(ipv4_of(itf), q.batch_size);
-      if (!task) return std::unexpected(task.error());
       auto home = std::make_unique<TxQueueHome>();
       home->poller = *poller;
       home->itf = &itf;
       home->queue = &q;
-      home->region = region;
-      home->task = std::move(*task);
-      home->key = key;
-      home->poller->add_task(home->task.get(), {});
+      home->region = *region;
+      if (dpdk) {
+        home->poller->add_task(dp->dpdk_task(itf, q, false), {});
+      } else {
+        auto task = backends::socket::SocketTxQueue::create(ipv4_of(itf), q.batch_size);
+        if (!task) return std::unexpected(task.error());
+        home->task = std::move(*task);
+        home->poller->add_task(home->task.get(), {});
+      }
       dp->tx_queues_[key] = std::move(home);
     }
   }
   return dp;
 }
 
-// DPDK queues are the backend's poll tasks; they go on their pollers now and stay there.
-Result<> DataPlane::start_dpdk_queues(const config::InterfaceConfig& itf) {
+PollTask* DataPlane::dpdk_task(const config::InterfaceConfig& itf, const config::QueueConfig& q,
+                               bool rx) const {
 #ifdef DAQIRI_HAVE_DPDK
-  for (const auto& q : itf.rx_queues) {
-    std::string key = itf.name + "/" + q.name;
-    if (q.regions.size() != 1) {
-      return fail(ErrorCode::kFailedPrecondition,
-                  "queue " + key +
-                      ": header-data split (two regions) needs a PMD with buffer split, which "
-                      "this version of daqirid does not drive yet");
-    }
-    const auto* region = region_named(config_, q.regions[0]);
-    if (auto ok = check_host_region(*region, key); !ok) return ok;
-    auto poller = poller_for("rx:" + key, q.core);
-    if (!poller) return std::unexpected(poller.error());
-    rx_queues_[key] = {*poller, &itf, &q, region};
-    (*poller)->add_task(dpdk_->rx_task(key), {});
-  }
-  for (const auto& q : itf.tx_queues) {
-    std::string key = itf.name + "/" + q.name;
-    const auto* region = region_named(config_, q.regions[0]);
-    if (auto ok = check_host_region(*region, key); !ok) return ok;
-    auto poller = poller_for("tx:" + key, q.core);
-    if (!poller) return std::unexpected(poller.error());
-    auto home = std::make_unique<TxQueueHome>();
-    home->poller = *poller;
-    home->itf = &itf;
-    home->queue = &q;
-    home->region = region;
-    home->key = key;
-    home->poller->add_task(dpdk_->tx_task(key), {});
-    tx_queues_[key] = std::move(home);
-  }
-  return {};
+  return rx ? dpdk_->rx_task(itf.name, q.name) : dpdk_->tx_task(itf.name, q.name);
 #else
-  (void)itf;
-  return fail(ErrorCode::kFailedPrecondition, "this daqirid was built without DPDK");
+  (void)itf, (void)q, (void)rx;
+  return nullptr;  // unreachable: start() refuses dpdk interfaces without DPDK
 #endif
 }
 
@@ -366,7 +336,8 @@ Result<AttachmentShare> DataPlane::activate(uint64_t id) {
         a.tx_home->task->add(a.tx.get(), a.tx_home->poller->epoch());
       } else {
 #ifdef DAQIRI_HAVE_DPDK
-        auto ok = dpdk_->add_tx(a.tx_home->key, a.tx.get(), a.tx_home->poller->epoch());
+        auto ok = dpdk_->add_tx(a.tx_home->itf->name, a.tx_home->queue->name, a.tx.get(),
+                                a.tx_home->poller->epoch());
         if (!ok) return std::unexpected(ok.error());
 #endif
       }
@@ -402,7 +373,8 @@ void DataPlane::close_locked(uint64_t id) {
       a.tx_home->task->remove(a.tx.get(), a.tx_home->poller->epoch());
     } else {
 #ifdef DAQIRI_HAVE_DPDK
-      dpdk_->remove_tx(a.tx_home->key, a.tx.get(), a.tx_home->poller->epoch());
+      dpdk_->remove_tx(a.tx_home->itf->name, a.tx_home->queue->name, a.tx.get(),
+                       a.tx_home->poller->epoch());
 #endif
     }
   }
@@ -487,33 +459,10 @@ std::optional<Steering> DataPlane::steering(std::string_view flow) const {
 }
 
 std::vector<NicStats> DataPlane::nic_stats() const {
-  std::vector<NicStats> out;
 #ifdef DAQIRI_HAVE_DPDK
-  if (!dpdk_) return out;
-  auto queues = dpdk_->queue_stats();
-  for (auto& p : dpdk_->port_stats()) {
-    NicStats n;
-    n.interface = p.interface;
-    n.driver = p.driver;
-    n.link = p.link_up ? "up" : "down";
-    n.rx_packets = p.rx_packets;
-    n.rx_bytes = p.rx_bytes;
-    n.rx_missed = p.rx_missed;
-    n.rx_errors = p.rx_errors;
-    n.rx_nombuf = p.rx_nombuf;
-    n.tx_packets = p.tx_packets;
-    n.tx_bytes = p.tx_bytes;
-    n.tx_errors = p.tx_errors;
-    n.xstats = std::move(p.xstats);
-    for (const auto& q : queues) {
-      if (q.interface != p.interface) continue;
-      n.queues.push_back({q.queue, q.rx, q.packets, q.bytes, q.unmatched, q.copied, q.no_buffer,
-                          q.truncated, q.no_header, q.oversize, q.on_loan});
-    }
-    out.push_back(std::move(n));
-  }
+  if (dpdk_) return dpdk_->nic_stats();
 #endif
-  return out;
+  return {};
 }
 
 std::string DataPlane::interface_state(const std::string& interface) const {
@@ -526,7 +475,7 @@ std::string DataPlane::interface_state(const std::string& interface) const {
 
 std::string DataPlane::delivery(const std::string& interface, const std::string& queue) const {
 #ifdef DAQIRI_HAVE_DPDK
-  if (dpdk_ && is_dpdk(interface)) return dpdk_->delivery(interface + "/" + queue);
+  if (dpdk_ && is_dpdk(interface)) return dpdk_->delivery(interface, queue);
 #endif
   (void)queue;
   (void)interface;

@@ -18,6 +18,7 @@
 #endif
 #include "config/config.hpp"
 #include "core/flow_table.hpp"
+#include "dataplane/nic_stats.hpp"
 #include "dataplane/poller.hpp"
 #include "dataplane/rx_attachment.hpp"
 #include "dataplane/tx_attachment.hpp"
@@ -38,24 +39,6 @@ struct FlowStats {
   uint32_t buffers_on_loan = 0, buffers_total = 0, connections = 0;
   size_t attachments = 0;
   Steering steering = Steering::kSoftware;
-};
-
-// A NIC port's and its queues' own counters (DPDK interfaces).
-struct NicStats {
-  std::string interface;
-  std::string driver;
-  std::string link;  // "up 10000 Mbps", "down"
-  uint64_t rx_packets = 0, rx_bytes = 0, rx_missed = 0, rx_errors = 0, rx_nombuf = 0;
-  uint64_t tx_packets = 0, tx_bytes = 0, tx_errors = 0;
-  std::vector<std::pair<std::string, uint64_t>> xstats;
-  struct Queue {
-    std::string name;
-    bool rx = true;
-    uint64_t packets = 0, bytes = 0, unmatched = 0, copied = 0, no_buffer = 0, truncated = 0,
-             no_header = 0, oversize = 0;
-    uint32_t on_loan = 0;
-  };
-  std::vector<Queue> queues;
 };
 
 struct AttachmentStats {
@@ -143,7 +126,6 @@ class DataPlane {
     const config::QueueConfig* queue = nullptr;
     const config::MemoryRegionConfig* region = nullptr;
     std::unique_ptr<backends::socket::SocketTxQueue> task;  // null on DPDK interfaces
-    std::string key;
   };
   struct FlowEntry {
     std::unique_ptr<RxFlowTask> flow;
@@ -166,7 +148,9 @@ class DataPlane {
 
   explicit DataPlane(config::Config config) : config_(std::move(config)) {}
   Result<Poller*> poller_for(const std::string& name, int core);
-  Result<> start_dpdk_queues(const config::InterfaceConfig& itf);
+  // The DPDK backend's poll task for a queue.
+  [[nodiscard]] PollTask* dpdk_task(const config::InterfaceConfig& itf,
+                                    const config::QueueConfig& q, bool rx) const;
   [[nodiscard]] bool is_dpdk(const std::string& interface) const;
   Result<uint64_t> create_rx_locked(std::vector<std::string> flows, std::string target,
                                     uint32_t ring_size, Backpressure backpressure);

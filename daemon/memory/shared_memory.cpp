@@ -12,9 +12,20 @@
 #endif
 
 namespace daqiri::memory {
+namespace {
+
+size_t page_size_for(bool huge) {
+  return huge ? (2u << 20) : static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+size_t SharedMemory::page_size() const {
+  return page_size_for(huge_);
+}
 
 Result<SharedMemory> SharedMemory::create(const std::string& name, size_t bytes, bool huge) {
-  size_t page = huge ? (2u << 20) : static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  size_t page = page_size_for(huge);
   size_t size = (bytes + page - 1) / page * page;
   unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING | (huge ? MFD_HUGETLB | MFD_HUGE_2MB : 0u);
   UniqueFd fd(::memfd_create(("daqiri:" + name).c_str(), flags));

@@ -28,6 +28,8 @@ class SharedMemory {
   [[nodiscard]] std::byte* data() const { return data_; }
   [[nodiscard]] size_t size() const { return size_; }
   [[nodiscard]] bool huge() const { return huge_; }
+  // The mapping's page size: 2 MiB for hugetlb memfds, else the system page.
+  [[nodiscard]] size_t page_size() const;
 
   // Freezes the size, and forbids every writable mapping made from now on (ours stays).
   Result<> seal_read_only_for_others();

@@ -19,6 +19,7 @@
 #include "daqiri/test_pattern.hpp"
 #include "daqiri/v1/control.grpc.pb.h"
 #include "harness.hpp"
+#include "stats_client.hpp"
 
 namespace daqiri::test {
 namespace {
@@ -33,8 +34,7 @@ class DataPlaneTest : public ::testing::Test {
     config_ = dir_.write("d.yaml", test_config(socket_, daemon_extra));
     daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config_});
     ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
-    stub_ = v1::Control::NewStub(
-        grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials()));
+    control_.emplace(socket_);
   }
   void TearDown() override {
     if (daemon_) {
@@ -62,32 +62,16 @@ class DataPlaneTest : public ::testing::Test {
     std::swap(args[1], args[2]);
     return args;
   }
-  v1::Stats stats() {
-    v1::Stats s;
-    for (int attempt = 0; attempt < 50; ++attempt) {  // a restarted daemon: the channel reconnects
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + 2s);
-      if (stub_->GetStats(&ctx, {}, &s).ok()) return s;
-      std::this_thread::sleep_for(20ms);
-    }
-    ADD_FAILURE() << "GetStats keeps failing";
-    return s;
-  }
+  v1::Stats stats() { return control_->get(); }
   const v1::FlowStats* flow_stats(const v1::Stats& s, const std::string& name) {
     for (const auto& f : s.flows()) {
       if (f.name() == name) return &f;
     }
     return nullptr;
   }
-  // Waits until `pred` holds on fresh stats, up to `timeout`.
   bool eventually(const std::function<bool(const v1::Stats&)>& pred,
                   std::chrono::milliseconds timeout = 5s) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (pred(stats())) return true;
-      std::this_thread::sleep_for(2ms);
-    }
-    return false;
+    return control_->eventually(pred, timeout);
   }
   bool healthy() { return run({ctl_path(), "--socket", socket_, "health"}).exit_code == 0; }
 
@@ -95,7 +79,7 @@ class DataPlaneTest : public ::testing::Test {
   std::string socket_;
   std::string config_;
   std::unique_ptr<DaemonProcess> daemon_;
-  std::unique_ptr<v1::Control::Stub> stub_;
+  std::optional<StatsClient> control_;
 };
 
 TEST_F(DataPlaneTest, TwoFlowsToTwoClientsExactlyAndEachOnlyItsOwn) {
@@ -401,8 +385,7 @@ TEST_F(TcpStreamTest, ServerFlowDeliversEveryConnectionsBytesInOrder) {
   config_ = dir_.write("d.yaml", text);
   daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config_});
   ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
-  stub_ = v1::Control::NewStub(
-      grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials()));
+  control_.emplace(socket_);
   // More than the flow's whole pool (4096 x 2 KiB): TCP flow control must hold the sender back
   // while the client catches up, and nothing may be lost.
   auto a = noise(12 << 20, 1);

@@ -18,6 +18,7 @@
 #include "daqiri/test_pattern.hpp"
 #include "daqiri/v1/control.grpc.pb.h"
 #include "harness.hpp"
+#include "stats_client.hpp"
 
 namespace daqiri::test {
 namespace {
@@ -122,8 +123,7 @@ class DpdkTest : public ::testing::Test {
     std::string path = dir_.write("d.yaml", yaml);
     daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", path});
     ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
-    stub_ = v1::Control::NewStub(
-        grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials()));
+    control_.emplace(socket_);
   }
 
   // An unprivileged user allowed to attach (the socket group and the clients list).
@@ -143,21 +143,9 @@ class DpdkTest : public ::testing::Test {
     return a;
   }
 
-  v1::Stats stats() {
-    v1::Stats s;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
-    EXPECT_TRUE(stub_->GetStats(&ctx, {}, &s).ok());
-    return s;
-  }
-  bool eventually(const std::function<bool(const v1::Stats&)>& pred,
-                  std::chrono::milliseconds timeout = 10s) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (pred(stats())) return true;
-      std::this_thread::sleep_for(5ms);
-    }
-    return false;
+  v1::Stats stats() { return control_->get(); }
+  bool eventually(const std::function<bool(const v1::Stats&)>& pred) {
+    return control_->eventually(pred, 10s);
   }
   static const v1::FlowStats& flow(const v1::Stats& s, const std::string& name) {
     for (const auto& f : s.flows()) {
@@ -188,7 +176,7 @@ class DpdkTest : public ::testing::Test {
   TempDir dir_;
   std::string socket_;
   std::unique_ptr<DaemonProcess> daemon_;
-  std::unique_ptr<v1::Control::Stub> stub_;
+  std::optional<StatsClient> control_;
   std::optional<TempGroup> group_;
   std::optional<TempUser> user_;
 };

@@ -50,15 +50,20 @@ std::unique_ptr<daqiri::Client> connect(const std::string& socket, const char* n
   return std::move(*c);
 }
 
-daqiri::RxStream& attach(daqiri::Client& c, const std::string& flow) {
-  daqiri::RxOptions o;
-  o.flow = flow;
+// The attachment, or exit 3 saying why.
+daqiri::RxStream& attach(daqiri::Client& c, const daqiri::RxOptions& o) {
   auto rx = c.attach_rx(o);
   if (!rx) {
     say("attach failed: %s", rx.error().message.c_str());
     std::exit(3);
   }
   return **rx;
+}
+
+daqiri::RxStream& attach(daqiri::Client& c, const std::string& flow) {
+  daqiri::RxOptions o;
+  o.flow = flow;
+  return attach(c, o);
 }
 
 int hold(const std::string& socket, const std::string& flow, size_t n) {
@@ -178,17 +183,13 @@ int stream_rx(const std::string& socket, const std::string& flow, uint64_t total
   daqiri::RxOptions o;
   o.flow = flow;
   o.block = true;
-  auto rx = c->attach_rx(o);
-  if (!rx) {
-    say("attach failed: %s", rx.error().message.c_str());
-    return 3;
-  }
+  auto* rx = &attach(*c, o);
   say("attached");
   std::map<uint16_t, std::pair<uint64_t, uint64_t>> streams;  // stream -> bytes, hash
   uint64_t got = 0;
   auto deadline = std::chrono::steady_clock::now() + 30s;
   while (got < total && std::chrono::steady_clock::now() < deadline) {
-    auto b = (*rx)->wait_burst(200ms);
+    auto b = rx->wait_burst(200ms);
     if (!b) return 1;
     for (const auto& p : *b) {
       if (!(p.flags & DAQIRI_DESC_STREAM)) return 1;
@@ -198,7 +199,7 @@ int stream_rx(const std::string& socket, const std::string& flow, uint64_t total
       bytes += p.payload.size();
       got += p.payload.size();
     }
-    (*rx)->release(*b);
+    rx->release(*b);
   }
   for (const auto& [id, s] : streams) {
     say("stream %u bytes %llu fnv %016llx", id, static_cast<unsigned long long>(s.first),
@@ -216,17 +217,13 @@ int queue_rx(const std::string& socket, const std::string& itf, const std::strin
   o.interface = itf;
   o.queue = queue;
   o.block = true;
-  auto rx = c->attach_rx(o);
-  if (!rx) {
-    say("attach failed: %s", rx.error().message.c_str());
-    return 3;
-  }
+  auto* rx = &attach(*c, o);
   say("attached");
   std::map<uint32_t, uint64_t> per_flow;
   uint64_t got = 0, bad = 0;
   auto deadline = std::chrono::steady_clock::now() + 30s;
   while (got < count && std::chrono::steady_clock::now() < deadline) {
-    auto b = (*rx)->wait_burst(200ms);
+    auto b = rx->wait_burst(200ms);
     if (!b) return 1;
     for (const auto& p : *b) {
       daqiri::pattern::Header h{};
@@ -234,7 +231,7 @@ int queue_rx(const std::string& socket, const std::string& itf, const std::strin
       ++per_flow[p.flow_id];
       ++got;
     }
-    (*rx)->release(*b);
+    rx->release(*b);
   }
   for (const auto& [flow, n] : per_flow)
     say("flow %u packets %llu", flow, static_cast<unsigned long long>(n));

@@ -355,9 +355,15 @@ bench_rx:
   interface_name: "rx_port"
 )";
 
-TEST(DaqiriConfig, MapsOntoOurModel) {
+// Enough hugepages for kDaqiriFile: its huge region and the EAL's default dpdk.memory_mb.
+SystemFacts daqiri_file_facts() {
   auto f = facts();
-  f.hugepages_free = 4 + 128;  // huge regions, and the EAL's dpdk.memory_mb
+  f.hugepages_free = 4 + 128;
+  return f;
+}
+
+TEST(DaqiriConfig, MapsOntoOurModel) {
+  auto f = daqiri_file_facts();
   auto p = parse(kDaqiriFile, f);
   ASSERT_TRUE(p.config) << p.diags.render();
   const Config& c = *p.config;
@@ -397,8 +403,7 @@ TEST(DaqiriConfig, MapsOntoOurModel) {
 TEST(DaqiriConfig, UnknownKeysInsideCfgAreErrors) {
   std::string text = kDaqiriFile;
   text.replace(text.find("batch_size: 10240"), 17, "batchsize: 10240");
-  auto f = facts();
-  f.hugepages_free = 4 + 128;  // huge regions, and the EAL's dpdk.memory_mb
+  auto f = daqiri_file_facts();
   EXPECT_EQ(only_error(text, f),
             "t.yaml:32:11: error: daqiri.cfg.interfaces[0].rx.queues[0].batchsize: unknown key; "
             "did you mean \"batch_size\"?");
@@ -408,8 +413,7 @@ TEST(DaqiriConfig, FlowActionMustNameAnRxQueue) {
   std::string text = kDaqiriFile;
   const std::string action_id = "type: queue\n            id: 0";
   text.replace(text.find(action_id), action_id.size(), "type: queue\n            id: 5");
-  auto f = facts();
-  f.hugepages_free = 4 + 128;  // huge regions, and the EAL's dpdk.memory_mb
+  auto f = daqiri_file_facts();
   EXPECT_EQ(only_error(text, f),
             "t.yaml:41:13: error: daqiri.cfg.interfaces[0].rx.flows[0].action: no RX queue with id "
             "5 on interface rx_port");
@@ -418,8 +422,7 @@ TEST(DaqiriConfig, FlowActionMustNameAnRxQueue) {
 TEST(DaqiriConfig, TheOlderAdvancedNetworkNameIsAccepted) {
   std::string text = kDaqiriFile;
   text.replace(text.find("daqiri:"), 7, "advanced_network:");
-  auto f = facts();
-  f.hugepages_free = 4 + 128;  // huge regions, and the EAL's dpdk.memory_mb
+  auto f = daqiri_file_facts();
   auto p = parse(text, f);
   EXPECT_TRUE(p.config) << p.diags.render();
 }

@@ -6,15 +6,6 @@
 #include "backends/dpdk/eal.hpp"
 
 namespace daqiri::backends::dpdk {
-namespace {
-
-std::pair<std::string, std::string> split_key(const std::string& key) {
-  auto slash = key.find('/');
-  return {key.substr(0, slash), slash == std::string::npos ? "" : key.substr(slash + 1)};
-}
-
-}  // namespace
-
 Result<std::unique_ptr<DpdkBackend>> DpdkBackend::start(const config::Config& c) {
   std::unique_ptr<DpdkBackend> b(new DpdkBackend());
   auto eal = Eal::start(c);
@@ -37,25 +28,36 @@ void DpdkBackend::register_thread() {
   Eal::register_thread();
 }
 
-dataplane::PollTask* DpdkBackend::rx_task(const std::string& key) const {
-  auto [itf, queue] = split_key(key);
+const Port* DpdkBackend::port(const std::string& interface) const {
   for (const auto& p : ports_) {
-    if (p->name() == itf) return p->rx(queue);
+    if (p->name() == interface) return p.get();
   }
   return nullptr;
 }
 
-dataplane::PollTask* DpdkBackend::tx_task(const std::string& key) const {
-  auto [itf, queue] = split_key(key);
-  for (const auto& p : ports_) {
-    if (p->name() == itf) return p->tx(queue);
-  }
-  return nullptr;
+DpdkRxQueue* DpdkBackend::rx_queue(const std::string& interface, const std::string& q) const {
+  const Port* p = port(interface);
+  return p ? p->rx(q) : nullptr;
+}
+
+DpdkTxQueue* DpdkBackend::tx_queue(const std::string& interface, const std::string& q) const {
+  const Port* p = port(interface);
+  return p ? p->tx(q) : nullptr;
+}
+
+dataplane::PollTask* DpdkBackend::rx_task(const std::string& interface,
+                                          const std::string& queue) const {
+  return rx_queue(interface, queue);
+}
+
+dataplane::PollTask* DpdkBackend::tx_task(const std::string& interface,
+                                          const std::string& queue) const {
+  return tx_queue(interface, queue);
 }
 
 Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(
     const core::Flow& flow, const dataplane::Epoch& epoch) {
-  auto* queue = static_cast<DpdkRxQueue*>(rx_task(flow.interface + "/" + flow.queue));
+  DpdkRxQueue* queue = rx_queue(flow.interface, flow.queue);
   if (queue == nullptr) {
     return fail(ErrorCode::kNotFound, "no DPDK RX queue " + flow.interface + "/" + flow.queue);
   }
@@ -75,75 +77,39 @@ Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(
 
 void DpdkBackend::remove_flow(dataplane::RxFlowTask* flow, const dataplane::Epoch& epoch) {
   auto* f = static_cast<DpdkRxFlow*>(flow);
-  auto* queue = static_cast<DpdkRxQueue*>(rx_task(f->flow().interface + "/" + f->flow().queue));
-  if (queue != nullptr) queue->remove(f, epoch);
+  if (DpdkRxQueue* queue = rx_queue(f->flow().interface, f->flow().queue)) queue->remove(f, epoch);
 }
 
-Result<> DpdkBackend::add_tx(const std::string& key, dataplane::TxAttachment* a,
-                             const dataplane::Epoch& epoch) {
-  auto* queue = static_cast<DpdkTxQueue*>(tx_task(key));
-  if (queue == nullptr) return fail(ErrorCode::kNotFound, "no DPDK TX queue " + key);
-  return queue->add(a, epoch);
+Result<> DpdkBackend::add_tx(const std::string& interface, const std::string& queue,
+                             dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
+  DpdkTxQueue* q = tx_queue(interface, queue);
+  if (q == nullptr)
+    return fail(ErrorCode::kNotFound, "no DPDK TX queue " + interface + "/" + queue);
+  return q->add(a, epoch);
 }
 
-void DpdkBackend::remove_tx(const std::string& key, dataplane::TxAttachment* a,
-                            const dataplane::Epoch& epoch) {
-  if (auto* queue = static_cast<DpdkTxQueue*>(tx_task(key))) queue->remove(a, epoch);
+void DpdkBackend::remove_tx(const std::string& interface, const std::string& queue,
+                            dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
+  if (DpdkTxQueue* q = tx_queue(interface, queue)) q->remove(a, epoch);
 }
 
 std::string DpdkBackend::link_state(const std::string& interface) const {
-  for (const auto& p : ports_) {
-    if (p->name() == interface) return p->link_state();
-  }
-  return "unknown";
+  const Port* p = port(interface);
+  return p ? p->link_state() : "unknown";
 }
 
-std::string DpdkBackend::delivery(const std::string& key) const {
-  auto* queue = static_cast<DpdkRxQueue*>(rx_task(key));
-  if (queue == nullptr) return "";
-  uint64_t copied = queue->counters.copied.load(std::memory_order_relaxed);
+std::string DpdkBackend::delivery(const std::string& interface, const std::string& queue) const {
+  DpdkRxQueue* q = rx_queue(interface, queue);
+  if (q == nullptr) return "";
+  uint64_t copied = q->counters.copied.load(std::memory_order_relaxed);
   return copied == 0 ? "zero-copy" : "copy (the PMD delivers its own buffers)";
 }
 
-std::vector<PortStats> DpdkBackend::port_stats() const {
-  std::vector<PortStats> out;
+std::vector<dataplane::NicStats> DpdkBackend::nic_stats() const {
+  std::vector<dataplane::NicStats> out;
   out.reserve(ports_.size());
   for (const auto& p : ports_)
     out.push_back(p->stats());
-  return out;
-}
-
-std::vector<QueueStats> DpdkBackend::queue_stats() const {
-  std::vector<QueueStats> out;
-  for (const auto& p : ports_) {
-    for (const auto& [name, q] : p->rx_queues()) {
-      QueueStats s;
-      s.interface = p->name();
-      s.queue = name;
-      s.rx = true;
-      const auto& c = q->counters;
-      s.packets = c.packets.load(std::memory_order_relaxed);
-      s.bytes = c.bytes.load(std::memory_order_relaxed);
-      s.unmatched = c.unmatched.load(std::memory_order_relaxed);
-      s.copied = c.copied.load(std::memory_order_relaxed);
-      s.no_buffer = c.no_buffer.load(std::memory_order_relaxed);
-      s.truncated = c.truncated.load(std::memory_order_relaxed);
-      s.on_loan = c.on_loan.load(std::memory_order_relaxed);
-      out.push_back(s);
-    }
-    for (const auto& [name, q] : p->tx_queues()) {
-      QueueStats s;
-      s.interface = p->name();
-      s.queue = name;
-      s.rx = false;
-      const auto& c = q->counters;
-      s.packets = c.packets.load(std::memory_order_relaxed);
-      s.bytes = c.bytes.load(std::memory_order_relaxed);
-      s.no_header = c.no_header.load(std::memory_order_relaxed);
-      s.oversize = c.oversize.load(std::memory_order_relaxed);
-      out.push_back(s);
-    }
-  }
   return out;
 }
 

@@ -10,13 +10,6 @@
 namespace daqiri::backends::dpdk {
 namespace {
 
-const config::MemoryRegionConfig* region_named(const config::Config& c, const std::string& n) {
-  for (const auto& r : c.memory_regions) {
-    if (r.name == n) return &r;
-  }
-  return nullptr;
-}
-
 Result<> check(int rc, const std::string& what) {
   if (rc >= 0) return {};
   return fail(ErrorCode::kFailedPrecondition, what + ": " + rte_strerror(-rc));
@@ -78,7 +71,7 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
   }
   std::string tag = std::to_string(id);
   for (const auto& q : itf.rx_queues) {
-    const auto* r = region_named(c, q.regions.front());
+    const auto* r = config::find_region(c, q.regions.front());
     uint16_t rxd = static_cast<uint16_t>(std::min<uint32_t>(q.ring_size, 32768));
     uint16_t txd = 0;
     rte_eth_dev_adjust_nb_rx_tx_desc(id, &rxd, &txd);
@@ -166,15 +159,13 @@ std::string Port::link_state() const {
   return "up " + speed;
 }
 
-PortStats Port::stats() const {
-  PortStats s;
+dataplane::NicStats Port::stats() const {
+  dataplane::NicStats s;
   s.interface = name_;
   s.driver = driver_;
   rte_eth_link link{};
-  if (rte_eth_link_get_nowait(id_, &link) == 0) {
-    s.link_up = link.link_status == RTE_ETH_LINK_UP;
-    s.speed_mbps = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
-  }
+  bool up = rte_eth_link_get_nowait(id_, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
+  s.link = up ? "up" : "down";
   rte_eth_stats st{};
   if (rte_eth_stats_get(id_, &st) == 0) {
     s.rx_packets = st.ipackets;
@@ -196,6 +187,10 @@ PortStats Port::stats() const {
       s.xstats.emplace_back(names[values[i].id].name, values[i].value);
     }
   }
+  for (const auto& [name, q] : rx_)
+    s.queues.push_back(q->stats(name));
+  for (const auto& [name, q] : tx_)
+    s.queues.push_back(q->stats(name));
   return s;
 }
 

@@ -32,7 +32,7 @@ class Port {
   [[nodiscard]] const std::map<std::string, std::unique_ptr<DpdkTxQueue>>& tx_queues() const {
     return tx_;
   }
-  [[nodiscard]] PortStats stats() const;
+  [[nodiscard]] dataplane::NicStats stats() const;
   [[nodiscard]] std::string link_state() const;
 
  private:

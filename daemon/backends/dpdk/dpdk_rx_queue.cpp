@@ -1,7 +1,6 @@
 #include "backends/dpdk/dpdk_rx_queue.hpp"
 
 #include <rte_ethdev.h>
-#include <unistd.h>
 
 #include <algorithm>
 
@@ -28,9 +27,8 @@ Result<std::unique_ptr<DpdkRxQueue>> DpdkRxQueue::create(uint16_t port, uint16_t
   }
   std::unique_ptr<DpdkRxQueue> q(
       new DpdkRxQueue(port, queue, std::move(*pool), std::min(batch, kMaxBatch)));
-  size_t page = huge ? (2u << 20) : static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   memory::SharedMemory& mem = q->pool_.memory();
-  auto ext = ExternalMemory::register_memory(mem.data(), mem.size(), page, dma_device);
+  auto ext = ExternalMemory::register_memory(mem, dma_device);
   if (!ext) return std::unexpected(ext.error());
   auto mp = ExternalMbufPool::create(pool_name, std::move(*ext), static_cast<uint16_t>(buf_size),
                                      num_bufs, socket);
@@ -173,6 +171,20 @@ bool DpdkRxQueue::poll() {
     f->counters.on_loan.store(on_loan, std::memory_order_relaxed);
   }
   return true;
+}
+
+dataplane::NicQueueStats DpdkRxQueue::stats(const std::string& name) const {
+  dataplane::NicQueueStats s;
+  s.name = name;
+  s.rx = true;
+  s.packets = counters.packets.load(std::memory_order_relaxed);
+  s.bytes = counters.bytes.load(std::memory_order_relaxed);
+  s.unmatched = counters.unmatched.load(std::memory_order_relaxed);
+  s.copied = counters.copied.load(std::memory_order_relaxed);
+  s.no_buffer = counters.no_buffer.load(std::memory_order_relaxed);
+  s.truncated = counters.truncated.load(std::memory_order_relaxed);
+  s.on_loan = counters.on_loan.load(std::memory_order_relaxed);
+  return s;
 }
 
 void DpdkRxQueue::add(DpdkRxFlow* flow, const dataplane::Epoch& epoch) {

@@ -16,6 +16,7 @@
 
 #include "backends/dpdk/external_memory.hpp"
 #include "backends/dpdk/hardware_steering.hpp"
+#include "dataplane/nic_stats.hpp"
 #include "dataplane/rx_flow_task.hpp"
 #include "dataplane/snapshot.hpp"
 #include "memory/buffer_pool.hpp"
@@ -79,6 +80,7 @@ class DpdkRxQueue final : public dataplane::PollTask {
   [[nodiscard]] uint16_t port() const { return port_; }
   [[nodiscard]] uint16_t queue() const { return queue_; }
   RxQueueCounters counters;
+  [[nodiscard]] dataplane::NicQueueStats stats(const std::string& name) const;
 
   // Control side (callers serialise); `epoch` is the owning poller's.
   void add(DpdkRxFlow* flow, const dataplane::Epoch& epoch);

@@ -2,7 +2,6 @@
 
 #include <rte_errno.h>
 #include <rte_ethdev.h>
-#include <unistd.h>
 
 #include <algorithm>
 
@@ -158,10 +157,19 @@ bool DpdkTxQueue::poll() {
   return work;
 }
 
+dataplane::NicQueueStats DpdkTxQueue::stats(const std::string& name) const {
+  dataplane::NicQueueStats s;
+  s.name = name;
+  s.rx = false;
+  s.packets = counters.packets.load(std::memory_order_relaxed);
+  s.bytes = counters.bytes.load(std::memory_order_relaxed);
+  s.no_header = counters.no_header.load(std::memory_order_relaxed);
+  s.oversize = counters.oversize.load(std::memory_order_relaxed);
+  return s;
+}
+
 Result<> DpdkTxQueue::add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
-  memory::SharedMemory& mem = a->buffers();
-  size_t page = mem.huge() ? (2u << 20) : static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  auto ext = ExternalMemory::register_memory(mem.data(), mem.size(), page, dma_device_);
+  auto ext = ExternalMemory::register_memory(a->buffers(), dma_device_);
   if (!ext) return std::unexpected(ext.error());
   auto b = std::make_unique<Binding>(a->num_bufs());
   b->attachment = a;

@@ -16,6 +16,7 @@
 
 #include "backends/dpdk/completion_queue.hpp"
 #include "backends/dpdk/external_memory.hpp"
+#include "dataplane/nic_stats.hpp"
 #include "dataplane/poller.hpp"
 #include "dataplane/snapshot.hpp"
 #include "dataplane/tx_attachment.hpp"
@@ -41,6 +42,7 @@ class DpdkTxQueue final : public dataplane::PollTask {
 
   bool poll() override;
   TxQueueCounters counters;
+  [[nodiscard]] dataplane::NicQueueStats stats(const std::string& name) const;
 
   // Control side (callers serialise); `epoch` is the owning poller's. add() registers the
   // attachment's buffers with DPDK; remove() (after the attachment is released) undoes it.

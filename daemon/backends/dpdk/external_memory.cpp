@@ -9,11 +9,11 @@
 
 namespace daqiri::backends::dpdk {
 
-Result<std::unique_ptr<ExternalMemory>> ExternalMemory::register_memory(std::byte* base,
-                                                                        size_t size,
-                                                                        size_t page_size,
-                                                                        rte_device* dma_device) {
-  if (rte_extmem_register(base, size, nullptr, 0, page_size) != 0) {
+Result<std::unique_ptr<ExternalMemory>> ExternalMemory::register_memory(
+    const memory::SharedMemory& memory, rte_device* dma_device) {
+  std::byte* base = memory.data();
+  size_t size = memory.size();
+  if (rte_extmem_register(base, size, nullptr, 0, memory.page_size()) != 0) {
     return fail(ErrorCode::kInternal,
                 std::string("rte_extmem_register: ") + rte_strerror(rte_errno));
   }

@@ -11,15 +11,14 @@
 #include <string>
 
 #include "daqiri/common/result.hpp"
+#include "memory/shared_memory.hpp"
 
 namespace daqiri::backends::dpdk {
 
 class ExternalMemory {
  public:
-  // `page_size`: the mapping's page size (4 KiB, or 2 MiB for hugetlb memfds). `dma_device`:
-  // the PCI device that will DMA to it, or null for virtual devices.
-  static Result<std::unique_ptr<ExternalMemory>> register_memory(std::byte* base, size_t size,
-                                                                 size_t page_size,
+  // `dma_device`: the PCI device that will DMA to it, or null for virtual devices.
+  static Result<std::unique_ptr<ExternalMemory>> register_memory(const memory::SharedMemory& memory,
                                                                  rte_device* dma_device);
   ~ExternalMemory();
   ExternalMemory(const ExternalMemory&) = delete;

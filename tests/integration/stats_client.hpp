@@ -1,0 +1,52 @@
+// The control API's statistics as the data-plane tests read them: GetStats, retried while a
+// restarted daemon's channel reconnects, and waiting until a condition on them holds.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "daqiri/v1/control.grpc.pb.h"
+
+namespace daqiri::test {
+
+class StatsClient {
+ public:
+  explicit StatsClient(const std::string& socket)
+      : stub_(v1::Control::NewStub(
+            grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()))) {}
+
+  v1::Stats get() {
+    using namespace std::chrono_literals;
+    v1::Stats s;
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 2s);
+      if (stub_->GetStats(&ctx, {}, &s).ok()) return s;
+      std::this_thread::sleep_for(20ms);
+    }
+    ADD_FAILURE() << "GetStats keeps failing";
+    return s;
+  }
+
+  // Waits until `pred` holds on fresh stats, up to `timeout`.
+  bool eventually(const std::function<bool(const v1::Stats&)>& pred,
+                  std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (pred(get())) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return false;
+  }
+
+ private:
+  std::unique_ptr<v1::Control::Stub> stub_;
+};
+
+}  // namespace daqiri::test
