@@ -137,6 +137,12 @@ struct Client::Impl {
     return c;
   }
   Result<> open_session();
+  // Attach + CLAIM: the ATTACHED message (host or GPU) and its fds.
+  struct Claimed {
+    daqiri_msg_attached_gpu msg{};
+    std::vector<UniqueFd> fds;
+  };
+  Result<Claimed> claim(const v1::AttachRequest& request);
   Result<Attached> attach(const v1::AttachRequest& request);
   bool broken() const { return !session || hung_up(session.get()); }
 };
@@ -176,7 +182,7 @@ Result<> Client::Impl::open_session() {
   return {};
 }
 
-Result<Attached> Client::Impl::attach(const v1::AttachRequest& request) {
+Result<Client::Impl::Claimed> Client::Impl::claim(const v1::AttachRequest& request) {
   v1::AttachRequest req = request;
   req.set_session_id(session_id);
   v1::AttachResponse resp;
@@ -193,8 +199,9 @@ Result<Attached> Client::Impl::attach(const v1::AttachRequest& request) {
   if (auto ok = send_with_fds(session.get(), &claim, sizeof claim, {}); !ok) {
     return std::unexpected(ok.error());
   }
-  alignas(8) unsigned char buf[sizeof(daqiri_msg_error) + sizeof(daqiri_msg_attached)];
-  std::vector<UniqueFd> fds;
+  alignas(8) unsigned char buf[sizeof(daqiri_msg_error) + sizeof(daqiri_msg_attached_gpu)];
+  Claimed c;
+  std::vector<UniqueFd>& fds = c.fds;
   auto n = recv_with_fds(session.get(), buf, sizeof buf, fds);
   if (!n) return std::unexpected(n.error());
   daqiri_msg_header h{};
@@ -206,13 +213,29 @@ Result<Attached> Client::Impl::attach(const v1::AttachRequest& request) {
     e.message[sizeof e.message - 1] = '\0';
     return fail(ErrorCode::kFailedPrecondition, e.message);
   }
-  daqiri_msg_attached a{};
-  if (h.type != DAQIRI_MSG_ATTACHED || *n != sizeof a) {
+  daqiri_msg_attached& a = c.msg.base;
+  if (h.type != DAQIRI_MSG_ATTACHED || *n < sizeof a) {
     return fail(ErrorCode::kInternal, "unexpected reply to CLAIM");
   }
   std::memcpy(&a, buf, sizeof a);
-  if (a.region_count > DAQIRI_MAX_REGIONS || fds.size() != 2 + a.region_count) {
+  bool gpu = a.direction == DAQIRI_DIRECTION_GPU_RX;
+  if (*n != (gpu ? sizeof c.msg : sizeof a)) {
+    return fail(ErrorCode::kInternal, "ATTACHED has the wrong size");
+  }
+  if (gpu) std::memcpy(&c.msg, buf, sizeof c.msg);
+  if (a.region_count > DAQIRI_MAX_REGIONS || fds.size() != 2 + a.region_count + (gpu ? 1 : 0)) {
     return fail(ErrorCode::kInternal, "ATTACHED carried the wrong number of fds");
+  }
+  return c;
+}
+
+Result<Attached> Client::Impl::attach(const v1::AttachRequest& request) {
+  auto c = claim(request);
+  if (!c) return std::unexpected(c.error());
+  const daqiri_msg_attached& a = c->msg.base;
+  std::vector<UniqueFd>& fds = c->fds;
+  if (a.direction == DAQIRI_DIRECTION_GPU_RX) {
+    return fail(ErrorCode::kInternal, "the daemon answered with a GPU ring");
   }
   Attached out;
   out.id = a.attachment_id;
@@ -492,6 +515,35 @@ void send_detach(int session, uint64_t id) {
   }
 }
 }  // namespace
+
+Result<GpuRingFds> Client::attach_gpu_rx_fds(const RxOptions& options) {
+  if (options.flow.empty()) {
+    return fail(ErrorCode::kInvalidArgument, "a GPU ring takes one flow", "flow");
+  }
+  v1::AttachRequest req;
+  req.set_flow(options.flow);
+  req.set_ring_size(options.ring_size);
+  req.set_backpressure(options.block ? v1::BACKPRESSURE_BLOCK : v1::BACKPRESSURE_DROP_NEW);
+  req.set_gpu(true);
+  auto c = impl_->claim(req);
+  if (!c) return std::unexpected(c.error());
+  if (c->msg.base.direction != DAQIRI_DIRECTION_GPU_RX || c->msg.base.region_count != 0) {
+    send_detach(impl_->session.get(), c->msg.base.attachment_id);
+    return fail(ErrorCode::kInternal, "the daemon answered with something but a GPU ring");
+  }
+  GpuRingFds out;
+  out.id = c->msg.base.attachment_id;
+  out.control = std::move(c->fds[0]);
+  out.control_size = c->msg.base.rings_size;
+  out.eventfd = std::move(c->fds[1]);
+  out.ring = std::move(c->fds[2]);
+  out.info = c->msg.gpu;
+  return out;
+}
+
+void Client::detach(uint64_t attachment_id) {
+  if (!impl_->broken()) send_detach(impl_->session.get(), attachment_id);
+}
 
 void Client::detach(RxStream* stream) {
   auto& v = impl_->rx;

@@ -224,7 +224,7 @@ class Validator {
         auto it = regions_.find(q.regions.front());
         if (it == regions_.end()) continue;
         const MemoryRegionConfig& r = *it->second;
-        if (r.kind != RegionKind::kHost && r.kind != RegionKind::kHuge) continue;
+        // Every kind: device and pinned queues stage frames in host buffers of buf_size.
         if (r.buf_size > 65535) {
           error(r.where.at("buf_size"), "buf_size " + std::to_string(r.buf_size) +
                                             " is too large for DPDK queue " + itf.name + "/" +

@@ -261,6 +261,7 @@ grpc::Status ControlService::Attach(grpc::ServerContext* ctx, const v1::AttachRe
           {ErrorCode::kInvalidArgument, "name a flow (RX) or a tx_queue (TX)", "target"});
   }
   spec.rx_options.ring_size = req->ring_size();
+  spec.rx_options.gpu = req->gpu();
   spec.rx_options.backpressure = req->backpressure() == v1::BACKPRESSURE_BLOCK
                                      ? dataplane::Backpressure::kBlock
                                      : dataplane::Backpressure::kDropNew;

@@ -16,10 +16,11 @@ uint32_t ipv4_of(const config::InterfaceConfig& itf) {
   return ntohl(a.s_addr);
 }
 
-// The queue's one region, which both backends fill from host memory (GPU memory is #6).
-Result<const config::MemoryRegionConfig*> host_region(const config::Config& c,
-                                                      const config::InterfaceConfig& itf,
-                                                      const config::QueueConfig& q) {
+// The queue's one region. Both backends fill host memory: a device region's frames are
+// staged in host buffers of its geometry and copied into GPU rings by the gpu engine.
+Result<const config::MemoryRegionConfig*> queue_region(const config::Config& c,
+                                                       const config::InterfaceConfig& itf,
+                                                       const config::QueueConfig& q, bool rx) {
   std::string key = itf.name + "/" + q.name;
   if (q.regions.size() != 1) {
     return fail(ErrorCode::kFailedPrecondition,
@@ -27,11 +28,10 @@ Result<const config::MemoryRegionConfig*> host_region(const config::Config& c,
                     "split, which this version of daqirid does not drive yet");
   }
   const config::MemoryRegionConfig* r = config::find_region(c, q.regions[0]);
-  if (r->kind == config::RegionKind::kHost || r->kind == config::RegionKind::kHuge) return r;
-  return fail(ErrorCode::kFailedPrecondition, "queue " + key + ": region \"" + r->name + "\" is " +
-                                                  config::to_string(r->kind) + " memory; the " +
-                                                  config::to_string(itf.backend) +
-                                                  " backend fills host or huge regions");
+  if (rx || r->kind != config::RegionKind::kDevice) return r;
+  return fail(ErrorCode::kFailedPrecondition,
+              "TX queue " + key + ": region \"" + r->name +
+                  "\" is device memory; TX takes host, huge or pinned regions");
 }
 
 }  // namespace
@@ -61,7 +61,7 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config
     bool dpdk = itf.backend == config::Backend::kDpdk;
     for (const auto& q : itf.rx_queues) {
       std::string key = itf.name + "/" + q.name;
-      auto region = host_region(c, itf, q);
+      auto region = queue_region(c, itf, q, true);
       if (!region) return std::unexpected(region.error());
       auto poller = dp->poller_for("rx:" + key, q.core);
       if (!poller) return std::unexpected(poller.error());
@@ -71,7 +71,7 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config
     }
     for (const auto& q : itf.tx_queues) {
       std::string key = itf.name + "/" + q.name;
-      auto region = host_region(c, itf, q);
+      auto region = queue_region(c, itf, q, false);
       if (!region) return std::unexpected(region.error());
       auto poller = dp->poller_for("tx:" + key, q.core);
       if (!poller) return std::unexpected(poller.error());
@@ -115,6 +115,10 @@ DataPlane::~DataPlane() {
   // Pollers first: nothing may be polled while it is destroyed. Then flows (their NIC rules
   // need the port open), then the ports (they unregister client TX memory, still mapped).
   pollers_.clear();
+  attachments_.clear();
+#ifdef DAQIRI_HAVE_CUDA
+  pinned_pools_.clear();  // before the pools they pin
+#endif
   flows_.clear();
 #ifdef DAQIRI_HAVE_DPDK
   dpdk_.reset();
@@ -188,6 +192,9 @@ Result<> DataPlane::remove_flow(std::string_view name) {
   }
   for (uint64_t id : ids)
     close_locked(id);
+#ifdef DAQIRI_HAVE_CUDA
+  if (!is_dpdk(it->second.flow->flow().interface)) pinned_pools_.erase(&it->second.flow->pool());
+#endif
 #ifdef DAQIRI_HAVE_DPDK
   if (dpdk_ && is_dpdk(it->second.flow->flow().interface)) {
     dpdk_->remove_flow(it->second.flow.get(), it->second.poller->epoch());
@@ -207,10 +214,80 @@ Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptio
     return fail(ErrorCode::kNotFound, "no flow named \"" + std::string(flow) + "\"", "flow");
   }
   const core::Flow& f = it->second.flow->flow();
+  const RxQueueHome& home = rx_queues_.at(f.interface + "/" + f.queue);
+  if (auto ok = check_delivery(home, flow, options.gpu); !ok) return std::unexpected(ok.error());
   uint32_t ring = options.ring_size;
-  if (ring == 0) ring = rx_queues_.at(f.interface + "/" + f.queue).queue->ring_size;
-  return create_rx_locked({std::string(flow)}, std::string(flow), ring, options.backpressure);
+  if (ring == 0) ring = home.queue->ring_size;
+  auto id = create_rx_locked({std::string(flow)}, std::string(flow), ring, options.backpressure);
+  if (!id || !options.gpu) return id;
+#ifdef DAQIRI_HAVE_CUDA
+  Attachment& a = attachments_.at(*id);
+  if (auto ok = add_gpu_engine(a, *home.region, ring); !ok) {
+    attachments_.erase(*id);
+    return std::unexpected(ok.error());
+  }
+  a.target = "gpu " + std::string(flow);
+#endif
+  return id;
 }
+
+Result<> DataPlane::check_delivery(const RxQueueHome& home, std::string_view flow, bool gpu) const {
+  config::RegionKind kind = home.region->kind;
+  std::string what = "flow \"" + std::string(flow) + "\" is on queue " + home.itf->name + "/" +
+                     home.queue->name + " (region \"" + home.region->name + "\", " +
+                     config::to_string(kind) + ")";
+  if (gpu) {
+#ifndef DAQIRI_HAVE_CUDA
+    (void)what;
+    return fail(ErrorCode::kFailedPrecondition, "this daqirid was built without CUDA", "gpu");
+#else
+    if (kind != config::RegionKind::kDevice && kind != config::RegionKind::kPinned) {
+      return fail(ErrorCode::kFailedPrecondition,
+                  what + ": a GPU ring needs a device or pinned region", "gpu");
+    }
+#endif
+  } else if (kind == config::RegionKind::kDevice) {
+    return fail(ErrorCode::kFailedPrecondition,
+                what + ": its packets go to GPU memory; attach with a GPU ring", "gpu");
+  }
+  return {};
+}
+
+#ifdef DAQIRI_HAVE_CUDA
+Result<> DataPlane::add_gpu_engine(Attachment& a, const config::MemoryRegionConfig& region,
+                                   uint32_t slots) {
+  int ordinal = region.gpu < 0 ? 0 : region.gpu;
+  auto dev = gpus_.find(ordinal);
+  if (dev == gpus_.end()) {
+    auto opened = gpu::GpuDevice::open(ordinal);
+    if (!opened) return std::unexpected(opened.error());
+    dev = gpus_.emplace(ordinal, std::move(*opened)).first;
+  }
+  if (auto ok = dev->second->make_current(); !ok) return ok;
+  std::vector<uint64_t> addresses;
+  for (memory::BufferPool* pool : a.rx->pools()) {
+    auto reg = pinned_pools_.find(pool);
+    if (reg == pinned_pools_.end()) {
+      auto r = gpu::HostRegistration::create(pool->memory().data(), pool->memory().size());
+      if (!r) return std::unexpected(r.error());
+      reg = pinned_pools_.emplace(pool, std::move(*r)).first;
+    }
+    addresses.push_back(reg->second.device_address());
+  }
+  auto task =
+      gpu::GpuRxTask::create(*dev->second, *a.rx, std::move(addresses), slots, region.buf_size);
+  if (!task) return std::unexpected(task.error());
+  auto poller = gpu_pollers_.find(ordinal);
+  if (poller == gpu_pollers_.end()) {
+    auto p = poller_for("gpu:" + std::to_string(ordinal), -1);
+    if (!p) return std::unexpected(p.error());
+    poller = gpu_pollers_.emplace(ordinal, *p).first;
+  }
+  a.gpu = std::move(*task);
+  a.gpu_poller = poller->second;
+  return {};
+}
+#endif
 
 Result<uint64_t> DataPlane::create_rx_queue(std::string_view interface, std::string_view queue,
                                             const RxAttachOptions& options) {
@@ -234,6 +311,13 @@ Result<uint64_t> DataPlane::create_rx_queue(std::string_view interface, std::str
                     " flows; a queue attachment takes at most " +
                     std::to_string(RxAttachment::kMaxRegions) + ": attach to flows instead",
                 "rx_queue");
+  }
+  if (options.gpu) {
+    return fail(ErrorCode::kFailedPrecondition,
+                "a GPU ring takes one flow: attach to a flow, not a queue", "gpu");
+  }
+  if (auto ok = check_delivery(home->second, names.front(), false); !ok) {
+    return std::unexpected(ok.error());
   }
   uint32_t ring = options.ring_size ? options.ring_size : home->second.queue->ring_size;
   return create_rx_locked(std::move(names), "queue " + key, ring, options.backpressure);
@@ -310,7 +394,27 @@ Result<AttachmentShare> DataPlane::activate(uint64_t id) {
   if (!rings_fd) return std::unexpected(rings_fd.error());
   share.rings_fd = std::move(*rings_fd);
   share.rings_size = rings.size();
-  if (a.rx) {
+#ifdef DAQIRI_HAVE_CUDA
+  if (a.gpu) {
+    auto ctl = a.gpu->control().shared_fd();
+    if (!ctl) return std::unexpected(ctl.error());
+    share.rings_fd = std::move(*ctl);
+    share.rings_size = a.gpu->control().size();
+    share.event_fd.reset(::fcntl(a.gpu->client_eventfd(), F_DUPFD_CLOEXEC, 0));
+    auto vmm = a.gpu->ring().export_fd();
+    if (!vmm) return std::unexpected(vmm.error());
+    share.gpu_fd = std::move(*vmm);
+    share.gpu = a.gpu->ring().info();
+    if (!a.active) {
+      a.gpu_poller->add_task(a.gpu.get(), {a.gpu->wake_fd()});
+      for (const auto& name : a.flows) {
+        FlowEntry& f = flows_.at(name);
+        f.flow->fanout().add(a.rx.get(), f.poller->epoch());
+      }
+    }
+  } else
+#endif
+      if (a.rx) {
     share.event_fd.reset(::fcntl(a.rx->eventfd(), F_DUPFD_CLOEXEC, 0));
     for (memory::BufferPool* pool : a.rx->pools()) {
       auto ro = pool->memory().read_only_fd();
@@ -359,6 +463,13 @@ void DataPlane::close_locked(uint64_t id) {
   Attachment& a = it->second;
   AttachmentLifecycle& life = a.lifecycle();
   if (a.active) {
+#ifdef DAQIRI_HAVE_CUDA
+    // The engine first: no copy may still read a buffer the RX poller is about to take back.
+    if (a.gpu) {
+      a.gpu_poller->remove_task(a.gpu.get(), {a.gpu->wake_fd()});
+      a.gpu->quiesce();
+    }
+#endif
     life.closing.store(true, std::memory_order_release);
     // The poller returns every buffer and lets go; it parks for at most 1 ms.
     while (!life.released.load(std::memory_order_acquire)) {
@@ -437,6 +548,15 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
     s.send_errors = c.send_errors.load(std::memory_order_relaxed);
     s.on_loan = c.on_loan.load(std::memory_order_relaxed);
     s.violated = a.lifecycle().violated.load(std::memory_order_relaxed);
+#ifdef DAQIRI_HAVE_CUDA
+    if (a.gpu) {
+      s.gpu = true;
+      s.gpu_packets = a.gpu->counters.packets.load(std::memory_order_relaxed);
+      s.gpu_bytes = a.gpu->counters.bytes.load(std::memory_order_relaxed);
+      s.gpu_bursts = a.gpu->counters.bursts.load(std::memory_order_relaxed);
+      s.gpu_errors = a.gpu->counters.errors.load(std::memory_order_relaxed);
+    }
+#endif
     out.push_back(s);
   }
   return out;

@@ -22,12 +22,18 @@
 #include "dataplane/poller.hpp"
 #include "dataplane/rx_attachment.hpp"
 #include "dataplane/tx_attachment.hpp"
+#ifdef DAQIRI_HAVE_CUDA
+#include "gpu/gpu_device.hpp"
+#include "gpu/gpu_rx_task.hpp"
+#include "gpu/host_registration.hpp"
+#endif
 
 namespace daqiri::dataplane {
 
 struct RxAttachOptions {
   uint32_t ring_size = 0;  // 0: the queue's ring_size
   Backpressure backpressure = Backpressure::kDropNew;
+  bool gpu = false;  // a GPU ring (the flow's queue must have a device region)
 };
 
 struct FlowStats {
@@ -44,11 +50,13 @@ struct FlowStats {
 struct AttachmentStats {
   uint64_t id = 0;
   bool rx = true;
+  bool gpu = false;       // RX into a GPU ring
   std::string target;     // flow name, "queue IF/Q", or (TX) "IF/Q"
   std::string interface;  // TX: the queue's interface
   std::string queue;      // TX: the queue
   uint64_t packets = 0, bytes = 0, dropped_ring_full = 0, bad_index = 0, bad_descriptor = 0,
            send_errors = 0, on_loan = 0;
+  uint64_t gpu_packets = 0, gpu_bytes = 0, gpu_bursts = 0, gpu_errors = 0;  // GPU: copied
   bool violated = false;
 };
 
@@ -69,6 +77,10 @@ struct AttachmentShare {
     bool writable = false;
   };
   std::vector<Region> regions;
+  // GPU RX: the ring's VMM fd and layout (rings_fd is then its host control block).
+  UniqueFd gpu_fd;
+  daqiri_gpu_ring_info gpu{};
+  [[nodiscard]] bool is_gpu() const { return gpu_fd.valid(); }
 };
 
 class DataPlane {
@@ -134,6 +146,10 @@ class DataPlane {
   struct Attachment {
     std::unique_ptr<RxAttachment> rx;
     std::unique_ptr<TxAttachment> tx;
+#ifdef DAQIRI_HAVE_CUDA
+    std::unique_ptr<gpu::GpuRxTask> gpu;  // drains `rx` into a GPU ring
+    Poller* gpu_poller = nullptr;
+#endif
     std::vector<std::string> flows;  // RX: the flows feeding it, in region order
     std::string target;
     TxQueueHome* tx_home = nullptr;
@@ -155,6 +171,15 @@ class DataPlane {
   Result<uint64_t> create_rx_locked(std::vector<std::string> flows, std::string target,
                                     uint32_t ring_size, Backpressure backpressure);
   void close_locked(uint64_t id);
+  // FAILED_PRECONDITION unless a GPU (or host) attachment suits the flow's queue region.
+  Result<> check_delivery(const RxQueueHome& home, std::string_view flow, bool gpu) const;
+#ifdef DAQIRI_HAVE_CUDA
+  Result<> add_gpu_engine(Attachment& a, const config::MemoryRegionConfig& region, uint32_t slots);
+  std::map<int, std::unique_ptr<gpu::GpuDevice>> gpus_;
+  std::map<int, Poller*> gpu_pollers_;
+  // Flow pools the GPUs read from, registered on first use, dropped with the flow.
+  std::map<const memory::BufferPool*, gpu::HostRegistration> pinned_pools_;
+#endif
 
   const config::Config config_;
   mutable std::mutex mutex_;

@@ -268,10 +268,14 @@ void SessionServer::handle_claim(Session& s, const void* msg, size_t len) {
                share.error().message);
     return;
   }
-  daqiri_msg_attached a{};
-  a.h = header(DAQIRI_MSG_ATTACHED, sizeof a);
+  daqiri_msg_attached_gpu message{};
+  daqiri_msg_attached& a = message.base;
+  size_t size = share->is_gpu() ? sizeof message : sizeof a;
+  a.h = header(DAQIRI_MSG_ATTACHED, static_cast<uint32_t>(size));
   a.attachment_id = share->id;
-  a.direction = share->rx ? 1 : 2;
+  a.direction = share->is_gpu() ? DAQIRI_DIRECTION_GPU_RX
+                : share->rx     ? DAQIRI_DIRECTION_RX
+                                : DAQIRI_DIRECTION_TX;
   a.region_count = static_cast<uint32_t>(share->regions.size());
   a.rings_size = share->rings_size;
   a.ring_offset = share->ring_offset;
@@ -282,7 +286,11 @@ void SessionServer::handle_claim(Session& s, const void* msg, size_t len) {
     a.regions[i] = {r.size, r.buf_size, r.num_bufs, r.writable ? 1u : 0u, 0};
     fds.push_back(r.fd.get());
   }
-  if (auto ok = send_with_fds(s.conn.get(), &a, sizeof a, fds); !ok) {
+  if (share->is_gpu()) {
+    message.gpu = share->gpu;
+    fds.push_back(share->gpu_fd.get());
+  }
+  if (auto ok = send_with_fds(s.conn.get(), &message, size, fds); !ok) {
     spdlog::warn("session {}: sending attachment {}: {}", s.id, a.attachment_id,
                  ok.error().message);
   }

@@ -16,6 +16,7 @@
 extern char** environ;
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -299,17 +300,24 @@ TempUser::~TempUser() {
   run({"/usr/sbin/userdel", name_});
 }
 
+std::string built_program(const std::string& built_at) {
+  // A bundle copied to another host (tools/gpu-check) keeps the programs side by side.
+  if (const char* dir = std::getenv("DAQIRI_TEST_BIN_DIR"); dir != nullptr && *dir != '\0') {
+    return std::string(dir) + "/" + std::filesystem::path(built_at).filename().string();
+  }
+  return built_at;
+}
 std::string daqirid_path() {
-  return DAQIRI_TEST_DAQIRID;
+  return built_program(DAQIRI_TEST_DAQIRID);
 }
 std::string ctl_path() {
-  return DAQIRI_TEST_CTL;
+  return built_program(DAQIRI_TEST_CTL);
 }
 std::string gen_path() {
-  return DAQIRI_TEST_GEN;
+  return built_program(DAQIRI_TEST_GEN);
 }
 std::string test_client_path() {
-  return DAQIRI_TEST_CLIENT;
+  return built_program(DAQIRI_TEST_CLIENT);
 }
 std::string source_dir() {
   return DAQIRI_TEST_SOURCE_DIR;

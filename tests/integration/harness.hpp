@@ -141,6 +141,8 @@ class TempGroup {
 
 // Paths of the binaries under test and of the source tree, set by CMake.
 std::string daqirid_path();
+// Where a program of this build is: as built, or in $DAQIRI_TEST_BIN_DIR when set.
+std::string built_program(const std::string& built_at);
 std::string ctl_path();
 std::string gen_path();
 std::string test_client_path();

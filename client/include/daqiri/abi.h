@@ -26,6 +26,18 @@
  * TX attachment: a ring of daqiri_tx_desc (client -> daemon) and a completion ring of uint32
  * buffer indices (daemon -> client). All TX buffers start with the client; a buffer submitted
  * belongs to the daemon until its index appears in the completion ring.
+ *
+ * GPU RX attachment: a ring in GPU memory (one CUDA VMM allocation the client imports from a
+ * POSIX fd) laid out as daqiri_gpu_ring_info says: a uint32 doorbell (the producer index),
+ * `size` daqiri_rx_desc, and `size` payload slots of `slot_size` bytes. Slot of counter c is
+ * c & (size - 1); its descriptor's `offset` is from the start of the allocation, `region` 0.
+ * The daemon's copy engine writes a burst's slots and descriptors, then the doorbell, on one
+ * CUDA stream, so a reader that sees the doorbell sees the data. The consumer index is NOT in
+ * GPU memory: it is `consumer` of a daqiri_ring_header of kind DAQIRI_RING_GPU in the host
+ * "rings" memfd (register that mapping with CUDA to store it from a kernel); `producer` there
+ * mirrors the doorbell once the copy is complete, for host threads that sleep on the eventfd
+ * with DAQIRI_RING_NEED_WAKEUP like any other ring. The client frees slots by advancing
+ * `consumer`; the daemon never writes a slot the consumer index has not released.
  */
 #ifndef DAQIRI_ABI_H
 #define DAQIRI_ABI_H
@@ -44,6 +56,7 @@ enum daqiri_ring_kind {
   DAQIRI_RING_RX = 1,         /* daqiri_rx_desc, daemon -> client */
   DAQIRI_RING_TX = 2,         /* daqiri_tx_desc, client -> daemon */
   DAQIRI_RING_COMPLETION = 3, /* uint32_t buffer index, daemon -> client */
+  DAQIRI_RING_GPU = 4,        /* host control block of a GPU ring: no slots (desc_size 0) */
 };
 
 enum daqiri_ring_state {
@@ -157,16 +170,41 @@ struct daqiri_region_info {
   uint32_t reserved;
 };
 
-/* Sent with fds, in this order: the rings memfd, the eventfd, then one memfd per region. */
+enum daqiri_direction {
+  DAQIRI_DIRECTION_RX = 1,
+  DAQIRI_DIRECTION_TX = 2,
+  DAQIRI_DIRECTION_GPU_RX = 3, /* ATTACHED is a daqiri_msg_attached_gpu */
+};
+
+/* Sent with fds, in this order: the rings memfd, the eventfd, then one memfd per region
+ * (GPU RX: no regions; the GPU ring's VMM POSIX fd comes third). */
 struct daqiri_msg_attached {
   struct daqiri_msg_header h;
   uint64_t attachment_id;
-  uint32_t direction; /* 1 RX, 2 TX */
+  uint32_t direction; /* enum daqiri_direction */
   uint32_t region_count;
   uint64_t rings_size;        /* bytes of the rings memfd, mapped PROT_READ|PROT_WRITE */
   uint64_t ring_offset;       /* RX: the RX ring; TX: the TX ring */
   uint64_t completion_offset; /* TX: the completion ring; RX: 0 */
   struct daqiri_region_info regions[DAQIRI_MAX_REGIONS];
+};
+
+/* Where things are in a GPU ring (see GPU RX attachment above). */
+struct daqiri_gpu_ring_info {
+  uint8_t device_uuid[16]; /* the GPU holding the ring: match it against cuDeviceGetUuid */
+  uint64_t alloc_size;     /* bytes of the VMM allocation: import and map all of it */
+  uint64_t doorbell_offset;
+  uint64_t desc_offset;
+  uint64_t payload_offset; /* slot i starts at payload_offset + i * slot_size */
+  uint32_t size;           /* slots, a power of two */
+  uint32_t slot_size;
+  uint32_t gpu; /* the daemon's ordinal of that GPU: informational only */
+  uint32_t reserved;
+};
+
+struct daqiri_msg_attached_gpu {
+  struct daqiri_msg_attached base; /* base.h.length = sizeof(daqiri_msg_attached_gpu) */
+  struct daqiri_gpu_ring_info gpu;
 };
 
 struct daqiri_msg_detach {
@@ -212,5 +250,8 @@ DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_region_info) == 24, "region info");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_msg_attached, regions) == 56, "attached regions");
 DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_msg_attached) == 56 + 4 * 24, "attached");
 DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_msg_error) == 288, "error");
+DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_gpu_ring_info) == 64, "gpu ring info");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_gpu_ring_info, size) == 48, "gpu ring size");
+DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_msg_attached_gpu) == 152 + 64, "attached gpu");
 
 #endif /* DAQIRI_ABI_H */

@@ -26,6 +26,7 @@
 
 #include "daqiri/abi.h"
 #include "daqiri/common/result.hpp"
+#include "daqiri/common/unique_fd.hpp"
 #include "daqiri/frame.hpp"
 
 namespace daqiri {
@@ -156,6 +157,17 @@ class TxStream {
   std::unique_ptr<State> s_;
 };
 
+// The raw parts of a GPU RX attachment, for the GPU library (daqiri/gpu_rx_ring.hpp, in
+// libdaqiri_gpu) to import into CUDA; most programs use GpuRxRing instead.
+struct GpuRingFds {
+  uint64_t id = 0;
+  UniqueFd control;  // memfd of the host control block (daqiri_ring_header, kind GPU): map RW
+  size_t control_size = 0;
+  UniqueFd eventfd;  // signalled after the host mirror of the producer index moves
+  UniqueFd ring;     // the GPU ring's CUDA VMM POSIX fd
+  daqiri_gpu_ring_info info{};
+};
+
 class Client {
  public:
   // Opens a session with daqirid. Errors carry the daemon's reason.
@@ -169,6 +181,10 @@ class Client {
   Result<TxStream*> attach_tx(const TxOptions& options);
   void detach(RxStream* stream);
   void detach(TxStream* stream);
+  // A GPU ring on one flow (options.flow; its queue has a device or pinned region). The
+  // attachment lasts until detach(id) or the end of the session; reconnect() leaves it out.
+  Result<GpuRingFds> attach_gpu_rx_fds(const RxOptions& options);
+  void detach(uint64_t attachment_id);
 
   // After the daemon restarted (streams report detached), opens a new session and re-attaches
   // every stream in place: the RxStream/TxStream pointers stay valid.

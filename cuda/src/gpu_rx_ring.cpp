@@ -1,0 +1,189 @@
+#include "daqiri/gpu_rx_ring.hpp"
+
+#include <poll.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "daqiri/cuda/driver_api.hpp"
+#include "daqiri/cuda/vmm_allocation.hpp"
+#include "daqiri/ring.hpp"
+
+namespace daqiri {
+
+struct GpuRxRing::State {
+  Client* client = nullptr;
+  GpuRingFds fds;
+  const cuda::DriverApi* api = nullptr;
+  int device = -1;
+  cuda::PrimaryContext ctx;
+  cuda::VmmAllocation ring;
+  void* control = nullptr;  // the host control block, mapped RW
+  size_t control_size = 0;
+  bool registered = false;
+  CUdeviceptr consumer_device = 0;
+  abi::RingView control_ring;
+
+  ~State() {
+    if (registered) {
+      if (auto scope = cuda::ContextScope::enter(*api, ctx.get()))
+        api->mem_host_unregister(control);
+    }
+    if (control != nullptr) ::munmap(control, control_size);
+  }
+};
+
+namespace {
+
+// The ordinal of the GPU whose UUID is `uuid`, as this process numbers devices.
+Result<int> find_device(const cuda::DriverApi& api, const uint8_t* uuid) {
+  int count = 0;
+  if (CUresult r = api.device_get_count(&count); r != CUDA_SUCCESS) {
+    return std::unexpected(cuda::driver_error(api, r, "cuDeviceGetCount", ErrorCode::kUnavailable));
+  }
+  for (int i = 0; i < count; ++i) {
+    CUdevice dev = 0;
+    CUuuid u{};
+    if (api.device_get(&dev, i) == CUDA_SUCCESS && api.device_get_uuid(&u, dev) == CUDA_SUCCESS &&
+        std::memcmp(u.bytes, uuid, sizeof u.bytes) == 0) {
+      return i;
+    }
+  }
+  return fail(ErrorCode::kFailedPrecondition,
+              "the daemon's GPU is not visible to this process (CUDA_VISIBLE_DEVICES?)");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<GpuRxRing>> GpuRxRing::attach(Client& client, const RxOptions& options) {
+  auto api = cuda::DriverApi::get();
+  if (!api) return std::unexpected(api.error());
+  auto fds = client.attach_gpu_rx_fds(options);
+  if (!fds) return std::unexpected(fds.error());
+  auto s = std::make_unique<State>();
+  s->client = &client;
+  s->api = *api;
+  s->fds = std::move(*fds);
+  // From here a failure must detach: the daemon holds the ring until then.
+  auto fail_detach = [&](Error e) -> Result<std::unique_ptr<GpuRxRing>> {
+    client.detach(s->fds.id);
+    return std::unexpected(std::move(e));
+  };
+  const daqiri_gpu_ring_info& info = s->fds.info;
+  if (info.size == 0 || (info.size & (info.size - 1)) != 0 ||
+      info.payload_offset + uint64_t{info.size} * info.slot_size > info.alloc_size ||
+      info.desc_offset + uint64_t{info.size} * sizeof(daqiri_rx_desc) > info.payload_offset) {
+    return fail_detach(
+        {ErrorCode::kInternal, "the daemon's GPU ring layout does not check out", {}});
+  }
+  auto device = find_device(**api, info.device_uuid);
+  if (!device) return fail_detach(device.error());
+  s->device = *device;
+  CUdevice dev = 0;
+  (*api)->device_get(&dev, s->device);
+  auto ctx = cuda::PrimaryContext::retain(**api, dev);
+  if (!ctx) return fail_detach(ctx.error());
+  s->ctx = std::move(*ctx);
+  auto scope = cuda::ContextScope::enter(**api, s->ctx.get());
+  if (!scope) return fail_detach(scope.error());
+  auto ring = cuda::VmmAllocation::import(**api, dev, s->fds.ring.get(), info.alloc_size);
+  if (!ring) return fail_detach(ring.error());
+  s->ring = std::move(*ring);
+
+  s->control_size = s->fds.control_size;
+  void* p =
+      ::mmap(nullptr, s->control_size, PROT_READ | PROT_WRITE, MAP_SHARED, s->fds.control.get(), 0);
+  if (p == MAP_FAILED)
+    return fail_detach(Error{ErrorCode::kInternal, "mmap of the control block", {}});
+  s->control = p;
+  auto cr = abi::RingView::open(p, s->control_size, DAQIRI_RING_GPU, 0);
+  if (!cr || cr->size() != info.size) {
+    return fail_detach(
+        {ErrorCode::kInternal, "the daemon's GPU ring control block does not check out", {}});
+  }
+  s->control_ring = *cr;
+  // Kernels store the consumer index into host memory: map it for the GPU.
+  if (CUresult r = (*api)->mem_host_register(
+          p, s->control_size, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+      r != CUDA_SUCCESS) {
+    return fail_detach(cuda::driver_error(**api, r, "cuMemHostRegister of the control block"));
+  }
+  s->registered = true;
+  CUdeviceptr base = 0;
+  if (CUresult r = (*api)->mem_host_get_device_pointer(&base, p, 0); r != CUDA_SUCCESS) {
+    return fail_detach(cuda::driver_error(**api, r, "cuMemHostGetDevicePointer"));
+  }
+  s->consumer_device = base + offsetof(daqiri_ring_header, consumer);
+  return std::unique_ptr<GpuRxRing>(new GpuRxRing(std::move(s)));
+}
+
+GpuRxRing::GpuRxRing(std::unique_ptr<State> s) : s_(std::move(s)) {}
+
+GpuRxRing::~GpuRxRing() {
+  s_->client->detach(s_->fds.id);
+}
+
+GpuRingView GpuRxRing::view() const {
+  const daqiri_gpu_ring_info& info = s_->fds.info;
+  // The driver API hands out device addresses as integers.
+  // NOLINTBEGIN(performance-no-int-to-ptr)
+  auto* base = reinterpret_cast<const uint8_t*>(s_->ring.ptr());
+  return GpuRingView{base,
+                     reinterpret_cast<const uint32_t*>(base + info.doorbell_offset),
+                     reinterpret_cast<const daqiri_rx_desc*>(base + info.desc_offset),
+                     reinterpret_cast<uint32_t*>(s_->consumer_device),
+                     info.size - 1,
+                     info.slot_size};
+  // NOLINTEND(performance-no-int-to-ptr)
+}
+
+const daqiri_gpu_ring_info& GpuRxRing::info() const {
+  return s_->fds.info;
+}
+
+int GpuRxRing::device() const {
+  return s_->device;
+}
+
+uint64_t GpuRxRing::id() const {
+  return s_->fds.id;
+}
+
+uint32_t GpuRxRing::producer() const {
+  return s_->control_ring.load_producer();
+}
+
+bool GpuRxRing::detached() const {
+  return s_->control_ring.state() != DAQIRI_RING_ACTIVE;
+}
+
+void GpuRxRing::release(uint32_t counter) {
+  s_->control_ring.publish_consumer(counter);
+}
+
+Result<uint32_t> GpuRxRing::wait(uint32_t seen, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    uint32_t p = producer();
+    if (p != seen) return p;
+    if (detached()) return fail(ErrorCode::kUnavailable, "the GPU ring is detached");
+    s_->control_ring.set_need_wakeup(true);
+    if (s_->control_ring.load_producer_seq_cst() == seen) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        s_->control_ring.set_need_wakeup(false);
+        return seen;
+      }
+      pollfd pfd{s_->fds.eventfd.get(), POLLIN, 0};
+      if (::poll(&pfd, 1, static_cast<int>(left.count())) > 0) {
+        uint64_t v = 0;
+        [[maybe_unused]] auto r = ::read(s_->fds.eventfd.get(), &v, sizeof v);
+      }
+    }
+    s_->control_ring.set_need_wakeup(false);
+  }
+}
+
+}  // namespace daqiri

@@ -1,0 +1,39 @@
+#include "gpu/gather_kernel.hpp"
+
+namespace daqiri::gpu {
+namespace {
+
+constexpr int kThreads = 128;
+
+// One block per frame. 16-byte loads when both ends allow them (frames in pinned pools start
+// on buffer boundaries, slots on 256-byte ones), bytes otherwise. Reads cross PCIe: wide,
+// coalesced loads are what keeps the link busy.
+__global__ void gather(const GatherJob* jobs, uint8_t* ring_base, daqiri_rx_desc* descs) {
+  const GatherJob& job = jobs[blockIdx.x];
+  const uint8_t* src = reinterpret_cast<const uint8_t*>(job.src);
+  uint8_t* dst = ring_base + job.desc.offset;
+  uint32_t len = job.desc.length;
+  uint32_t done = 0;
+  if (((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) & 15) == 0) {
+    uint32_t vecs = len / 16;
+    const uint4* s = reinterpret_cast<const uint4*>(src);
+    uint4* d = reinterpret_cast<uint4*>(dst);
+    for (uint32_t i = threadIdx.x; i < vecs; i += kThreads)
+      d[i] = s[i];
+    done = vecs * 16;
+  }
+  for (uint32_t i = done + threadIdx.x; i < len; i += kThreads)
+    dst[i] = src[i];
+  if (threadIdx.x == 0) descs[job.slot] = job.desc;
+}
+
+}  // namespace
+
+cudaError_t launch_gather(const GatherJob* jobs, uint32_t count, uint8_t* ring_base,
+                          daqiri_rx_desc* descs, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  gather<<<count, kThreads, 0, stream>>>(jobs, ring_base, descs);
+  return cudaGetLastError();
+}
+
+}  // namespace daqiri::gpu

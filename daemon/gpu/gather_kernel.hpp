@@ -1,0 +1,27 @@
+// The staged copy engine's kernel: a burst of frames, read from pinned host memory through
+// its device mapping, written into GPU ring slots together with their descriptors.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "daqiri/abi.h"
+
+namespace daqiri::gpu {
+
+// One frame to place: `desc.length` bytes from device address `src` (mapped host memory) to
+// ring offset `desc.offset`; `desc` lands in descriptor slot `slot`.
+struct GatherJob {
+  uint64_t src;
+  uint32_t slot;
+  uint32_t reserved;
+  daqiri_rx_desc desc;
+};
+static_assert(sizeof(GatherJob) == 48);
+
+// Enqueues the copy of `count` jobs (read from `jobs`, device-visible) on `stream`.
+cudaError_t launch_gather(const GatherJob* jobs, uint32_t count, uint8_t* ring_base,
+                          daqiri_rx_desc* descs, cudaStream_t stream);
+
+}  // namespace daqiri::gpu

@@ -1,0 +1,235 @@
+#include "gpu/gpu_rx_task.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace daqiri::gpu {
+namespace {
+
+// The GPU each poller thread last made current: a runtime call per poll would be waste.
+thread_local int tl_current_gpu = -1;
+
+}  // namespace
+
+Result<std::unique_ptr<GpuRxTask>> GpuRxTask::create(const GpuDevice& gpu,
+                                                     dataplane::RxAttachment& source,
+                                                     std::vector<uint64_t> pool_device_addresses,
+                                                     uint32_t slots, uint32_t slot_size) {
+  auto source_ring = abi::RingView::open(source.rings().data(), source.rings().size(),
+                                         DAQIRI_RING_RX, sizeof(daqiri_rx_desc));
+  if (!source_ring) return fail(ErrorCode::kInternal, "internal RX ring does not check out");
+  auto ring = DeviceRing::create(gpu, slots, slot_size);
+  if (!ring) return std::unexpected(ring.error());
+  auto control = memory::SharedMemory::create("gpu-ring-" + std::to_string(source.id()),
+                                              abi::RingView::bytes_for(slots, 0), false);
+  if (!control) return std::unexpected(control.error());
+  if (auto ok = control->seal_size(); !ok) return std::unexpected(ok.error());
+  auto control_ring = abi::RingView::create(control->data(), DAQIRI_RING_GPU, slots, 0);
+  UniqueFd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!efd) return fail_errno("eventfd");
+  std::unique_ptr<GpuRxTask> t(new GpuRxTask(gpu, source, *source_ring,
+                                             std::move(pool_device_addresses), std::move(*ring),
+                                             std::move(*control), control_ring, std::move(efd)));
+  if (auto ok = t->init_cuda(); !ok) return std::unexpected(ok.error());
+  return t;
+}
+
+GpuRxTask::GpuRxTask(const GpuDevice& gpu, dataplane::RxAttachment& source,
+                     abi::RingView source_ring, std::vector<uint64_t> pool_device_addresses,
+                     DeviceRing ring, memory::SharedMemory control, abi::RingView control_ring,
+                     UniqueFd client_eventfd)
+    : gpu_(gpu),
+      source_(source),
+      source_ring_(source_ring),
+      pool_device_(std::move(pool_device_addresses)),
+      ring_(std::move(ring)),
+      control_(std::move(control)),
+      control_ring_(control_ring),
+      client_eventfd_(std::move(client_eventfd)) {
+  for (const memory::BufferPool* pool : source_.pools()) {
+    pool_bytes_.push_back(pool->num_bufs() * uint64_t{pool->buf_size()});
+  }
+}
+
+Result<> GpuRxTask::init_cuda() {
+  if (auto ok = gpu_.make_current(); !ok) return ok;
+  if (cudaError_t e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
+      e != cudaSuccess) {
+    return std::unexpected(runtime_error(e, "cudaStreamCreate"));
+  }
+  for (Inflight& f : inflight_ring_) {
+    if (cudaError_t e = cudaEventCreateWithFlags(&f.event, cudaEventDisableTiming);
+        e != cudaSuccess) {
+      return std::unexpected(runtime_error(e, "cudaEventCreate"));
+    }
+  }
+  size_t bytes = sizeof(GatherJob) * kMaxBurst * kMaxInflight;
+  void* host = nullptr;
+  if (cudaError_t e = cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+      e != cudaSuccess) {
+    return std::unexpected(runtime_error(e, "cudaHostAlloc of the job list"));
+  }
+  jobs_ = static_cast<GatherJob*>(host);
+  void* device = nullptr;
+  if (cudaError_t e = cudaHostGetDevicePointer(&device, host, 0); e != cudaSuccess) {
+    return std::unexpected(runtime_error(e, "cudaHostGetDevicePointer of the job list"));
+  }
+  jobs_device_ = static_cast<GatherJob*>(device);
+  return {};
+}
+
+GpuRxTask::~GpuRxTask() {
+  if (gpu_.make_current()) {
+    if (stream_ != nullptr) {
+      cudaStreamSynchronize(stream_);
+      cudaStreamDestroy(stream_);
+    }
+    for (Inflight& f : inflight_ring_) {
+      if (f.event != nullptr) cudaEventDestroy(f.event);
+    }
+    if (jobs_ != nullptr) cudaFreeHost(jobs_);
+  }
+}
+
+void GpuRxTask::quiesce() {
+  if (stream_ != nullptr && gpu_.make_current()) cudaStreamSynchronize(stream_);
+  control_ring_.set_state(DAQIRI_RING_DETACHED);
+  uint64_t one = 1;
+  [[maybe_unused]] auto w = ::write(client_eventfd_.get(), &one, sizeof one);
+}
+
+void GpuRxTask::fail_attachment() {
+  failed_ = true;
+  dataplane::bump(counters.errors);
+  source_.lifecycle.violated.store(true, std::memory_order_release);
+}
+
+bool GpuRxTask::poll() {
+  if (failed_) return false;
+  if (tl_current_gpu != gpu_.ordinal()) {
+    if (!gpu_.make_current()) {
+      fail_attachment();
+      return false;
+    }
+    tl_current_gpu = gpu_.ordinal();
+  }
+  bool did = retire();
+  did |= launch();
+  return did;
+}
+
+// Completed copies, oldest first: their host buffers return and the client may see them.
+bool GpuRxTask::retire() {
+  bool did = false;
+  while (inflight_ != 0) {
+    Inflight& f = inflight_ring_[head_];
+    cudaError_t e = cudaEventQuery(f.event);
+    if (e == cudaErrorNotReady) break;
+    if (e != cudaSuccess) {
+      fail_attachment();
+      return did;
+    }
+    source_ring_.publish_consumer(f.source_end);
+    control_ring_.publish_producer(f.ring_end);
+    if (control_ring_.consumer_wants_wakeup()) {
+      uint64_t one = 1;
+      [[maybe_unused]] auto w = ::write(client_eventfd_.get(), &one, sizeof one);
+    }
+    dataplane::bump(counters.packets, f.packets);
+    dataplane::bump(counters.bytes, f.bytes);
+    dataplane::bump(counters.bursts);
+    head_ = (head_ + 1) % kMaxInflight;
+    --inflight_;
+    did = true;
+  }
+  return did;
+}
+
+bool GpuRxTask::launch() {
+  uint32_t avail = source_ring_.load_producer() - read_;
+  if (avail == 0) {
+    backlog_ = false;
+    if (!sleeping_ && inflight_ == 0) {
+      // Park-ready: the RX poller signals the source eventfd once NEED_WAKEUP is seen.
+      source_ring_.set_need_wakeup(true);
+      sleeping_ = true;
+      if (source_ring_.load_producer_seq_cst() == read_) return false;
+    } else {
+      return false;
+    }
+    avail = source_ring_.load_producer() - read_;
+  }
+  if (sleeping_) {
+    source_ring_.set_need_wakeup(false);
+    sleeping_ = false;
+    uint64_t v = 0;
+    [[maybe_unused]] auto r = ::read(source_.eventfd(), &v, sizeof v);
+  }
+  if (inflight_ == kMaxInflight) return false;
+  // The client's consumer index: never trusted beyond [what it released, what we produced].
+  uint32_t c = control_ring_.load_consumer();
+  if (c - released_ > produced_ - released_) {
+    dataplane::bump(source_.counters.bad_index);
+    fail_attachment();
+    return false;
+  }
+  released_ = c;
+  uint32_t room = ring_.info().size - (produced_ - released_);
+  uint32_t n = std::min({avail, room, kMaxBurst});
+  backlog_ = n < avail;
+  if (n == 0) return false;
+
+  uint32_t slot_in_flight = (head_ + inflight_) % kMaxInflight;
+  GatherJob* jobs = jobs_ + size_t{slot_in_flight} * kMaxBurst;
+  uint64_t bytes = 0;
+  uint32_t slot_size = ring_.info().slot_size;
+  for (uint32_t i = 0; i < n; ++i) {
+    const daqiri_rx_desc d = *source_ring_.slot<daqiri_rx_desc>(read_ + i);
+    GatherJob& j = jobs[i];
+    j.desc = d;
+    // Our own descriptors, but a bad one must not make the GPU read outside a pool.
+    uint32_t len = d.region < pool_device_.size() && d.offset <= pool_bytes_[d.region] &&
+                           d.length <= pool_bytes_[d.region] - d.offset
+                       ? d.length
+                       : 0;
+    if (len > slot_size) {
+      len = slot_size;
+      j.desc.flags |= DAQIRI_DESC_TRUNCATED;
+    }
+    j.src = len != 0 ? pool_device_[d.region] + d.offset : 0;
+    j.slot = (produced_ + i) & (ring_.info().size - 1);
+    j.desc.offset = ring_.slot_offset(produced_ + i);
+    j.desc.length = len;
+    j.desc.region = 0;
+    bytes += len;
+  }
+  if (launch_gather(jobs_device_ + size_t{slot_in_flight} * kMaxBurst, n, ring_.base(),
+                    ring_.descs(), stream_) != cudaSuccess) {
+    fail_attachment();
+    return false;
+  }
+  // Same stream, after the kernel: a reader that sees the doorbell sees the data.
+  if (gpu_.api().stream_write_value32(reinterpret_cast<CUstream>(stream_), ring_.doorbell(),
+                                      produced_ + n,
+                                      CU_STREAM_WRITE_VALUE_DEFAULT) != CUDA_SUCCESS) {
+    fail_attachment();
+    return false;
+  }
+  Inflight& f = inflight_ring_[slot_in_flight];
+  if (cudaEventRecord(f.event, stream_) != cudaSuccess) {
+    fail_attachment();
+    return false;
+  }
+  read_ += n;
+  produced_ += n;
+  f.source_end = read_;
+  f.ring_end = produced_;
+  f.packets = n;
+  f.bytes = bytes;
+  ++inflight_;
+  return true;
+}
+
+}  // namespace daqiri::gpu

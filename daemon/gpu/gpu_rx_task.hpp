@@ -1,0 +1,101 @@
+// The staged GPU copy engine for one GPU RX attachment. It is the consumer of a daemon-internal
+// RX attachment on the flow (so fan-out, backpressure and the buffer ledger are the ones every
+// client gets) and the producer of the client's GPU ring: per burst it launches the gather
+// kernel, then cuStreamWriteValue32 rings the doorbell on the same stream, then an event; when
+// the event completes the host buffers go back to the pool and the host mirror of the
+// producer index advances (waking a sleeping client). Runs on its GPU's poller.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "daqiri/ring.hpp"
+#include "dataplane/poller.hpp"
+#include "dataplane/rx_attachment.hpp"
+#include "gpu/device_ring.hpp"
+#include "gpu/gather_kernel.hpp"
+#include "gpu/gpu_device.hpp"
+#include "memory/shared_memory.hpp"
+
+namespace daqiri::gpu {
+
+struct GpuCopyCounters {
+  std::atomic<uint64_t> packets{0};  // landed in the GPU ring
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> bursts{0};
+  std::atomic<uint64_t> errors{0};  // CUDA calls that failed (the attachment stops)
+};
+
+class GpuRxTask : public dataplane::PollTask {
+ public:
+  // `source` is the internal attachment it drains; `pool_device_addresses[r]` is where region r
+  // of `source` is mapped for the GPU. Both must outlive the task.
+  static Result<std::unique_ptr<GpuRxTask>> create(const GpuDevice& gpu,
+                                                   dataplane::RxAttachment& source,
+                                                   std::vector<uint64_t> pool_device_addresses,
+                                                   uint32_t slots, uint32_t slot_size);
+  ~GpuRxTask() override;
+  GpuRxTask(const GpuRxTask&) = delete;
+  GpuRxTask& operator=(const GpuRxTask&) = delete;
+
+  bool poll() override;
+  [[nodiscard]] bool busy_poll() const override { return inflight_ != 0 || backlog_; }
+
+  // ---- control side ----
+  [[nodiscard]] int wake_fd() const { return source_.eventfd(); }
+  [[nodiscard]] memory::SharedMemory& control() { return control_; }
+  [[nodiscard]] int client_eventfd() const { return client_eventfd_.get(); }
+  [[nodiscard]] const DeviceRing& ring() const { return ring_; }
+  // After the task left its poller: waits for copies in flight and tells the client the ring
+  // is detached. The source's buffers are then the RX poller's to take back.
+  void quiesce();
+  GpuCopyCounters counters;
+
+ private:
+  static constexpr uint32_t kMaxBurst = 256;
+  static constexpr uint32_t kMaxInflight = 8;
+  struct Inflight {
+    cudaEvent_t event = nullptr;
+    uint32_t source_end = 0;  // source consumer index once this copy is done
+    uint32_t ring_end = 0;    // GPU ring producer index once this copy is done
+    uint32_t packets = 0;
+    uint64_t bytes = 0;
+  };
+
+  GpuRxTask(const GpuDevice& gpu, dataplane::RxAttachment& source, abi::RingView source_ring,
+            std::vector<uint64_t> pool_device_addresses, DeviceRing ring,
+            memory::SharedMemory control, abi::RingView control_ring, UniqueFd client_eventfd);
+  Result<> init_cuda();
+  bool retire();
+  bool launch();
+  void fail_attachment();
+
+  const GpuDevice& gpu_;
+  dataplane::RxAttachment& source_;
+  abi::RingView source_ring_;
+  std::vector<uint64_t> pool_device_;
+  std::vector<uint64_t> pool_bytes_;
+  DeviceRing ring_;
+  memory::SharedMemory control_;
+  abi::RingView control_ring_;
+  UniqueFd client_eventfd_;
+
+  cudaStream_t stream_ = nullptr;
+  GatherJob* jobs_ = nullptr;         // pinned, mapped: kMaxInflight * kMaxBurst
+  GatherJob* jobs_device_ = nullptr;  // the same, as the GPU addresses it
+  std::array<Inflight, kMaxInflight> inflight_ring_{};
+  uint32_t head_ = 0;      // oldest copy in flight
+  uint32_t inflight_ = 0;  // copies in flight
+  uint32_t read_ = 0;      // next source descriptor to copy
+  uint32_t produced_ = 0;  // GPU ring producer index (doorbell) as launched
+  uint32_t released_ = 0;  // client consumer index, validated
+  bool backlog_ = false;   // source descriptors waiting for GPU ring room
+  bool sleeping_ = false;  // NEED_WAKEUP set on the source ring
+  bool failed_ = false;
+};
+
+}  // namespace daqiri::gpu
