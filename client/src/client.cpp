@@ -105,13 +105,17 @@ struct Attached {
   std::vector<Region> regions;
 };
 
-void set_rx_target(v1::AttachRequest& req, const RxOptions& o) {
+v1::AttachRequest rx_request(const RxOptions& o) {
+  v1::AttachRequest req;
   if (!o.flow.empty()) {
     req.set_flow(o.flow);
   } else {
     req.mutable_rx_queue()->set_interface(o.interface);
     req.mutable_rx_queue()->set_queue(o.queue);
   }
+  req.set_ring_size(o.ring_size);
+  req.set_backpressure(o.block ? v1::BACKPRESSURE_BLOCK : v1::BACKPRESSURE_DROP_NEW);
+  return req;
 }
 
 bool hung_up(int fd) {
@@ -479,11 +483,7 @@ Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options) {
 }
 
 Result<RxStream*> Client::attach_rx(const RxOptions& options) {
-  v1::AttachRequest req;
-  set_rx_target(req, options);
-  req.set_ring_size(options.ring_size);
-  req.set_backpressure(options.block ? v1::BACKPRESSURE_BLOCK : v1::BACKPRESSURE_DROP_NEW);
-  auto a = impl_->attach(req);
+  auto a = impl_->attach(rx_request(options));
   if (!a) return std::unexpected(a.error());
   auto state = std::make_unique<RxStream::State>();
   state->client = impl_.get();
@@ -520,10 +520,7 @@ Result<GpuRingFds> Client::attach_gpu_rx_fds(const RxOptions& options) {
   if (options.flow.empty()) {
     return fail(ErrorCode::kInvalidArgument, "a GPU ring takes one flow", "flow");
   }
-  v1::AttachRequest req;
-  req.set_flow(options.flow);
-  req.set_ring_size(options.ring_size);
-  req.set_backpressure(options.block ? v1::BACKPRESSURE_BLOCK : v1::BACKPRESSURE_DROP_NEW);
+  v1::AttachRequest req = rx_request(options);
   req.set_gpu(true);
   auto c = impl_->claim(req);
   if (!c) return std::unexpected(c.error());
@@ -565,11 +562,7 @@ Result<> Client::reconnect() {
   impl_->session.reset();
   if (auto ok = impl_->open_session(); !ok) return ok;
   for (auto& rx : impl_->rx) {
-    v1::AttachRequest req;
-    set_rx_target(req, rx->options_);
-    req.set_ring_size(rx->options_.ring_size);
-    req.set_backpressure(rx->options_.block ? v1::BACKPRESSURE_BLOCK : v1::BACKPRESSURE_DROP_NEW);
-    auto a = impl_->attach(req);
+    auto a = impl_->attach(rx_request(rx->options_));
     if (!a) return std::unexpected(a.error());
     if (auto ok = rx->s_->adopt(std::move(*a)); !ok) return ok;
   }

@@ -2,16 +2,10 @@
 #include "pattern_check.hpp"
 
 #include "daqiri/gpu_ring.cuh"
+#include "daqiri/test_pattern.hpp"
 
 namespace daqiri::example {
 namespace {
-
-constexpr uint32_t kMagic = 0x4e475144;  // daqiri-gen's payload header, daqiri/test_pattern.hpp
-constexpr uint32_t kHeader = 24;
-
-__device__ uint8_t pattern_byte(uint64_t sequence, uint32_t i) {
-  return static_cast<uint8_t>((sequence * 131 + i * 7 + (i >> 8)) & 0xff);
-}
 
 // One block per packet of [first, last): checks the pattern and adds up the payload bytes.
 __global__ void check_burst(daqiri::GpuRingView ring, uint32_t first, Totals* totals) {
@@ -27,7 +21,7 @@ __global__ void check_burst(daqiri::GpuRingView ring, uint32_t first, Totals* to
     memcpy(&magic, payload, 4);
     memcpy(&sequence, payload + 8, 8);
     memcpy(&length, payload + 16, 4);
-    ok = len >= kHeader && magic == kMagic && length == len;
+    ok = len >= pattern::kHeaderSize && magic == pattern::kMagic && length == len;
     sum = 0;
   }
   __syncthreads();
@@ -35,7 +29,9 @@ __global__ void check_burst(daqiri::GpuRingView ring, uint32_t first, Totals* to
   int bad = 0;
   for (uint32_t i = threadIdx.x; i < len; i += blockDim.x) {
     local += payload[i];
-    if (i >= kHeader && ok && payload[i] != pattern_byte(sequence, i)) bad = 1;
+    if (i >= pattern::kHeaderSize && ok && payload[i] != pattern::pattern_value(sequence, i)) {
+      bad = 1;
+    }
   }
   if (bad) ok = 0;  // benign race: every writer stores 0
   atomicAdd(&sum, local);

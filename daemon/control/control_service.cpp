@@ -307,6 +307,9 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
     out->set_bad_descriptor(a.bad_descriptor);
     out->set_send_errors(a.send_errors);
     out->set_buffers_on_loan(a.on_loan);
+    out->set_gpu(a.gpu);
+    out->set_gpu_packets(a.gpu_packets);
+    out->set_gpu_bytes(a.gpu_bytes);
   }
   for (const auto& n : data_plane_.nic_stats()) {
     auto* out = resp->add_nics();

@@ -218,39 +218,41 @@ Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptio
   if (auto ok = check_delivery(home, flow, options.gpu); !ok) return std::unexpected(ok.error());
   uint32_t ring = options.ring_size;
   if (ring == 0) ring = home.queue->ring_size;
-  auto id = create_rx_locked({std::string(flow)}, std::string(flow), ring, options.backpressure);
+  std::string target = (options.gpu ? "gpu " : "") + std::string(flow);
+  auto id = create_rx_locked({std::string(flow)}, std::move(target), ring, options.backpressure);
   if (!id || !options.gpu) return id;
 #ifdef DAQIRI_HAVE_CUDA
-  Attachment& a = attachments_.at(*id);
-  if (auto ok = add_gpu_engine(a, *home.region, ring); !ok) {
+  if (auto ok = add_gpu_engine(attachments_.at(*id), *home.region, ring); !ok) {
     attachments_.erase(*id);
     return std::unexpected(ok.error());
   }
-  a.target = "gpu " + std::string(flow);
 #endif
   return id;
 }
 
 Result<> DataPlane::check_delivery(const RxQueueHome& home, std::string_view flow, bool gpu) const {
   config::RegionKind kind = home.region->kind;
-  std::string what = "flow \"" + std::string(flow) + "\" is on queue " + home.itf->name + "/" +
-                     home.queue->name + " (region \"" + home.region->name + "\", " +
-                     config::to_string(kind) + ")";
-  if (gpu) {
-#ifndef DAQIRI_HAVE_CUDA
-    (void)what;
-    return fail(ErrorCode::kFailedPrecondition, "this daqirid was built without CUDA", "gpu");
-#else
-    if (kind != config::RegionKind::kDevice && kind != config::RegionKind::kPinned) {
-      return fail(ErrorCode::kFailedPrecondition,
-                  what + ": a GPU ring needs a device or pinned region", "gpu");
-    }
-#endif
-  } else if (kind == config::RegionKind::kDevice) {
+  auto refuse = [&](const std::string& why) -> Result<> {
     return fail(ErrorCode::kFailedPrecondition,
-                what + ": its packets go to GPU memory; attach with a GPU ring", "gpu");
+                "flow \"" + std::string(flow) + "\" is on queue " + home.itf->name + "/" +
+                    home.queue->name + " (region \"" + home.region->name + "\", " +
+                    config::to_string(kind) + "): " + why,
+                "gpu");
+  };
+  if (!gpu) {
+    if (kind == config::RegionKind::kDevice) {
+      return refuse("its packets go to GPU memory; attach with a GPU ring");
+    }
+    return {};
+  }
+#ifndef DAQIRI_HAVE_CUDA
+  return refuse("this daqirid was built without CUDA");
+#else
+  if (kind != config::RegionKind::kDevice && kind != config::RegionKind::kPinned) {
+    return refuse("a GPU ring needs a device or pinned region");
   }
   return {};
+#endif
 }
 
 #ifdef DAQIRI_HAVE_CUDA
@@ -553,8 +555,6 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
       s.gpu = true;
       s.gpu_packets = a.gpu->counters.packets.load(std::memory_order_relaxed);
       s.gpu_bytes = a.gpu->counters.bytes.load(std::memory_order_relaxed);
-      s.gpu_bursts = a.gpu->counters.bursts.load(std::memory_order_relaxed);
-      s.gpu_errors = a.gpu->counters.errors.load(std::memory_order_relaxed);
     }
 #endif
     out.push_back(s);

@@ -56,7 +56,7 @@ struct AttachmentStats {
   std::string queue;      // TX: the queue
   uint64_t packets = 0, bytes = 0, dropped_ring_full = 0, bad_index = 0, bad_descriptor = 0,
            send_errors = 0, on_loan = 0;
-  uint64_t gpu_packets = 0, gpu_bytes = 0, gpu_bursts = 0, gpu_errors = 0;  // GPU: copied
+  uint64_t gpu_packets = 0, gpu_bytes = 0;  // GPU: copies into the GPU ring completed
   bool violated = false;
 };
 

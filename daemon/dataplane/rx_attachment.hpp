@@ -26,6 +26,8 @@ class RxAttachment {
   [[nodiscard]] uint64_t id() const { return id_; }
   [[nodiscard]] Backpressure backpressure() const { return backpressure_; }
   [[nodiscard]] memory::SharedMemory& rings() { return rings_; }
+  // The ring itself, for a consumer inside the daemon (the GPU copy engine).
+  [[nodiscard]] const abi::RingView& ring() const { return ring_; }
   [[nodiscard]] int eventfd() const { return eventfd_.get(); }
   AttachmentLifecycle lifecycle;
   AttachmentCounters counters;

@@ -17,9 +17,6 @@ Result<std::unique_ptr<GpuRxTask>> GpuRxTask::create(const GpuDevice& gpu,
                                                      dataplane::RxAttachment& source,
                                                      std::vector<uint64_t> pool_device_addresses,
                                                      uint32_t slots, uint32_t slot_size) {
-  auto source_ring = abi::RingView::open(source.rings().data(), source.rings().size(),
-                                         DAQIRI_RING_RX, sizeof(daqiri_rx_desc));
-  if (!source_ring) return fail(ErrorCode::kInternal, "internal RX ring does not check out");
   auto ring = DeviceRing::create(gpu, slots, slot_size);
   if (!ring) return std::unexpected(ring.error());
   auto control = memory::SharedMemory::create("gpu-ring-" + std::to_string(source.id()),
@@ -29,20 +26,20 @@ Result<std::unique_ptr<GpuRxTask>> GpuRxTask::create(const GpuDevice& gpu,
   auto control_ring = abi::RingView::create(control->data(), DAQIRI_RING_GPU, slots, 0);
   UniqueFd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!efd) return fail_errno("eventfd");
-  std::unique_ptr<GpuRxTask> t(new GpuRxTask(gpu, source, *source_ring,
-                                             std::move(pool_device_addresses), std::move(*ring),
-                                             std::move(*control), control_ring, std::move(efd)));
+  std::unique_ptr<GpuRxTask> t(new GpuRxTask(gpu, source, std::move(pool_device_addresses),
+                                             std::move(*ring), std::move(*control), control_ring,
+                                             std::move(efd)));
   if (auto ok = t->init_cuda(); !ok) return std::unexpected(ok.error());
   return t;
 }
 
 GpuRxTask::GpuRxTask(const GpuDevice& gpu, dataplane::RxAttachment& source,
-                     abi::RingView source_ring, std::vector<uint64_t> pool_device_addresses,
-                     DeviceRing ring, memory::SharedMemory control, abi::RingView control_ring,
+                     std::vector<uint64_t> pool_device_addresses, DeviceRing ring,
+                     memory::SharedMemory control, abi::RingView control_ring,
                      UniqueFd client_eventfd)
     : gpu_(gpu),
       source_(source),
-      source_ring_(source_ring),
+      source_ring_(source.ring()),
       pool_device_(std::move(pool_device_addresses)),
       ring_(std::move(ring)),
       control_(std::move(control)),
@@ -102,7 +99,6 @@ void GpuRxTask::quiesce() {
 
 void GpuRxTask::fail_attachment() {
   failed_ = true;
-  dataplane::bump(counters.errors);
   source_.lifecycle.violated.store(true, std::memory_order_release);
 }
 
@@ -139,7 +135,6 @@ bool GpuRxTask::retire() {
     }
     dataplane::bump(counters.packets, f.packets);
     dataplane::bump(counters.bytes, f.bytes);
-    dataplane::bump(counters.bursts);
     head_ = (head_ + 1) % kMaxInflight;
     --inflight_;
     did = true;

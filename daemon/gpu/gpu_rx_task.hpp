@@ -23,11 +23,10 @@
 
 namespace daqiri::gpu {
 
+// Frames whose copy into the GPU ring completed (single writer: the engine's poller).
 struct GpuCopyCounters {
-  std::atomic<uint64_t> packets{0};  // landed in the GPU ring
+  std::atomic<uint64_t> packets{0};
   std::atomic<uint64_t> bytes{0};
-  std::atomic<uint64_t> bursts{0};
-  std::atomic<uint64_t> errors{0};  // CUDA calls that failed (the attachment stops)
 };
 
 class GpuRxTask : public dataplane::PollTask {
@@ -66,7 +65,7 @@ class GpuRxTask : public dataplane::PollTask {
     uint64_t bytes = 0;
   };
 
-  GpuRxTask(const GpuDevice& gpu, dataplane::RxAttachment& source, abi::RingView source_ring,
+  GpuRxTask(const GpuDevice& gpu, dataplane::RxAttachment& source,
             std::vector<uint64_t> pool_device_addresses, DeviceRing ring,
             memory::SharedMemory control, abi::RingView control_ring, UniqueFd client_eventfd);
   Result<> init_cuda();

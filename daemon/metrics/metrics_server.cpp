@@ -171,6 +171,10 @@ class DataPlaneCollector final : public prometheus::Collectable {
                             "Packets an attachment lost, by reason", MetricType::Counter);
     FamilyBuilder a_loan(out, "daqiri_attachment_buffers_on_loan",
                          "Buffers the attachment's client holds now", MetricType::Gauge);
+    FamilyBuilder gpu_packets(out, "daqiri_gpu_copied_packets_total",
+                              "Packets the copy engine placed in a GPU ring", MetricType::Counter);
+    FamilyBuilder gpu_bytes(out, "daqiri_gpu_copied_bytes_total", "Bytes of those packets",
+                            MetricType::Counter);
     size_t n = 0;
     for (const auto& a : attachments) {
       uint64_t sid = sessions_.session_of(a.id);
@@ -194,6 +198,10 @@ class DataPlaneCollector final : public prometheus::Collectable {
       a_dropped.add(with("bad_descriptor"), double(a.bad_descriptor));
       a_dropped.add(with("send_error"), double(a.send_errors));
       a_loan.add(l, double(a.on_loan));
+      if (a.gpu) {
+        gpu_packets.add(l, double(a.gpu_packets));
+        gpu_bytes.add(l, double(a.gpu_bytes));
+      }
     }
 
     FamilyBuilder sessions_gauge(out, "daqiri_sessions", "Connected client sessions",

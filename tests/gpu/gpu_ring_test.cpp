@@ -175,6 +175,18 @@ TEST_F(GpuRingTest, KilledClientGivesBackItsGpuMemoryAndOthersLoseNothing) {
   size_t baseline = free_gpu_memory();
   auto victim = receive("stream0", 1'000'000);
   ASSERT_EQ(gen(4096, 500, 1000).exit_code, 0);  // mid-stream: slots in use when it dies
+  // The engine's counters reach the API: every frame copied, whole frames (42 header bytes).
+  EXPECT_TRUE(control_->eventually(
+      [](const v1::Stats& st) {
+        for (const auto& a : st.attachments()) {
+          if (a.target() == "gpu stream0") {
+            return a.gpu() && a.gpu_packets() == 500 && a.gpu_bytes() == 500u * 1042;
+          }
+        }
+        return false;
+      },
+      5s))
+      << control_->get().DebugString();
   ASSERT_LT(free_gpu_memory(), baseline) << "the second ring took no GPU memory?";
   victim->kill(SIGKILL);
   EXPECT_EQ(victim->wait(10s), 128 + SIGKILL);

@@ -346,8 +346,9 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
   }
   flows.print(std::cout);
   std::cout << '\n';
-  std::vector<std::string> ah{"ATTACHMENT", "SESSION",   "DIR",      "TARGET",   "PACKETS", "BYTES",
-                              "RING_FULL",  "BAD_INDEX", "BAD_DESC", "SEND_ERR", "ON_LOAN"};
+  std::vector<std::string> ah{"ATTACHMENT", "SESSION",  "DIR",       "TARGET",
+                              "PACKETS",    "BYTES",    "RING_FULL", "BAD_INDEX",
+                              "BAD_DESC",   "SEND_ERR", "ON_LOAN",   "IN_GPU"};
   if (rates) ah.push_back("RATE");
   Table atts(ah);
   for (const auto& a : stats.attachments()) {
@@ -361,7 +362,8 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
                                  std::to_string(a.bad_index()),
                                  std::to_string(a.bad_descriptor()),
                                  std::to_string(a.send_errors()),
-                                 std::to_string(a.buffers_on_loan())};
+                                 std::to_string(a.buffers_on_loan()),
+                                 a.gpu() ? std::to_string(a.gpu_packets()) : "-"};
     if (rates) {
       auto it = rates->find("attachment " + std::to_string(a.id()));
       row.push_back(it == rates->end() ? "-" : rate_text(it->second));

@@ -22,8 +22,19 @@ struct Header {
 };
 static_assert(sizeof(Header) == kHeaderSize);
 
+#ifdef __CUDACC__
+#define DAQIRI_HOST_DEVICE __host__ __device__
+#else
+#define DAQIRI_HOST_DEVICE
+#endif
+
+// Byte `i` of the payload of `sequence` (past the header); CUDA kernels check with it too.
+DAQIRI_HOST_DEVICE inline uint8_t pattern_value(uint64_t sequence, uint64_t i) {
+  return static_cast<uint8_t>((sequence * 131 + i * 7 + (i >> 8)) & 0xff);
+}
+
 inline std::byte pattern_byte(uint64_t sequence, size_t i) {
-  return static_cast<std::byte>((sequence * 131 + i * 7 + (i >> 8)) & 0xff);
+  return static_cast<std::byte>(pattern_value(sequence, i));
 }
 
 // Fills `payload` (at least kHeaderSize bytes) for `sequence`.
