@@ -14,11 +14,11 @@ BufferPool::BufferPool(SharedMemory memory, uint32_t buf_size, uint32_t num_bufs
       buf_size_(buf_size),
       num_bufs_(num_bufs),
       free_(num_bufs),
-      top_(num_bufs),
+      count_(num_bufs),
       refs_(num_bufs, 0) {
-  // Lowest indices on top: the first buffers used are the first pages touched.
+  // Lowest indices first: the first buffers used are the first pages touched.
   for (uint32_t i = 0; i < num_bufs; ++i)
-    free_[i] = num_bufs - 1 - i;
+    free_[i] = i;
 }
 
 }  // namespace daqiri::memory

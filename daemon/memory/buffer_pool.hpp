@@ -1,5 +1,9 @@
-// Fixed-size buffers carved from one SharedMemory region, with a free stack and per-buffer
+// Fixed-size buffers carved from one SharedMemory region, with a free queue and per-buffer
 // reference counts (a buffer delivered to several attachments returns when the last lets go).
+// The free list is FIFO, not a stack: clients release in ring order, so buffers come back in
+// the order they were handed out and the next burst again lands in consecutive buffers. A
+// burst of equal-sized frames is then one strided array in the client's mapping (Python's
+// Burst.payloads() is a view, not a gather).
 // Owned by one poller thread once installed: no atomics, no locks, no allocation after create.
 #pragma once
 
@@ -17,30 +21,33 @@ class BufferPool {
 
   [[nodiscard]] uint32_t buf_size() const { return buf_size_; }
   [[nodiscard]] uint32_t num_bufs() const { return num_bufs_; }
-  [[nodiscard]] uint32_t available() const { return static_cast<uint32_t>(top_); }
+  [[nodiscard]] uint32_t available() const { return count_; }
   [[nodiscard]] std::byte* buffer(uint32_t index) const {
     return memory_.data() + uint64_t{index} * buf_size_;
   }
   [[nodiscard]] uint64_t offset(uint32_t index) const { return uint64_t{index} * buf_size_; }
   [[nodiscard]] SharedMemory& memory() { return memory_; }
 
-  // Takes up to n free buffers into `out`; returns how many. Each starts with one reference.
+  // Takes up to n free buffers into `out`, oldest freed first; returns how many. Each starts
+  // with one reference.
   uint32_t alloc(uint32_t* out, uint32_t n) {
-    uint32_t got = n < top_ ? n : static_cast<uint32_t>(top_);
+    uint32_t got = n < count_ ? n : count_;
     for (uint32_t i = 0; i < got; ++i) {
-      out[i] = free_[--top_];
+      out[i] = free_[head_];
       refs_[out[i]] = 1;
+      if (++head_ == num_bufs_) head_ = 0;
     }
+    count_ -= got;
     return got;
   }
   // Sets the references of a buffer in use (0 frees it).
   void set_refs(uint32_t index, uint16_t refs) {
     refs_[index] = refs;
-    if (refs == 0) free_[top_++] = index;
+    if (refs == 0) push_free(index);
   }
-  // Drops one reference; the buffer returns to the free stack at zero.
+  // Drops one reference; the buffer returns to the free queue at zero.
   void unref(uint32_t index) {
-    if (--refs_[index] == 0) free_[top_++] = index;
+    if (--refs_[index] == 0) push_free(index);
   }
 
  private:
@@ -49,8 +56,15 @@ class BufferPool {
   SharedMemory memory_;
   uint32_t buf_size_ = 0;
   uint32_t num_bufs_ = 0;
-  std::vector<uint32_t> free_;
-  size_t top_ = 0;
+  void push_free(uint32_t index) {
+    uint32_t tail = head_ + count_;
+    free_[tail >= num_bufs_ ? tail - num_bufs_ : tail] = index;
+    ++count_;
+  }
+
+  std::vector<uint32_t> free_;  // a ring: count_ entries from head_
+  uint32_t head_ = 0;
+  uint32_t count_ = 0;
   std::vector<uint16_t> refs_;
 };
 

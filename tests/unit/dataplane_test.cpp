@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <vector>
+
 #include "daqiri/frame.hpp"
 #include "daqiri/ring.hpp"
 #include "daqiri/test_pattern.hpp"
@@ -41,6 +43,26 @@ TEST(BufferPool, AllocatesReferencesAndFrees) {
   EXPECT_EQ(pool->available(), 1u);
   pool->set_refs(got[1], 0);
   EXPECT_EQ(pool->available(), 2u);
+}
+
+// Buffers released in the order they were handed out come back in that order, so the next
+// bursts land in consecutive buffers again (one strided array for a client), across the wrap.
+TEST(BufferPool, ReusesBuffersInTheOrderTheyWereFreed) {
+  auto pool = memory::BufferPool::create("t", 2048, 8, false);
+  ASSERT_TRUE(pool);
+  uint32_t got[8];
+  ASSERT_EQ(pool->alloc(got, 5), 5u);
+  EXPECT_EQ(std::vector<uint32_t>(got, got + 5), (std::vector<uint32_t>{0, 1, 2, 3, 4}));
+  for (uint32_t i = 0; i < 5; ++i)
+    pool->unref(got[i]);
+  ASSERT_EQ(pool->alloc(got, 8), 8u);
+  EXPECT_EQ(std::vector<uint32_t>(got, got + 8), (std::vector<uint32_t>{5, 6, 7, 0, 1, 2, 3, 4}));
+  pool->unref(got[3]);
+  pool->unref(got[0]);
+  ASSERT_EQ(pool->alloc(got, 8), 2u);
+  EXPECT_EQ(got[0], 0u);
+  EXPECT_EQ(got[1], 5u);
+  EXPECT_EQ(pool->available(), 0u);
 }
 
 TEST(RxAttachment, ClientReleasesReturnBuffersInOrder) {

@@ -1,0 +1,23 @@
+"""daqiri: receive and send packets through daqirid, zero-copy.
+
+    import daqiri
+    with daqiri.Client() as c, c.attach_rx("stream0") as rx:
+        for burst in rx:                 # released when the loop moves on
+            data = burst.payloads()      # packets x bytes, a read-only view of the daemon's buffers
+
+GPU rings (daqiri.gpu) come as arrays with __cuda_array_interface__ and DLPack, for torch and
+cupy. docs/python.md has the whole API.
+"""
+from . import abi, frames
+from .client import Client
+from .control import Control
+from .errors import (AlreadyExists, DaqiriError, Detached, FailedPrecondition, InvalidArgument,
+                     NotFound, PermissionDenied, ResourceExhausted, Unavailable)
+from .rx import Burst, Packet, RxStream
+from .tx import TxBuffer, TxStream
+
+__version__ = "0.1.0"
+
+__all__ = ["abi", "frames", "Client", "Control", "Burst", "Packet", "RxStream", "TxBuffer",
+           "TxStream", "DaqiriError", "AlreadyExists", "Detached", "FailedPrecondition",
+           "InvalidArgument", "NotFound", "PermissionDenied", "ResourceExhausted", "Unavailable"]

@@ -1,0 +1,63 @@
+"""The shared-memory ABI of client/include/daqiri/abi.h, version 1, in Python terms.
+
+abi.h is the authority; the sizes below are checked against it by the tests (test_abi.py).
+"""
+import struct
+
+import numpy as np
+
+ABI_VERSION = 1
+RING_MAGIC = 0x44515249
+MSG_MAGIC = 0x4451534D
+RING_HEADER_SIZE = 256
+TOKEN_BYTES = 16
+MAX_REGIONS = 4
+
+# enum daqiri_ring_kind
+RING_RX, RING_TX, RING_COMPLETION, RING_GPU = 1, 2, 3, 4
+# enum daqiri_ring_state
+RING_ACTIVE, RING_DETACHED = 1, 2
+RING_NEED_WAKEUP = 0x1
+
+# daqiri_rx_desc.flags
+DESC_HEADERS_SYNTHESIZED = 0x1
+DESC_TRUNCATED = 0x2
+DESC_STREAM = 0x4
+
+# enum daqiri_msg_type
+MSG_HELLO, MSG_WELCOME, MSG_CLAIM, MSG_ATTACHED, MSG_DETACH, MSG_DETACHED, MSG_ERROR = range(1, 8)
+# enum daqiri_direction
+DIRECTION_RX, DIRECTION_TX, DIRECTION_GPU_RX = 1, 2, 3
+
+RX_DESC = np.dtype([
+    ("offset", "<u8"),
+    ("timestamp_ns", "<u8"),
+    ("length", "<u4"),
+    ("flow_id", "<u4"),
+    ("region", "<u2"),
+    ("flags", "<u2"),
+    ("payload_offset", "<u2"),
+    ("stream", "<u2"),
+])
+TX_DESC = np.dtype([("buffer", "<u4"), ("length", "<u4"), ("flags", "<u4"), ("reserved", "<u4")])
+COMPLETION = np.dtype("<u4")
+
+# Ring header fields, as indices of uint32 words (byte offset / 4).
+WORD_MAGIC, WORD_VERSION_KIND, WORD_SIZE, WORD_DESC_SIZE, WORD_DESC_OFFSET, WORD_STATE = range(6)
+WORD_PRODUCER, WORD_CONSUMER, WORD_CONSUMER_FLAGS = 64 // 4, 128 // 4, 192 // 4
+
+# Session messages (little-endian, no padding beyond what abi.h has).
+HEADER = struct.Struct("<IHHII")  # magic, version, type, length, reserved
+HELLO = struct.Struct("<16s64s")
+WELCOME = struct.Struct("<16sQ")
+CLAIM = struct.Struct("<16sQ16s")
+DETACH = struct.Struct("<16sQ")
+REGION_INFO = struct.Struct("<QIIII")  # size, buf_size, num_bufs, writable, reserved
+ATTACHED = struct.Struct("<16sQIIQQQ" + "QIIII" * MAX_REGIONS)
+GPU_RING_INFO = struct.Struct("<16sQQQQIIII")  # uuid, alloc, doorbell, desc, payload, size, slot, gpu
+ATTACHED_GPU_SIZE = ATTACHED.size + GPU_RING_INFO.size
+ERROR = struct.Struct("<16siIQ256s")
+
+
+def header(msg_type, length):
+    return HEADER.pack(MSG_MAGIC, ABI_VERSION, msg_type, length, 0)

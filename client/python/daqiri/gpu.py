@@ -1,0 +1,278 @@
+"""GPU rings: a flow's packets in GPU memory, as device arrays torch and cupy take without a copy.
+
+    ring = client.attach_gpu_rx("stream0")
+    for burst in ring:                              # released when the loop moves on
+        x = torch.from_dlpack(burst.payloads())     # or torch.as_tensor(..., device="cuda"),
+        ...                                         # cupy.asarray(burst.payloads())
+
+The ring is imported from the daemon's CUDA VMM fd and mapped for the GPU that holds it (found
+by UUID) through that device's primary context, pushed and popped around each driver call, so
+the caller's current device and context are left as they were. Waiting happens on the host
+(the daemon mirrors the producer index into host memory once a copy is complete): whatever a
+burst names is in GPU memory before wait_burst() returns it, so no stream synchronisation is
+needed to read it. Release a burst only after the work reading it is done (release(burst,
+stream=...) synchronises a stream first).
+"""
+import os
+import select
+import time
+
+import numpy as np
+
+from . import abi, cuda, dlpack
+from .errors import DaqiriError, Detached
+from .ring import WAIT_SLICE, Ring
+from .rx import map_fd
+
+
+class DeviceArray:
+    """uint8 device memory with a shape: __cuda_array_interface__ (v3) and DLPack.
+
+    Keeps its ring mapped while it (or a tensor made from it) lives."""
+
+    def __init__(self, owner, ptr, shape, strides=None):
+        self._owner = owner
+        self.ptr = ptr
+        self.shape = tuple(shape)
+        self.strides = tuple(strides) if strides else _contiguous(self.shape)
+        self.device = owner.device
+
+    @property
+    def __cuda_array_interface__(self):
+        # stream None: the data is complete before the array exists (see the module's doc).
+        return {"shape": self.shape, "typestr": "|u1", "data": (self.ptr, False), "version": 3,
+                "strides": self.strides, "stream": None}
+
+    def __dlpack__(self, stream=None):
+        return dlpack.capsule(self.ptr, self.shape, self.strides, self.device, self._owner)
+
+    def __dlpack_device__(self):
+        return (dlpack.kDLCUDA, self.device)
+
+    def __len__(self):
+        return self.shape[0]
+
+    def copy_to_host(self):
+        """A numpy copy (for checks and debugging; contiguous arrays only)."""
+        if self.strides != _contiguous(self.shape):
+            raise ValueError("copy_to_host takes contiguous arrays")
+        out = np.empty(self.shape, np.uint8)
+        if out.size:
+            cuda.copy_to_host(self._owner._ctx, out, self.ptr, out.size)
+        return out
+
+
+def _contiguous(shape):
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+class GpuBurst:
+    """Slots [first, first + count) of a GPU ring; never spans the ring's end. Frame i starts
+    at byte 0 of row i of `frames`; its UDP payload at descriptors[i]["payload_offset"]."""
+
+    __slots__ = ("_ring", "first", "count", "frames", "_desc")
+
+    def __init__(self, ring, first, count):
+        self._ring = ring
+        self.first = first
+        self.count = count
+        self.frames = DeviceArray(ring, ring.slot_ptr(first & ring.mask), (count, ring.slot_size))
+        self._desc = None
+
+    def __len__(self):
+        return self.count
+
+    def __bool__(self):
+        return self.count != 0
+
+    @property
+    def descriptors(self):
+        """The burst's daqiri_rx_desc (abi.RX_DESC), copied to the host on first use."""
+        if self._desc is None:
+            self._desc = np.empty(self.count, abi.RX_DESC)
+            if self.count:
+                r = self._ring
+                cuda.copy_to_host(r._ctx, self._desc.view(np.uint8), r.desc_ptr(self.first & r.mask),
+                                  self.count * abi.RX_DESC.itemsize)
+        return self._desc
+
+    @property
+    def lengths(self):
+        return self.descriptors["length"]
+
+    def payloads(self):
+        """The UDP payloads as a packets x bytes device array (a strided view of the slots);
+        the packets must share a size and payload offset (ValueError otherwise)."""
+        if self.count == 0:
+            return DeviceArray(self._ring, self.frames.ptr, (0, 0))
+        d = self.descriptors
+        po, ln = d["payload_offset"], d["length"]
+        if (po != po[0]).any() or (ln != ln[0]).any() or not 0 < po[0] <= ln[0] <= self._ring.slot_size:
+            raise ValueError("the packets of this burst differ in size or layout: use frames and descriptors")
+        return DeviceArray(self._ring, self.frames.ptr + int(po[0]), (self.count, int(ln[0] - po[0])),
+                           (self._ring.slot_size, 1))
+
+
+class GpuRxRing:
+    """One flow's packets in a ring in GPU memory (Client.attach_gpu_rx)."""
+
+    def __init__(self, client, attached, options):
+        self._client = client
+        self.options = options
+        self.id = attached.attachment_id
+        self._mem = None
+        self._ctx = None
+        try:
+            g = attached.gpu
+            if g.size == 0 or g.size & (g.size - 1) or g.slot_size == 0 or \
+                    g.payload_offset + g.size * g.slot_size > g.alloc_size or \
+                    g.desc_offset + g.size * abi.RX_DESC.itemsize > g.alloc_size:
+                raise DaqiriError("the daemon's GPU ring does not check out")
+            self.info = g
+            self._control_map = map_fd(attached.fds[0], attached.rings_size, True)
+            self._ring = Ring(self._control_map, attached.ring_offset, attached.rings_size, abi.RING_GPU, None)
+            if self._ring.size != g.size:
+                raise DaqiriError("the GPU ring's control block and its info disagree")
+            self.device = cuda.device_by_uuid(g.device_uuid)
+            self._ctx = cuda.PrimaryContext(self.device)
+            self._mem = cuda.ImportedAllocation(attached.fds[2], g.alloc_size, self._ctx)
+            self._eventfd = os.dup(attached.fds[1])
+            os.set_blocking(self._eventfd, False)
+        except BaseException:
+            self._unmap()
+            self._client._session.detach(self.id)
+            raise
+        finally:
+            attached.close()
+        self.size = g.size
+        self.mask = g.size - 1
+        self.slot_size = g.slot_size
+        self._read = 0
+        self._released = 0
+        self._poll = select.poll()
+        self._poll.register(self._eventfd, select.POLLIN)
+        self._poll.register(client._session.fileno(), select.POLLRDHUP)
+
+    # Device addresses.
+    @property
+    def base(self):
+        return self._mem.ptr.value
+
+    def slot_ptr(self, i):
+        return self.base + self.info.payload_offset + i * self.slot_size
+
+    def desc_ptr(self, i):
+        return self.base + self.info.desc_offset + i * abi.RX_DESC.itemsize
+
+    @property
+    def doorbell_ptr(self):
+        return self.base + self.info.doorbell_offset
+
+    @property
+    def slots(self):
+        """Every payload slot, size x slot_size, as one device array."""
+        return DeviceArray(self, self.slot_ptr(0), (self.size, self.slot_size))
+
+    @property
+    def descriptor_words(self):
+        """Every descriptor as size x 8 uint32 words in device memory, for kernels of your own."""
+        return DeviceArray(self, self.desc_ptr(0), (self.size, abi.RX_DESC.itemsize))
+
+    @property
+    def producer(self):
+        """The producer index as of the last copy the daemon saw complete."""
+        return self._ring.producer
+
+    @property
+    def detached(self):
+        return self._eventfd < 0 or not self._ring.active or self._client._session.broken
+
+    def next_burst(self, max=0):
+        avail = (self._ring.producer - self._read) & 0xFFFFFFFF
+        if avail > self.size:
+            avail = 0
+        start = self._read & self.mask
+        n = min(avail, self.size - start)
+        if max:
+            n = min(n, max)
+        b = GpuBurst(self, self._read, n)
+        self._read = (self._read + n) & 0xFFFFFFFF
+        return b
+
+    def wait_burst(self, timeout=None, max=0):
+        """As RxStream.wait_burst: an empty burst on timeout, Detached once detached."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            b = self.next_burst(max)
+            if b:
+                return b
+            if self.detached:
+                raise Detached("the GPU ring is detached")
+            if self._ring.arm_wakeup() == self._read:
+                left = WAIT_SLICE if deadline is None else min(WAIT_SLICE, deadline - time.monotonic())
+                if left <= 0:
+                    self._ring.disarm_wakeup()
+                    return b
+                if self._poll.poll(left * 1000 + 0.5):
+                    try:
+                        os.read(self._eventfd, 8)
+                    except BlockingIOError:
+                        pass
+            self._ring.disarm_wakeup()
+
+    def release(self, burst, stream=None):
+        """Gives the burst's slots (and earlier ones) back. `stream`: a CUDA stream (an int,
+        or a torch/cupy stream object) whose work on the slots must finish first."""
+        end = (burst.first + burst.count) & 0xFFFFFFFF
+        if burst._ring is not self or (end - self._released) & 0xFFFFFFFF > (self._read - self._released) & 0xFFFFFFFF:
+            raise ValueError("not a burst of this ring, or released already")
+        if stream is not None:
+            handle = getattr(stream, "cuda_stream", None) or getattr(stream, "ptr", None) or int(stream)
+            cuda.synchronize(self._ctx, handle)
+        self._released = end
+        self._ring.publish_consumer(end)
+
+    def bursts(self, timeout=None, max=0):
+        while True:
+            try:
+                b = self.wait_burst(timeout, max)
+            except Detached:
+                return
+            if not b:
+                return
+            yield b
+            if self._eventfd >= 0:
+                self.release(b)
+
+    def __iter__(self):
+        return self.bursts()
+
+    def _unmap(self):
+        if self._mem is not None:
+            self._mem.unmap(self._ctx)
+            self._mem = None
+        if self._ctx is not None:
+            self._ctx.release()
+            self._ctx = None
+
+    def close(self):
+        """Detaches; the GPU mapping stays until the last array made from it is gone."""
+        if self._eventfd < 0:
+            return
+        self._client._forget(self)
+        self._client._session.detach(self.id)
+        os.close(self._eventfd)
+        self._eventfd = -1
+
+    def __del__(self):
+        self._unmap()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

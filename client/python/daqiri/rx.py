@@ -1,0 +1,245 @@
+"""RX streams: bursts of received packets as read-only numpy views of the daemon's buffers."""
+import mmap
+import os
+import select
+import time
+from typing import NamedTuple
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from . import abi
+from .errors import DaqiriError, Detached
+from .ring import WAIT_SLICE, Ring
+
+
+def map_fd(fd, size, writable):
+    prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
+    return mmap.mmap(fd, size, mmap.MAP_SHARED, prot)
+
+
+class Packet(NamedTuple):
+    frame: np.ndarray    # uint8, the Ethernet frame (TCP flows: the bytes of the stream)
+    payload: np.ndarray  # uint8, its UDP payload (TCP flows: the same bytes)
+    flow_id: int
+    timestamp_ns: int
+    flags: int           # abi.DESC_*
+    stream: int          # TCP flows: which connection (1, 2, ...)
+
+
+class Burst:
+    """Packets delivered together: descriptors and read-only views into the daemon's buffers.
+
+    Valid until released (RxStream.release): after that the daemon reuses the buffers and the
+    views show whatever lands there next. A burst never spans the ring's end.
+    """
+
+    __slots__ = ("_stream", "first", "desc")
+
+    def __init__(self, stream, first, desc):
+        self._stream = stream
+        self.first = first
+        self.desc = desc  # structured array of abi.RX_DESC, a view of the ring's slots
+
+    def __len__(self):
+        return len(self.desc)
+
+    def __bool__(self):
+        return len(self.desc) != 0
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self.desc)))
+
+    def __getitem__(self, i):
+        d = self.desc[i]
+        frame = self._stream._region(int(d["region"]))[int(d["offset"]):int(d["offset"]) + int(d["length"])]
+        flags = int(d["flags"])
+        po = int(d["payload_offset"])
+        payload = frame if flags & abi.DESC_STREAM else frame[po:] if 0 < po <= len(frame) else frame[:0]
+        return Packet(frame, payload, int(d["flow_id"]), int(d["timestamp_ns"]), flags, int(d["stream"]))
+
+    # Metadata of every packet, as arrays.
+    @property
+    def lengths(self):
+        return self.desc["length"]
+
+    @property
+    def flow_ids(self):
+        return self.desc["flow_id"]
+
+    @property
+    def timestamps_ns(self):
+        return self.desc["timestamp_ns"]
+
+    @property
+    def flags(self):
+        return self.desc["flags"]
+
+    @property
+    def payload_offsets(self):
+        return self.desc["payload_offset"]
+
+    @property
+    def nbytes(self):
+        return int(self.desc["length"].sum(dtype=np.uint64))
+
+    def payloads(self, copy=None):
+        """The UDP payloads as one 2-D uint8 array (packets x bytes); they must share a size.
+
+        A read-only view of the buffers when they lie at equal distances in one region (the
+        usual case: the daemon hands out buffers in pool order); otherwise a copy, or
+        ValueError when `copy` is False. copy=True always copies.
+        """
+        return self._matrix(self.desc["payload_offset"].astype(np.uint64), copy)
+
+    def frames(self, copy=None):
+        """The whole frames as one 2-D uint8 array, as payloads() does for payloads."""
+        return self._matrix(np.zeros(len(self.desc), np.uint64), copy)
+
+    def _matrix(self, skip, copy):
+        d = self.desc
+        n = len(d)
+        if n == 0:
+            return np.empty((0, 0), np.uint8)
+        widths = d["length"].astype(np.int64) - skip.astype(np.int64)
+        if (widths != widths[0]).any() or widths[0] < 0:
+            raise ValueError("the packets of this burst differ in size: index them one by one")
+        if (d["region"] != d["region"][0]).any():
+            raise ValueError("the packets of this burst lie in different regions")
+        width = int(widths[0])
+        region = self._stream._region(int(d["region"][0]))
+        starts = d["offset"].astype(np.int64) + skip.astype(np.int64)
+        if (starts < 0).any() or (starts + width > len(region)).any():
+            raise DaqiriError("a descriptor points outside its region")
+        if copy is not True:
+            # The pool is a stack: bursts come in ascending or descending buffer order. Every
+            # row was bounds-checked above, so a negative stride stays inside the region too.
+            stride = int(starts[1] - starts[0]) if n > 1 else width
+            if stride != 0 and (n == 1 or (np.diff(starts) == stride).all()):
+                base = region[int(starts[0]):]
+                return as_strided(base, shape=(n, width), strides=(stride, 1), writeable=False)
+            if copy is False:
+                raise ValueError("the buffers of this burst are not evenly spaced: no single view")
+        return region[starts[:, None] + np.arange(width)]
+
+
+class RxStream:
+    """Packets of one flow (or of every flow of a queue), in one ring.
+
+    for burst in rx.bursts():       # each burst is released when the loop moves on
+        consume(burst.payloads())
+    """
+
+    def __init__(self, client, attached, options):
+        self._client = client
+        self.options = options
+        self.id = attached.attachment_id
+        try:
+            self._rings_map = map_fd(attached.fds[0], attached.rings_size, True)
+            self._ring = Ring(self._rings_map, attached.ring_offset, attached.rings_size,
+                              abi.RING_RX, abi.RX_DESC)
+            self._maps = [map_fd(fd, r.size, False) for fd, r in zip(attached.fds[2:], attached.regions)]
+            self._regions = [np.frombuffer(m, np.uint8) for m in self._maps]
+            self._eventfd = os.dup(attached.fds[1])
+            os.set_blocking(self._eventfd, False)
+        finally:
+            attached.close()
+        self.regions = attached.regions
+        self._read = 0      # next descriptor to hand out
+        self._released = 0  # consumer index published
+        self._poll = select.poll()
+        self._poll.register(self._eventfd, select.POLLIN)
+        self._poll.register(client._session.fileno(), select.POLLRDHUP)
+
+    def _region(self, i):
+        return self._regions[i] if i < len(self._regions) else self._regions[0][:0]
+
+    @property
+    def detached(self):
+        """The daemon stopped serving this stream: flow deleted, client cut off, daemon gone."""
+        return self._eventfd < 0 or not self._ring.active or self._client._session.broken
+
+    @property
+    def pending(self):
+        """Descriptors handed out and not yet released."""
+        return (self._read - self._released) & 0xFFFFFFFF
+
+    def next_burst(self, max=0):
+        """What has arrived, up to `max` packets (0: no limit); an empty burst when nothing has."""
+        ring = self._ring
+        avail = (ring.producer - self._read) & 0xFFFFFFFF
+        if avail > ring.size:
+            avail = 0  # not a value the daemon could have written
+        start = self._read & ring.mask
+        n = min(avail, ring.size - start)
+        if max:
+            n = min(n, max)
+        self._read = (self._read + n) & 0xFFFFFFFF
+        return Burst(self, (self._read - n) & 0xFFFFFFFF, ring.slots[start:start + n])
+
+    def wait_burst(self, timeout=None, max=0):
+        """As next_burst, sleeping up to `timeout` seconds (None: for ever) for something to
+        arrive; an empty burst on timeout. Raises Detached once the stream is detached."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            b = self.next_burst(max)
+            if b:
+                return b
+            if self.detached:
+                raise Detached("the stream is detached")
+            ready = self._ring.arm_wakeup() != self._read
+            if not ready:
+                left = WAIT_SLICE if deadline is None else min(WAIT_SLICE, deadline - time.monotonic())
+                if left <= 0:
+                    self._ring.disarm_wakeup()
+                    return b
+                if self._poll.poll(left * 1000 + 0.5):
+                    try:
+                        os.read(self._eventfd, 8)
+                    except BlockingIOError:
+                        pass
+            self._ring.disarm_wakeup()
+
+    def release(self, burst):
+        """Returns the burst's buffers (and those of earlier bursts) to the daemon."""
+        end = (burst.first + len(burst)) & 0xFFFFFFFF
+        if burst._stream is not self or (end - self._released) & 0xFFFFFFFF > self.pending:
+            raise ValueError("not a burst of this stream, or released already")
+        self._released = end
+        self._ring.publish_consumer(end)
+
+    def release_all(self):
+        self._released = self._read
+        self._ring.publish_consumer(self._read)
+
+    def bursts(self, timeout=None, max=0):
+        """Yields bursts until the stream is detached (or nothing came for `timeout` seconds),
+        releasing each one when the loop asks for the next."""
+        while True:
+            try:
+                b = self.wait_burst(timeout, max)
+            except Detached:
+                return
+            if not b:
+                return
+            yield b
+            if self._eventfd >= 0:
+                self.release(b)
+
+    def close(self):
+        """Detaches (the daemon takes the buffers back) and unmaps."""
+        if self._eventfd < 0:
+            return
+        self._client._forget(self)
+        self._client._session.detach(self.id)
+        os.close(self._eventfd)
+        self._eventfd = -1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __iter__(self):
+        return self.bursts()

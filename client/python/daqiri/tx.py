@@ -1,0 +1,162 @@
+"""TX streams: fill buffers of the client's TX region in place, hand them to the daemon."""
+import os
+import select
+import time
+
+import numpy as np
+
+from . import abi
+from .errors import DaqiriError, Detached
+from .ring import WAIT_SLICE, Ring
+from .rx import map_fd
+
+
+class TxBuffer:
+    """A TX buffer the client holds: write a frame into `data`, set `length`, submit it."""
+
+    __slots__ = ("index", "data", "length")
+
+    def __init__(self, index, data):
+        self.index = index
+        self.data = data  # writable uint8 view of the whole buffer
+        self.length = 0
+
+
+class TxStream:
+    """One TX queue of an interface. Every buffer starts with the client; a submitted buffer
+    belongs to the daemon until it comes back through the completion ring (reclaim())."""
+
+    def __init__(self, client, attached, options):
+        self._client = client
+        self.options = options
+        self.id = attached.attachment_id
+        try:
+            if len(attached.regions) != 1 or attached.completion_offset <= attached.ring_offset:
+                raise DaqiriError("the daemon's TX attachment does not check out")
+            self._rings_map = map_fd(attached.fds[0], attached.rings_size, True)
+            self._tx = Ring(self._rings_map, attached.ring_offset, attached.completion_offset,
+                            abi.RING_TX, abi.TX_DESC)
+            self._completion = Ring(self._rings_map, attached.completion_offset, attached.rings_size,
+                                    abi.RING_COMPLETION, abi.COMPLETION)
+            region = attached.regions[0]
+            self._map = map_fd(attached.fds[2], region.size, True)
+            self._eventfd = os.dup(attached.fds[1])
+            os.set_blocking(self._eventfd, False)
+        finally:
+            attached.close()
+        self.buf_size = region.buf_size
+        self.num_bufs = region.num_bufs
+        self._buffers = np.frombuffer(self._map, np.uint8, count=region.buf_size * region.num_bufs)
+        self._buffers = self._buffers.reshape(region.num_bufs, region.buf_size)
+        self._free = list(range(region.num_bufs - 1, -1, -1))
+        self._mine = np.ones(region.num_bufs, np.bool_)  # True while the client holds it
+        self._produced = 0
+        self._completed = 0
+        self._in_flight = 0
+
+    @property
+    def detached(self):
+        return self._eventfd < 0 or not self._tx.active or self._client._session.broken
+
+    @property
+    def free(self):
+        """Buffers the client holds and has not reserved."""
+        return len(self._free)
+
+    def reclaim(self):
+        """Takes back buffers the daemon is done with; returns how many."""
+        c = self._completion
+        p = c.producer
+        n = 0
+        while self._completed != p:
+            b = int(c.slots[self._completed & c.mask])
+            if b < self.num_bufs and not self._mine[b]:
+                self._mine[b] = True
+                self._free.append(b)
+                n += 1
+            self._completed = (self._completed + 1) & 0xFFFFFFFF
+        if n:
+            self._in_flight -= n
+            c.publish_consumer(self._completed)
+        return n
+
+    def reserve(self, count):
+        """Up to `count` buffers to fill; fewer while the daemon still has the rest."""
+        self.reclaim()
+        n = min(count, len(self._free))
+        out = [TxBuffer(b, self._buffers[b]) for b in self._free[len(self._free) - n:]]
+        del self._free[len(self._free) - n:]
+        return out
+
+    def submit(self, buffers):
+        """Queues `length` bytes of each buffer for sending (an Ethernet/IPv4/UDP frame from the
+        interface's address). Returns how many were queued: the ring may take fewer."""
+        if self.detached:
+            raise Detached("the stream is detached")
+        tx = self._tx
+        room = tx.size - ((self._produced - tx.consumer) & 0xFFFFFFFF)
+        take = list(buffers[:max(room, 0)])
+        indices = [b.index for b in take]
+        for b in take:
+            if not (0 <= b.index < self.num_bufs) or not self._mine[b.index] or not 0 < b.length <= self.buf_size:
+                raise ValueError(f"buffer {b.index}: not one this stream holds, or length {b.length} out of range")
+        if len(set(indices)) != len(indices):
+            raise ValueError("a buffer appears twice")
+        for b in take:
+            self._mine[b.index] = False
+            tx.slots[self._produced & tx.mask] = (b.index, b.length, 0, 0)
+            self._produced = (self._produced + 1) & 0xFFFFFFFF
+        n = len(take)
+        self._in_flight += n
+        tx.publish_producer(self._produced)
+        return n
+
+    def send(self, frames):
+        """Copies each frame (bytes-like) into a buffer and submits them; returns how many went."""
+        bufs = self.reserve(len(frames))
+        for b, f in zip(bufs, frames):
+            f = np.frombuffer(f, np.uint8)
+            b.data[:len(f)] = f
+            b.length = len(f)
+        sent = self.submit(bufs)
+        for b in reversed(bufs[sent:]):
+            self._free.append(b.index)
+        return sent
+
+    @property
+    def in_flight(self):
+        """Buffers submitted and not yet back."""
+        return self._in_flight
+
+    def flush(self, timeout=5.0):
+        """Waits until every submitted buffer is back; raises Detached or DaqiriError."""
+        deadline = time.monotonic() + timeout
+        poll = select.poll()
+        poll.register(self._eventfd, select.POLLIN)
+        while self.reclaim() or self._in_flight:
+            if self.detached:
+                raise Detached("the stream is detached")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DaqiriError(f"the daemon did not send everything in time ({self._in_flight} left)")
+            if self._completion.arm_wakeup() == self._completed:
+                if poll.poll(min(left, WAIT_SLICE) * 1000 + 0.5):
+                    try:
+                        os.read(self._eventfd, 8)
+                    except BlockingIOError:
+                        pass
+            self._completion.disarm_wakeup()
+
+    def close(self):
+        if self._eventfd < 0:
+            return
+        self._client._forget(self)
+        self._client._session.detach(self.id)
+        os.close(self._eventfd)
+        self._eventfd = -1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

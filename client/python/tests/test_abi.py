@@ -1,0 +1,67 @@
+"""daqiri.abi against client/include/daqiri/abi.h, compiled: every size and offset."""
+import shutil
+import subprocess
+
+import pytest
+
+from daqiri import abi
+from conftest import REPO
+
+C_PROGRAM = r"""
+#include <stdio.h>
+#include <stddef.h>
+#include "daqiri/abi.h"
+#define F(t, m) printf(#t "." #m " %zu\n", offsetof(struct t, m))
+#define S(t) printf(#t " %zu\n", sizeof(struct t))
+int main(void) {
+  S(daqiri_ring_header); S(daqiri_rx_desc); S(daqiri_tx_desc); S(daqiri_msg_hello);
+  S(daqiri_msg_welcome); S(daqiri_msg_claim); S(daqiri_msg_attached); S(daqiri_msg_attached_gpu);
+  S(daqiri_gpu_ring_info); S(daqiri_msg_error); S(daqiri_msg_detach);
+  F(daqiri_rx_desc, offset); F(daqiri_rx_desc, timestamp_ns); F(daqiri_rx_desc, length);
+  F(daqiri_rx_desc, flow_id); F(daqiri_rx_desc, region); F(daqiri_rx_desc, flags);
+  F(daqiri_rx_desc, payload_offset); F(daqiri_rx_desc, stream);
+  F(daqiri_ring_header, state); F(daqiri_ring_header, producer); F(daqiri_ring_header, consumer);
+  F(daqiri_ring_header, consumer_flags);
+  printf("DAQIRI_ABI_VERSION %u\nDAQIRI_RING_MAGIC %u\nDAQIRI_MSG_MAGIC %u\n", DAQIRI_ABI_VERSION,
+         DAQIRI_RING_MAGIC, DAQIRI_MSG_MAGIC);
+  return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def c_layout(tmp_path_factory):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    d = tmp_path_factory.mktemp("abi")
+    (d / "abi.c").write_text(C_PROGRAM)
+    subprocess.run([cc, "-I", str(REPO / "client/include"), "-o", str(d / "abi"), str(d / "abi.c")], check=True)
+    out = subprocess.run([str(d / "abi")], check=True, capture_output=True, text=True).stdout
+    return {k: int(v) for k, v in (line.split() for line in out.splitlines())}
+
+
+def test_sizes_match_the_header(c_layout):
+    assert c_layout["daqiri_ring_header"] == abi.RING_HEADER_SIZE
+    assert c_layout["daqiri_rx_desc"] == abi.RX_DESC.itemsize
+    assert c_layout["daqiri_tx_desc"] == abi.TX_DESC.itemsize
+    assert c_layout["daqiri_msg_hello"] == abi.HELLO.size
+    assert c_layout["daqiri_msg_welcome"] == abi.WELCOME.size
+    assert c_layout["daqiri_msg_claim"] == abi.CLAIM.size
+    assert c_layout["daqiri_msg_detach"] == abi.DETACH.size
+    assert c_layout["daqiri_msg_attached"] == abi.ATTACHED.size
+    assert c_layout["daqiri_gpu_ring_info"] == abi.GPU_RING_INFO.size
+    assert c_layout["daqiri_msg_attached_gpu"] == abi.ATTACHED_GPU_SIZE
+    assert c_layout["daqiri_msg_error"] == abi.ERROR.size
+
+
+def test_offsets_and_constants_match_the_header(c_layout):
+    for name in abi.RX_DESC.names:
+        assert c_layout[f"daqiri_rx_desc.{name}"] == abi.RX_DESC.fields[name][1], name
+    assert c_layout["daqiri_ring_header.state"] == abi.WORD_STATE * 4
+    assert c_layout["daqiri_ring_header.producer"] == abi.WORD_PRODUCER * 4
+    assert c_layout["daqiri_ring_header.consumer"] == abi.WORD_CONSUMER * 4
+    assert c_layout["daqiri_ring_header.consumer_flags"] == abi.WORD_CONSUMER_FLAGS * 4
+    assert c_layout["DAQIRI_ABI_VERSION"] == abi.ABI_VERSION
+    assert c_layout["DAQIRI_RING_MAGIC"] == abi.RING_MAGIC
+    assert c_layout["DAQIRI_MSG_MAGIC"] == abi.MSG_MAGIC

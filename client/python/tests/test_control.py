@@ -1,0 +1,78 @@
+"""Every daqiri-ctl operation as a method, and errors mapped from the daemon's status codes."""
+import pytest
+
+import daqiri
+from daqiri.v1 import control_pb2 as pb
+
+
+def test_info_names_the_daemon_and_the_caller(daemon):
+    with daemon.control() as c:
+        info = c.info()
+        assert info.abi_version == daqiri.abi.ABI_VERSION
+        assert info.session_socket.endswith(".session.sock")
+        assert info.caller.uid == 0 and info.caller.role == pb.ROLE_ADMIN
+        assert "socket" in info.backends
+        assert c.health()
+
+
+def test_lists_match_the_configuration(daemon):
+    with daemon.control() as c:
+        assert [(i.name, i.backend) for i in c.interfaces()] == [("lo", pb.BACKEND_SOCKET)]
+        assert {r.name: (r.buf_size, r.num_bufs) for r in c.regions()} == {
+            "rx_host": (2048, 4096), "tx_host": (2048, 512)}
+        assert [(q.name, q.direction) for q in c.queues("lo")] == [
+            ("rx0", pb.DIRECTION_RX), ("tx0", pb.DIRECTION_TX)]
+        flows = c.flows()
+        assert [(f.name, f.match.udp_dst.first) for f in flows] == [("stream0", 4096), ("stream1", 4097)]
+        assert flows[0].id != flows[1].id
+
+
+def test_create_and_delete_a_flow(daemon):
+    with daemon.control() as c:
+        f = c.create_flow("radio", "lo", "rx0", udp_dst=(5000, 5003), ipv4_src="127.0.0.0/8")
+        assert (f.name, f.match.udp_dst.first, f.match.udp_dst.last) == ("radio", 5000, 5003)
+        assert (f.match.ipv4_src.address, f.match.ipv4_src.prefix_length) == ("127.0.0.0", 8)
+        assert f.origin == pb.FLOW_ORIGIN_API
+        assert "radio" in [x.name for x in c.flows()]
+        with pytest.raises(daqiri.AlreadyExists):
+            c.create_flow("radio", "lo", "rx0", udp_dst=6000)
+        with pytest.raises(daqiri.AlreadyExists):
+            c.create_flow("other", "lo", "rx0", udp_dst=(5001, 5001))  # overlaps radio's match
+        with pytest.raises(daqiri.InvalidArgument):
+            c.create_flow("empty", "lo", "rx0")  # no match at all
+        with pytest.raises(daqiri.NotFound):
+            c.create_flow("x", "eth9", "rx0", udp_dst=7000)
+        c.delete_flow("radio")
+        assert "radio" not in [x.name for x in c.flows()]
+        with pytest.raises(daqiri.NotFound):
+            c.delete_flow("radio")
+
+
+def test_sessions_and_stats_show_a_client(daemon):
+    with daemon.client("lister") as client, client.attach_rx("stream1") as rx:
+        sessions = client.sessions()
+        mine = [s for s in sessions if s.id == client.session_id]
+        assert len(mine) == 1 and mine[0].name == "lister"
+        assert [(a.id, a.target) for a in mine[0].attachments] == [(rx.id, "stream1")]
+        st = client.stats()
+        assert [a.target for a in st.attachments] == ["stream1"]
+        assert client.flow_stats("stream1").attachments == 1
+        assert client.flow_stats("nope") is None
+
+
+def test_attach_errors_carry_the_reason(daemon):
+    with daemon.client() as client:
+        with pytest.raises(daqiri.NotFound, match="nope"):
+            client.attach_rx("nope")
+        with pytest.raises(daqiri.InvalidArgument):
+            client.attach_rx("stream0", ring_size=1000)  # not a power of two
+        with pytest.raises(daqiri.InvalidArgument):
+            client.attach_rx()
+        with pytest.raises(daqiri.NotFound):
+            client.attach_tx("eth9")
+        assert client.connected  # refusals cost the session nothing
+
+
+def test_no_daemon_is_unavailable(workdir):
+    with pytest.raises(daqiri.Unavailable):
+        daqiri.Client(f"{workdir}/none.sock", timeout=1.0)

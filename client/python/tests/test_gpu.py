@@ -1,0 +1,118 @@
+"""GPU rings from Python: torch and cupy tensors of the ring hold exactly what daqiri-gen sent.
+
+Runs where a GPU, libcuda and torch (or cupy) are present (the GPU machine, tools/gpu-check);
+skips elsewhere, saying why."""
+import ctypes
+import gc
+import time
+
+import numpy as np
+import pytest
+
+import daqiri
+from daqiri import pattern
+from conftest import gen
+
+
+def _gpu_reason():
+    try:
+        from daqiri import cuda
+        cuda.driver()
+        count = ctypes.c_int()
+        cuda.check(cuda.driver().cuDeviceGetCount(ctypes.byref(count)), "cuDeviceGetCount")
+        return None if count.value else "no GPU"
+    except daqiri.DaqiriError as e:
+        return str(e)
+
+
+_why = _gpu_reason()
+pytestmark = pytest.mark.skipif(_why is not None, reason=f"no usable GPU: {_why}")
+
+GPU_CONFIG = """daemon:
+  socket: {socket}
+  metrics: "off"
+{daemon_extra}memory_regions:
+  - {{name: gpu_rx, kind: device, gpu: 0, buf_size: 2048, num_bufs: 8192}}
+  - {{name: tx_host, kind: host, buf_size: 2048, num_bufs: 512}}
+interfaces:
+  - name: lo
+    backend: socket
+    address: 127.0.0.1
+    rx:
+      queues:
+        - {{name: rx0, batch_size: 64, ring_size: 4096, regions: [gpu_rx]}}
+    tx:
+      queues:
+        - {{name: tx0, regions: [tx_host]}}
+flows:
+  - {{name: stream0, interface: lo, queue: rx0, match: {{udp_dst: 4096}}}}
+  - {{name: stream1, interface: lo, queue: rx0, match: {{udp_dst: 4097}}}}
+"""
+
+
+@pytest.fixture
+def gpu_daemon(start_daemon):
+    return start_daemon(GPU_CONFIG)
+
+
+def test_torch_tensor_equals_the_payload_sent(gpu_daemon):
+    torch = pytest.importorskip("torch")
+    before = torch.cuda.current_device()
+    with gpu_daemon.client() as client, client.attach_gpu_rx("stream0") as ring:
+        assert torch.cuda.current_device() == before
+        gen(4096, 3000, 1000, rate=200000)
+        got = []
+        for burst in ring.bursts(timeout=5.0):
+            via_dlpack = torch.from_dlpack(burst.payloads())
+            via_cai = torch.as_tensor(burst.payloads(), device=f"cuda:{ring.device}")
+            assert via_dlpack.device.type == "cuda" and via_dlpack.shape == (len(burst), 1000)
+            assert torch.equal(via_dlpack, via_cai)
+            want = torch.from_numpy(pattern.expected(np.arange(len(got), len(got) + len(burst)), 1000,
+                                                     stream=4096)).to(via_dlpack.device)
+            assert torch.equal(via_dlpack, want), f"burst at {len(got)} differs"
+            got += [len(burst)]
+            d = burst.descriptors
+            assert (d["length"] == 1042).all() and (d["payload_offset"] == 42).all()
+            if sum(got) >= 3000:
+                break
+        assert sum(got) == 3000
+        [a] = [a for a in client.stats().attachments if a.gpu]
+        assert (a.gpu_packets, a.gpu_bytes) == (3000, 3000 * 1042)
+
+
+def test_cupy_array_and_the_caller_context_left_alone(gpu_daemon):
+    cp = pytest.importorskip("cupy")
+    from daqiri import cuda
+    current = ctypes.c_void_p()
+    lib = cuda.driver()
+    lib.cuCtxGetCurrent.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+    cp.zeros(1).sum()  # cupy's context is current now
+    lib.cuCtxGetCurrent(ctypes.byref(current))
+    with gpu_daemon.client() as client, client.attach_gpu_rx("stream1") as ring:
+        gen(4097, 500, 300, rate=100000)
+        seqs = []
+        for burst in ring.bursts(timeout=5.0):
+            a = cp.asarray(burst.payloads())
+            assert a.shape == (len(burst), 300)
+            seqs += pattern.check(cp.asnumpy(a), stream=4097).tolist()
+            if len(seqs) >= 500:
+                break
+        after = ctypes.c_void_p()
+        lib.cuCtxGetCurrent(ctypes.byref(after))
+        assert after.value == current.value
+        assert seqs == list(range(500))
+
+
+def test_detaching_returns_gpu_memory(gpu_daemon):
+    torch = pytest.importorskip("torch")
+    free0 = torch.cuda.mem_get_info()[0]
+    with gpu_daemon.client() as client:
+        ring = client.attach_gpu_rx("stream0")
+        assert torch.cuda.mem_get_info()[0] < free0  # the daemon allocated the ring
+        ring.close()
+        del ring
+        gc.collect()
+    deadline = time.monotonic() + 5
+    while torch.cuda.mem_get_info()[0] < free0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert torch.cuda.mem_get_info()[0] >= free0

@@ -1,0 +1,94 @@
+"""RX through the real daemon: exact counts, bytes and contents of daqiri-gen's packets."""
+import pytest
+
+import daqiri
+from conftest import assert_sequences, finish, gen, receive, stream, wait_for
+
+
+def test_every_packet_arrives_exactly_once_in_order(daemon):
+    with daemon.client() as client, client.attach_rx("stream0", block=True) as rx:
+        rows, flows = stream(rx, 4096, 3000, 1000)
+        assert rows.shape == (3000, 1000)
+        assert_sequences(rows, 4096, 3000)
+        flow_id = {f.name: f.id for f in client.flows()}["stream0"]
+        assert (flows == flow_id).all()
+        assert rx.next_burst().__len__() == 0
+        st = client.flow_stats("stream0")
+        assert (st.packets, st.bytes, st.buffers_on_loan) == (3000, 3000 * 1042, 0)
+
+
+def test_views_are_zero_copy_and_read_only(daemon):
+    with daemon.client() as client, client.attach_rx("stream0", block=True) as rx:
+        gen(4096, 64, 200)
+        b = rx.wait_burst(5.0)
+        p = b[0]
+        assert p.frame.base is not None and not p.frame.flags.writeable
+        with pytest.raises(ValueError):
+            p.payload[0] = 1
+        assert len(p.frame) == 242 and len(p.payload) == 200
+        assert p.flags & daqiri.abi.DESC_HEADERS_SYNTHESIZED
+        assert bytes(p.frame[42:]) == bytes(p.payload)
+        src, dst, payload = daqiri.frames.parse_udp(p.frame)
+        assert dst == ("127.0.0.1", 4096) and bytes(payload) == bytes(p.payload)
+        m = b.payloads()
+        assert not m.flags.writeable and not m.flags.owndata
+        assert (b.lengths == 242).all() and (b.payload_offsets == 42).all()
+        assert (b.timestamps_ns > 0).all()
+        rx.release(b)
+        rx.release(b)  # again: nothing more to give back
+        with client.attach_rx("stream1", block=True) as other, pytest.raises(ValueError):
+            other.release(b)
+
+
+def test_two_flows_each_only_its_own(daemon):
+    with daemon.client("a") as a, daemon.client("b") as b, \
+            a.attach_rx("stream0", block=True) as rx0, b.attach_rx("stream1", block=True) as rx1:
+        other = gen(4097, 1500, 300, rate=100000, wait=False)
+        got0, _ = stream(rx0, 4096, 2000, 500)
+        finish(other)
+        got1, _ = receive(rx1, 1500)
+        assert_sequences(got0, 4096, 2000)
+        assert_sequences(got1, 4097, 1500)
+        assert rx0.wait_burst(0.2).__len__() == 0 and rx1.wait_burst(0.2).__len__() == 0
+
+
+def test_mixed_sizes_index_one_by_one(daemon):
+    with daemon.client() as client, client.attach_rx("stream0", block=True) as rx:
+        gen(4096, 10, 100)
+        gen(4096, 10, 300)
+        sizes = []
+        while len(sizes) < 20:
+            b = rx.wait_burst(5.0)
+            assert b, "packets missing"
+            if len(set(b.lengths.tolist())) > 1:
+                with pytest.raises(ValueError):
+                    b.payloads()
+            sizes += [len(p.payload) for p in b]
+            rx.release(b)
+        assert sizes == [100] * 10 + [300] * 10
+
+
+def test_a_held_burst_holds_buffers_until_released(daemon):
+    with daemon.client() as client, client.attach_rx("stream0", ring_size=64) as rx:
+        gen(4096, 100, 64)
+        held = []
+        while sum(map(len, held)) < 64:
+            held.append(rx.wait_burst(5.0))
+        st = client.flow_stats("stream0")
+        assert st.buffers_on_loan == 64 and st.dropped_rings_full == 36
+        rx.release(held[-1])  # releases every earlier burst too
+        assert wait_for(lambda: client.flow_stats("stream0").buffers_on_loan == 0)
+
+
+def test_deleting_the_flow_detaches_the_stream(daemon):
+    with daemon.client() as client:
+        client.create_flow("short", "lo", "rx0", udp_dst=4100)
+        rx = client.attach_rx("short")
+        gen(4100, 5, 64)
+        assert sum(len(b) for b in rx.bursts(timeout=1.0)) == 5
+        client.delete_flow("short")
+        with pytest.raises(daqiri.Detached):
+            rx.wait_burst(5.0)
+        assert rx.detached and client.connected
+        assert list(rx.bursts()) == []
+        rx.close()

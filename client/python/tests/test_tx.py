@@ -1,0 +1,64 @@
+"""TX through the real daemon: frames written in place leave as UDP datagrams, byte-exact."""
+import socket
+
+import numpy as np
+import pytest
+
+import daqiri
+from daqiri import frames, pattern
+
+
+@pytest.fixture
+def udp_sink():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    s.bind(("127.0.0.1", 0))
+    s.settimeout(5)
+    yield s
+    s.close()
+
+
+def test_frames_leave_byte_exact(daemon, udp_sink):
+    dst = udp_sink.getsockname()
+    payloads = pattern.expected(np.arange(1000), 700, stream=dst[1])
+    with daemon.client() as client, client.attach_tx("lo") as tx:
+        assert (tx.buf_size, tx.num_bufs) == (2048, 512)
+        sent = 0
+        while sent < len(payloads):
+            bufs = tx.reserve(min(64, len(payloads) - sent))
+            for b, p in zip(bufs, payloads[sent:]):
+                b.length = frames.write_udp(b.data, ("127.0.0.1", 40000), dst, p)
+            while bufs:  # the TX ring may take fewer: the rest stay ours, submit them next
+                n = tx.submit(bufs)
+                bufs = bufs[n:]
+                sent += n
+        tx.flush(10.0)
+        assert tx.in_flight == 0 and tx.free == 512
+        got = np.array([np.frombuffer(udp_sink.recv(2048), np.uint8) for _ in range(1000)])
+        assert (pattern.check(got, stream=dst[1]) == np.arange(1000)).all()
+        st = [a for a in client.stats().attachments if a.id == tx.id][0]
+        assert (st.packets, st.send_errors) == (1000, 0)
+
+
+def test_send_copies_frames(daemon, udp_sink):
+    dst = udp_sink.getsockname()
+    msgs = [frames.udp_headers(("127.0.0.1", 40001), dst, 5) + b"hello" for _ in range(3)]
+    with daemon.client() as client, client.attach_tx("lo") as tx:
+        assert tx.send(msgs) == 3
+        tx.flush()
+        assert [udp_sink.recv(100) for _ in range(3)] == [b"hello"] * 3
+
+
+def test_buffers_not_held_are_refused_before_the_daemon_sees_them(daemon):
+    with daemon.client() as client, client.attach_tx("lo") as tx:
+        b = tx.reserve(1)[0]
+        b.length = frames.write_udp(b.data, ("127.0.0.1", 40002), ("127.0.0.1", 9), b"x" * 18)
+        tx.submit([b])
+        with pytest.raises(ValueError):
+            tx.submit([b])  # the daemon has it now
+        forged = daqiri.TxBuffer(100000, b.data)
+        forged.length = 60
+        with pytest.raises(ValueError):
+            tx.submit([forged])
+        tx.flush()
+        assert client.connected
