@@ -1,6 +1,10 @@
-// daqiri-gpu-receive: a flow's packets straight into GPU memory, checked by a CUDA kernel per
-// burst (the "kernel per burst" consumer style). It verifies daqiri-gen's payload pattern on
-// the GPU and prints what it saw:
+// daqiri-gpu-receive: a flow's packets straight into GPU memory, checked on the GPU in one of
+// the three consumer styles:
+//   kernel      the host waits (eventfd), launches a kernel per burst, releases after it
+//   persistent  one block for the whole run polls the doorbell and releases from the GPU
+//   graph       a CUDA graph of (cuStreamWaitValue32, kernel, cuStreamWriteValue32) stages,
+//               re-posted; --count must be a multiple of --burst x --stages
+// It verifies daqiri-gen's payload pattern and prints what it saw:
 //   daqiri-gpu-receive --socket /run/daqiri/daqiri.sock --flow stream0 --count 1000
 //   attached: ring 7 on GPU 0, 1024 slots of 2048 bytes
 //   received 1000 packets: 1000 intact, 0 corrupt, payload bytes 1000000, byte sum ..., sequence
@@ -14,6 +18,9 @@
 #include <cstring>
 #include <string>
 
+#include <thread>
+
+#include "burst_graph.hpp"
 #include "daqiri/gpu_rx_ring.hpp"
 #include "pattern_check.hpp"
 
@@ -24,8 +31,109 @@ namespace {
 int usage() {
   std::fprintf(stderr,
                "usage: daqiri-gpu-receive --socket PATH --flow NAME --count N [--ring SLOTS] "
-               "[--timeout SECONDS]\n");
+               "[--timeout SECONDS] [--style kernel|persistent|graph] [--threads N] "
+               "[--burst N] [--stages N]\n");
   return 2;
+}
+
+struct Run {
+  daqiri::GpuRxRing& ring;
+  Totals* totals;
+  cudaStream_t stream;
+  uint64_t count;
+  std::chrono::steady_clock::time_point deadline;
+};
+
+// Waits for `stream` until the deadline; false if the work is still running then.
+bool wait_stream(cudaStream_t stream, std::chrono::steady_clock::time_point deadline) {
+  while (cudaStreamQuery(stream) == cudaErrorNotReady) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
+}
+
+// Kernel per burst: packets received.
+uint64_t run_kernel_per_burst(Run& r) {
+  uint32_t seen = 0;
+  uint64_t received = 0;
+  while (received < r.count && std::chrono::steady_clock::now() < r.deadline) {
+    auto p = r.ring.wait(seen, std::chrono::milliseconds(100));
+    if (!p) {
+      std::fprintf(stderr, "wait: %s\n", p.error().message.c_str());
+      break;
+    }
+    uint32_t n = *p - seen;
+    if (n == 0) continue;
+    cudaError_t e = daqiri::example::launch_check(r.ring.view(), seen, n, r.totals, r.stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(r.stream);
+    if (e != cudaSuccess) {
+      std::fprintf(stderr, "kernel: %s\n", cudaGetErrorString(e));
+      std::exit(1);
+    }
+    r.ring.release(*p);
+    seen = *p;
+    received += n;
+  }
+  return received;
+}
+
+// Persistent kernel: it runs until `count` packets were checked (or the timeout, when the host
+// raises the stop flag); the host only waits.
+uint64_t run_persistent(Run& r, uint32_t threads) {
+  uint32_t* stop = nullptr;  // mapped host memory: the host writes, the kernel polls
+  cudaHostAlloc(reinterpret_cast<void**>(&stop), sizeof(uint32_t), cudaHostAllocMapped);
+  *stop = 0;
+  uint32_t* stop_dev = nullptr;
+  cudaHostGetDevicePointer(reinterpret_cast<void**>(&stop_dev), stop, 0);
+  cudaError_t e = daqiri::example::launch_persistent(
+      r.ring.view(), 0, static_cast<uint32_t>(r.count), threads, r.totals, stop_dev, r.stream);
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "kernel: %s\n", cudaGetErrorString(e));
+    std::exit(1);
+  }
+  if (!wait_stream(r.stream, r.deadline)) {
+    __atomic_store_n(stop, 1u, __ATOMIC_RELEASE);
+  }
+  e = cudaStreamSynchronize(r.stream);
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "kernel: %s\n", cudaGetErrorString(e));
+    std::exit(1);
+  }
+  uint64_t received = r.totals->intact + r.totals->corrupt;
+  r.ring.release(static_cast<uint32_t>(received));
+  cudaFreeHost(stop);
+  return received;
+}
+
+// CUDA graph: re-posted until `count` packets; the host only re-posts and waits.
+uint64_t run_graph(Run& r, uint32_t burst, uint32_t stages) {
+  auto api = daqiri::cuda::DriverApi::get();
+  if (!api) {
+    std::fprintf(stderr, "driver: %s\n", api.error().message.c_str());
+    std::exit(1);
+  }
+  auto graph = daqiri::example::BurstGraph::create(**api, r.ring.view(), burst, stages, r.totals);
+  if (!graph) {
+    std::fprintf(stderr, "graph: %s\n", graph.error().message.c_str());
+    std::exit(1);
+  }
+  uint64_t posted = 0;
+  while (posted < r.count) {
+    if (auto ok = graph->post(static_cast<uint32_t>(posted), r.stream); !ok) {
+      std::fprintf(stderr, "graph: %s\n", ok.error().message.c_str());
+      std::exit(1);
+    }
+    posted += graph->packets_per_post();
+    if (!wait_stream(r.stream, r.deadline)) {
+      // A stream memory wait cannot be cancelled: report what arrived and leave.
+      std::printf("received %llu packets: timed out waiting in the graph\n",
+                  r.totals->intact + r.totals->corrupt);
+      std::fflush(stdout);
+      std::_Exit(1);
+    }
+  }
+  return posted;
 }
 
 }  // namespace
@@ -35,6 +143,8 @@ int main(int argc, char** argv) {
   uint64_t count = 0;
   uint32_t ring_size = 0;
   int timeout_s = 30;
+  std::string style = "kernel";
+  uint32_t threads = 1024, burst = 32, stages = 8;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--socket")
@@ -47,10 +157,27 @@ int main(int argc, char** argv) {
       ring_size = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
     else if (k == "--timeout")
       timeout_s = static_cast<int>(std::strtol(v.c_str(), nullptr, 10));
+    else if (k == "--style")
+      style = v;
+    else if (k == "--threads")
+      threads = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
+    else if (k == "--burst")
+      burst = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
+    else if (k == "--stages")
+      stages = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
     else
       return usage();
   }
   if (flow.empty() || count == 0) return usage();
+  if (style != "kernel" && style != "persistent" && style != "graph") return usage();
+  if (style == "persistent" && (threads == 0 || threads % 32 != 0 || threads > 1024)) {
+    std::fprintf(stderr, "--threads must be a multiple of 32, at most 1024\n");
+    return 2;
+  }
+  if (style == "graph" && (burst == 0 || stages == 0 || count % (uint64_t{burst} * stages) != 0)) {
+    std::fprintf(stderr, "--count must be a multiple of --burst x --stages\n");
+    return 2;
+  }
 
   daqiri::ClientOptions co;
   co.socket = socket;
@@ -69,9 +196,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   const daqiri_gpu_ring_info& info = (*ring)->info();
-  std::printf("attached: ring %llu on GPU %d, %u slots of %u bytes\n",
+  std::printf("attached: ring %llu on GPU %d, %u slots of %u bytes; style %s\n",
               static_cast<unsigned long long>((*ring)->id()), (*ring)->device(), info.size,
-              info.slot_size);
+              info.slot_size, style.c_str());
   std::fflush(stdout);
 
   // The caller's device is ours to choose here: this program has no other CUDA state.
@@ -82,32 +209,19 @@ int main(int argc, char** argv) {
   cudaMallocManaged(reinterpret_cast<void**>(&totals), sizeof(Totals));
   std::memset(totals, 0, sizeof(Totals));
 
-  uint32_t seen = 0;
-  uint64_t received = 0;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  while (received < count && std::chrono::steady_clock::now() < deadline) {
-    auto p = (*ring)->wait(seen, std::chrono::milliseconds(100));
-    if (!p) {
-      std::fprintf(stderr, "wait: %s\n", p.error().message.c_str());
-      break;
-    }
-    uint32_t n = *p - seen;
-    if (n == 0) continue;
-    cudaError_t e = daqiri::example::launch_check((*ring)->view(), seen, n, totals, stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
-    if (e != cudaSuccess) {
-      std::fprintf(stderr, "kernel: %s\n", cudaGetErrorString(e));
-      return 1;
-    }
-    (*ring)->release(*p);
-    seen = *p;
-    received += n;
-  }
+  auto start = std::chrono::steady_clock::now();
+  Run run{**ring, totals, stream, count, start + std::chrono::seconds(timeout_s)};
+  uint64_t received = style == "persistent" ? run_persistent(run, threads)
+                      : style == "graph"    ? run_graph(run, burst, stages)
+                                            : run_kernel_per_burst(run);
   std::printf(
       "received %llu packets: %llu intact, %llu corrupt, payload bytes %llu, byte sum %llu, "
       "sequence sum %llu\n",
       static_cast<unsigned long long>(received), totals->intact, totals->corrupt,
       totals->payload_bytes, totals->byte_sum, totals->sequence_sum);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("elapsed %.6f seconds from attach, %.3f Mpps\n", seconds,
+              static_cast<double>(received) / seconds / 1e6);
   bool ok = received == count && totals->intact == count && totals->corrupt == 0;
   cudaFree(totals);
   cudaStreamDestroy(stream);

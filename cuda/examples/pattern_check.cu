@@ -1,4 +1,6 @@
-// The check kernel of daqiri-gpu-receive: one block per packet of a burst.
+// The check kernels of daqiri-gpu-receive, one per consumer style. A whole thread block checks
+// one packet; check_packet is the work, the kernels differ only in how they learn which packets
+// are there.
 #include "pattern_check.hpp"
 
 #include "daqiri/gpu_ring.cuh"
@@ -7,9 +9,9 @@
 namespace daqiri::example {
 namespace {
 
-// One block per packet of [first, last): checks the pattern and adds up the payload bytes.
-__global__ void check_burst(daqiri::GpuRingView ring, uint32_t first, Totals* totals) {
-  uint32_t c = first + blockIdx.x;
+// Checks daqiri-gen's pattern in packet `c` and adds what it saw to `totals`. All threads of
+// the block call it.
+__device__ void check_packet(const daqiri::GpuRingView& ring, uint32_t c, Totals* totals) {
   const daqiri_rx_desc& d = daqiri::gpu_ring_desc(ring, c);
   const uint8_t* payload = daqiri::gpu_ring_frame(ring, c) + d.payload_offset;
   uint32_t len = d.payload_offset <= d.length ? d.length - d.payload_offset : 0;
@@ -42,13 +44,96 @@ __global__ void check_burst(daqiri::GpuRingView ring, uint32_t first, Totals* to
     atomicAdd(&totals->byte_sum, sum);
     if (ok) atomicAdd(&totals->sequence_sum, static_cast<unsigned long long>(sequence));
   }
+  __syncthreads();  // the shared words are reused for the next packet
+}
+
+// Kernel per burst (and the graph style's stages): one block per packet of [first, first+n).
+__global__ void check_burst(daqiri::GpuRingView ring, uint32_t first, Totals* totals) {
+  check_packet(ring, first + blockIdx.x, totals);
+}
+
+// Counter `a` is before `b` on a ring of free-running uint32 counters.
+__device__ inline bool before(uint32_t a, uint32_t b) {
+  return static_cast<int32_t>(a - b) < 0;
+}
+
+// check_packet for one warp instead of a block (the persistent kernel's unit of work).
+__device__ void check_packet_warp(const daqiri::GpuRingView& ring, uint32_t c, Totals* totals) {
+  const unsigned lane = threadIdx.x % 32;
+  const daqiri_rx_desc& d = daqiri::gpu_ring_desc(ring, c);
+  const uint8_t* payload = daqiri::gpu_ring_frame(ring, c) + d.payload_offset;
+  uint32_t len = d.payload_offset <= d.length ? d.length - d.payload_offset : 0;
+  uint64_t sequence = 0;
+  uint32_t magic = 0, length = 0;
+  if (len >= pattern::kHeaderSize) {
+    memcpy(&magic, payload, 4);
+    memcpy(&sequence, payload + 8, 8);
+    memcpy(&length, payload + 16, 4);
+  }
+  bool ok = len >= pattern::kHeaderSize && magic == pattern::kMagic && length == len;
+  unsigned long long sum = 0;
+  bool bad = false;
+  for (uint32_t i = lane; i < len; i += 32) {
+    sum += payload[i];
+    bad |= i >= pattern::kHeaderSize && ok && payload[i] != pattern::pattern_value(sequence, i);
+  }
+  for (int o = 16; o > 0; o /= 2)
+    sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  ok = ok && !__any_sync(0xffffffffu, bad);
+  if (lane == 0) {
+    atomicAdd(ok ? &totals->intact : &totals->corrupt, 1ull);
+    atomicAdd(&totals->payload_bytes, static_cast<unsigned long long>(len));
+    atomicAdd(&totals->byte_sum, sum);
+    if (ok) atomicAdd(&totals->sequence_sum, static_cast<unsigned long long>(sequence));
+  }
+}
+
+// Persistent: one block for the whole run. Thread 0 polls the doorbell; each warp checks a
+// packet of the new range at a time; after a block barrier thread 0 releases the range. One
+// block leaves the rest of the GPU to other work (daqirid's copy engine, under MPS). Ends after
+// packet first + count - 1, or when the host sets *stop.
+__global__ void check_persistent(daqiri::GpuRingView ring, uint32_t first, uint32_t count,
+                                 Totals* totals, const volatile uint32_t* stop) {
+  const uint32_t last = first + count;
+  const uint32_t warp = threadIdx.x / 32;
+  const uint32_t warps = blockDim.x / 32;
+  __shared__ uint32_t shared_p;
+  uint32_t seen = first;
+  while (seen != last) {
+    if (threadIdx.x == 0) {
+      uint32_t p = seen;
+      while ((p = daqiri::gpu_ring_producer(ring)) == seen && *stop == 0) {
+        __nanosleep(32);
+      }
+      shared_p = before(last, p) ? last : p;
+    }
+    __syncthreads();
+    uint32_t p = shared_p;
+    if (p == seen) break;  // stopped
+    for (uint32_t c = seen + warp; before(c, p); c += warps)
+      check_packet_warp(ring, c, totals);
+    __syncthreads();  // every read of [seen, p) done
+    if (threadIdx.x == 0) daqiri::gpu_ring_release(ring, p);
+    seen = p;
+  }
 }
 
 }  // namespace
 
 cudaError_t launch_check(const GpuRingView& ring, uint32_t first, uint32_t count, Totals* totals,
                          cudaStream_t stream) {
-  check_burst<<<count, 128, 0, stream>>>(ring, first, totals);
+  check_burst<<<count, kCheckThreads, 0, stream>>>(ring, first, totals);
+  return cudaGetLastError();
+}
+
+const void* check_burst_function() {
+  return reinterpret_cast<const void*>(&check_burst);
+}
+
+cudaError_t launch_persistent(const GpuRingView& ring, uint32_t first, uint32_t count,
+                              uint32_t threads, Totals* totals, const uint32_t* stop,
+                              cudaStream_t stream) {
+  check_persistent<<<1, threads, 0, stream>>>(ring, first, count, totals, stop);
   return cudaGetLastError();
 }
 

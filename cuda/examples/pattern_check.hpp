@@ -16,9 +16,21 @@ struct Totals {
   unsigned long long sequence_sum;
 };
 
-// Checks frames [first, first + count) of `ring` on `stream`, adding into `totals`
-// (device-visible memory).
+// Kernel per burst: checks frames [first, first + count) of `ring` on `stream`, adding into
+// `totals` (device-visible memory).
 cudaError_t launch_check(const GpuRingView& ring, uint32_t first, uint32_t count, Totals* totals,
                          cudaStream_t stream);
+
+// The kernel launch_check uses, for graph kernel nodes: parameters (GpuRingView ring,
+// uint32_t first, Totals* totals), one block of kCheckThreads per packet.
+const void* check_burst_function();
+inline constexpr unsigned kCheckThreads = 128;
+
+// Persistent kernel: one block of `threads` (a multiple of 32) polls the doorbell and checks
+// packets [first, first + count), a warp per packet, releasing each range from the GPU; it
+// returns when they are done or when the host sets *stop (mapped host memory).
+cudaError_t launch_persistent(const GpuRingView& ring, uint32_t first, uint32_t count,
+                              uint32_t threads, Totals* totals, const uint32_t* stop,
+                              cudaStream_t stream);
 
 }  // namespace daqiri::example

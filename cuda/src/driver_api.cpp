@@ -57,7 +57,10 @@ Result<DriverApi> load_all() {
   step("cuDevicePrimaryCtxRelease", a.primary_ctx_release);
   step("cuCtxPushCurrent", a.ctx_push_current);
   step("cuCtxPopCurrent", a.ctx_pop_current);
+  step("cuCtxGetCurrent", a.ctx_get_current);
   step("cuGetErrorString", a.get_error_string);
+  step("cuGraphAddBatchMemOpNode", a.graph_add_batch_mem_op_node);
+  step("cuGraphExecBatchMemOpNodeSetParams", a.graph_exec_batch_mem_op_node_set_params);
   if (!ok) return std::unexpected(ok.error());
   return a;
 }

@@ -121,10 +121,13 @@ class GpuRingTest : public ::testing::Test {
       EXPECT_EQ(daemon_->stop(), 0) << daemon_->log();
     }
   }
-  std::unique_ptr<Spawned> receive(const std::string& flow, uint64_t count) {
-    auto p = std::make_unique<Spawned>(
-        dir_, std::vector<std::string>{gpu_receive_path(), "--socket", socket_, "--flow", flow,
-                                       "--count", std::to_string(count), "--timeout", "60"});
+  std::unique_ptr<Spawned> receive(const std::string& flow, uint64_t count,
+                                   const std::vector<std::string>& style = {}) {
+    std::vector<std::string> argv{
+        gpu_receive_path(),    "--socket",  socket_, "--flow", flow, "--count",
+        std::to_string(count), "--timeout", "60"};
+    argv.insert(argv.end(), style.begin(), style.end());
+    auto p = std::make_unique<Spawned>(dir_, argv);
     EXPECT_TRUE(p->wait_for_output("attached:", 20s)) << p->output() << daemon_->log();
     return p;
   }
@@ -156,6 +159,21 @@ TEST_F(GpuRingTest, KernelSeesExactlyWhatDaqiriGenSent) {
   ASSERT_EQ(gen(4096, 3000, 1000).exit_code, 0);
   EXPECT_EQ(rx->wait(60s), 0) << rx->output() << daemon_->log();
   EXPECT_EQ(parse(rx->output()), expected(4096, 3000, 1000)) << rx->output();
+}
+
+// The other two consumer styles: nothing on the host between the doorbell and the kernel.
+TEST_F(GpuRingTest, PersistentKernelSeesExactlyWhatDaqiriGenSent) {
+  auto rx = receive("stream0", 3000, {"--style", "persistent", "--threads", "256"});
+  ASSERT_EQ(gen(4096, 3000, 1000).exit_code, 0);
+  EXPECT_EQ(rx->wait(60s), 0) << rx->output() << daemon_->log();
+  EXPECT_EQ(parse(rx->output()), expected(4096, 3000, 1000)) << rx->output();
+}
+
+TEST_F(GpuRingTest, GraphOfWaitKernelWriteSeesExactlyWhatDaqiriGenSent) {
+  auto rx = receive("stream0", 3072, {"--style", "graph", "--burst", "32", "--stages", "8"});
+  ASSERT_EQ(gen(4096, 3072, 1000).exit_code, 0);
+  EXPECT_EQ(rx->wait(60s), 0) << rx->output() << daemon_->log();
+  EXPECT_EQ(parse(rx->output()), expected(4096, 3072, 1000)) << rx->output();
 }
 
 TEST_F(GpuRingTest, TwoRingsOnTwoFlowsEachSeeOnlyTheirOwn) {

@@ -34,7 +34,11 @@ struct DriverApi {
   decltype(&::cuDevicePrimaryCtxRelease) primary_ctx_release = nullptr;
   decltype(&::cuCtxPushCurrent) ctx_push_current = nullptr;
   decltype(&::cuCtxPopCurrent) ctx_pop_current = nullptr;
+  decltype(&::cuCtxGetCurrent) ctx_get_current = nullptr;
   decltype(&::cuGetErrorString) get_error_string = nullptr;
+  // Graphs of stream memory operations (the CUDA-graph consumer style).
+  decltype(&::cuGraphAddBatchMemOpNode) graph_add_batch_mem_op_node = nullptr;
+  decltype(&::cuGraphExecBatchMemOpNodeSetParams) graph_exec_batch_mem_op_node_set_params = nullptr;
 
   // The process-wide table, loaded once. kUnavailable naming the reason when there is no
   // usable driver (no NVIDIA driver installed, or too old for CUDA 12.x entry points).

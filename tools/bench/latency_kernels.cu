@@ -1,0 +1,48 @@
+// Kernels of gpu-bench's doorbell latency mode: stamp the GPU's global timer where a producer
+// writes the doorbell, and where each consumer style first sees it.
+#include "latency_kernels.hpp"
+
+#include <cuda/atomic>
+
+namespace daqiri::bench {
+namespace {
+
+__device__ inline uint64_t global_timer() {
+  uint64_t t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void stamp(uint64_t* at, uint32_t i) {
+  at[i] = global_timer();
+}
+
+// One thread spins on the doorbell (acquire, system scope, as gpu_ring.cuh does) and stamps
+// when it reaches i + 1, for every i.
+__global__ void persistent(const uint32_t* doorbell, uint64_t* seen, uint32_t n) {
+  cuda::atomic_ref<uint32_t, cuda::thread_scope_system> d(*const_cast<uint32_t*>(doorbell));
+  for (uint32_t i = 0; i < n; ++i) {
+    while (static_cast<int32_t>(d.load(cuda::memory_order_acquire) - (i + 1)) < 0) {
+    }
+    seen[i] = global_timer();
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_stamp(uint64_t* at, uint32_t i, cudaStream_t stream) {
+  stamp<<<1, 1, 0, stream>>>(at, i);
+  return cudaGetLastError();
+}
+
+const void* stamp_function() {
+  return reinterpret_cast<const void*>(&stamp);
+}
+
+cudaError_t launch_persistent_waiter(const uint32_t* doorbell, uint64_t* seen, uint32_t n,
+                                     cudaStream_t stream) {
+  persistent<<<1, 1, 0, stream>>>(doorbell, seen, n);
+  return cudaGetLastError();
+}
+
+}  // namespace daqiri::bench
