@@ -13,16 +13,13 @@ burst names is in GPU memory before wait_burst() returns it, so no stream synchr
 needed to read it. Release a burst only after the work reading it is done (release(burst,
 stream=...) synchronises a stream first).
 """
-import os
-import select
-import time
-
 import numpy as np
 
 from . import abi, cuda, dlpack
-from .errors import DaqiriError, Detached
-from .ring import WAIT_SLICE, Ring
+from .errors import DaqiriError
+from .ring import Ring
 from .rx import map_fd
+from .stream import ReceiveStream
 
 
 class DeviceArray:
@@ -117,13 +114,10 @@ class GpuBurst:
                            (self._ring.slot_size, 1))
 
 
-class GpuRxRing:
+class GpuRxRing(ReceiveStream):
     """One flow's packets in a ring in GPU memory (Client.attach_gpu_rx)."""
 
     def __init__(self, client, attached, options):
-        self._client = client
-        self.options = options
-        self.id = attached.attachment_id
         self._mem = None
         self._ctx = None
         try:
@@ -140,22 +134,16 @@ class GpuRxRing:
             self.device = cuda.device_by_uuid(g.device_uuid)
             self._ctx = cuda.PrimaryContext(self.device)
             self._mem = cuda.ImportedAllocation(attached.fds[2], g.alloc_size, self._ctx)
-            self._eventfd = os.dup(attached.fds[1])
-            os.set_blocking(self._eventfd, False)
+            self._adopt(client, attached, options)
         except BaseException:
             self._unmap()
-            self._client._session.detach(self.id)
+            client._session.detach(attached.attachment_id)
             raise
         finally:
             attached.close()
         self.size = g.size
         self.mask = g.size - 1
         self.slot_size = g.slot_size
-        self._read = 0
-        self._released = 0
-        self._poll = select.poll()
-        self._poll.register(self._eventfd, select.POLLIN)
-        self._poll.register(client._session.fileno(), select.POLLRDHUP)
 
     # Device addresses.
     @property
@@ -179,7 +167,7 @@ class GpuRxRing:
 
     @property
     def descriptor_words(self):
-        """Every descriptor as size x 8 uint32 words in device memory, for kernels of your own."""
+        """Every descriptor (size x 32 bytes of abi.RX_DESC) in device memory, for kernels of your own."""
         return DeviceArray(self, self.desc_ptr(0), (self.size, abi.RX_DESC.itemsize))
 
     @property
@@ -187,69 +175,18 @@ class GpuRxRing:
         """The producer index as of the last copy the daemon saw complete."""
         return self._ring.producer
 
-    @property
-    def detached(self):
-        return self._eventfd < 0 or not self._ring.active or self._client._session.broken
-
-    def next_burst(self, max=0):
-        avail = (self._ring.producer - self._read) & 0xFFFFFFFF
-        if avail > self.size:
-            avail = 0
-        start = self._read & self.mask
-        n = min(avail, self.size - start)
-        if max:
-            n = min(n, max)
-        b = GpuBurst(self, self._read, n)
-        self._read = (self._read + n) & 0xFFFFFFFF
-        return b
-
-    def wait_burst(self, timeout=None, max=0):
-        """As RxStream.wait_burst: an empty burst on timeout, Detached once detached."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            b = self.next_burst(max)
-            if b:
-                return b
-            if self.detached:
-                raise Detached("the GPU ring is detached")
-            if self._ring.arm_wakeup() == self._read:
-                left = WAIT_SLICE if deadline is None else min(WAIT_SLICE, deadline - time.monotonic())
-                if left <= 0:
-                    self._ring.disarm_wakeup()
-                    return b
-                if self._poll.poll(left * 1000 + 0.5):
-                    try:
-                        os.read(self._eventfd, 8)
-                    except BlockingIOError:
-                        pass
-            self._ring.disarm_wakeup()
+    def _burst(self, first, start, n):
+        return GpuBurst(self, first, n)
 
     def release(self, burst, stream=None):
         """Gives the burst's slots (and earlier ones) back. `stream`: a CUDA stream (an int,
         or a torch/cupy stream object) whose work on the slots must finish first."""
-        end = (burst.first + burst.count) & 0xFFFFFFFF
-        if burst._ring is not self or (end - self._released) & 0xFFFFFFFF > (self._read - self._released) & 0xFFFFFFFF:
-            raise ValueError("not a burst of this ring, or released already")
+        if burst._ring is not self:
+            raise ValueError("not a burst of this ring")
         if stream is not None:
             handle = getattr(stream, "cuda_stream", None) or getattr(stream, "ptr", None) or int(stream)
             cuda.synchronize(self._ctx, handle)
-        self._released = end
-        self._ring.publish_consumer(end)
-
-    def bursts(self, timeout=None, max=0):
-        while True:
-            try:
-                b = self.wait_burst(timeout, max)
-            except Detached:
-                return
-            if not b:
-                return
-            yield b
-            if self._eventfd >= 0:
-                self.release(b)
-
-    def __iter__(self):
-        return self.bursts()
+        self._release_to((burst.first + burst.count) & 0xFFFFFFFF)
 
     def _unmap(self):
         if self._mem is not None:
@@ -259,20 +196,5 @@ class GpuRxRing:
             self._ctx.release()
             self._ctx = None
 
-    def close(self):
-        """Detaches; the GPU mapping stays until the last array made from it is gone."""
-        if self._eventfd < 0:
-            return
-        self._client._forget(self)
-        self._client._session.detach(self.id)
-        os.close(self._eventfd)
-        self._eventfd = -1
-
     def __del__(self):
-        self._unmap()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        self._unmap()  # close() detaches; the mapping stays while arrays made from it live

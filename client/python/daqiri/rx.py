@@ -1,16 +1,14 @@
 """RX streams: bursts of received packets as read-only numpy views of the daemon's buffers."""
 import mmap
-import os
-import select
-import time
 from typing import NamedTuple
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import abi
-from .errors import DaqiriError, Detached
-from .ring import WAIT_SLICE, Ring
+from .errors import DaqiriError
+from .ring import Ring
+from .stream import ReceiveStream
 
 
 def map_fd(fd, size, writable):
@@ -123,7 +121,7 @@ class Burst:
         return region[starts[:, None] + np.arange(width)]
 
 
-class RxStream:
+class RxStream(ReceiveStream):
     """Packets of one flow (or of every flow of a queue), in one ring.
 
     for burst in rx.bursts():       # each burst is released when the loop moves on
@@ -131,115 +129,25 @@ class RxStream:
     """
 
     def __init__(self, client, attached, options):
-        self._client = client
-        self.options = options
-        self.id = attached.attachment_id
         try:
             self._rings_map = map_fd(attached.fds[0], attached.rings_size, True)
             self._ring = Ring(self._rings_map, attached.ring_offset, attached.rings_size,
                               abi.RING_RX, abi.RX_DESC)
             self._maps = [map_fd(fd, r.size, False) for fd, r in zip(attached.fds[2:], attached.regions)]
             self._regions = [np.frombuffer(m, np.uint8) for m in self._maps]
-            self._eventfd = os.dup(attached.fds[1])
-            os.set_blocking(self._eventfd, False)
+            self._adopt(client, attached, options)
         finally:
             attached.close()
         self.regions = attached.regions
-        self._read = 0      # next descriptor to hand out
-        self._released = 0  # consumer index published
-        self._poll = select.poll()
-        self._poll.register(self._eventfd, select.POLLIN)
-        self._poll.register(client._session.fileno(), select.POLLRDHUP)
 
     def _region(self, i):
         return self._regions[i] if i < len(self._regions) else self._regions[0][:0]
 
-    @property
-    def detached(self):
-        """The daemon stopped serving this stream: flow deleted, client cut off, daemon gone."""
-        return self._eventfd < 0 or not self._ring.active or self._client._session.broken
-
-    @property
-    def pending(self):
-        """Descriptors handed out and not yet released."""
-        return (self._read - self._released) & 0xFFFFFFFF
-
-    def next_burst(self, max=0):
-        """What has arrived, up to `max` packets (0: no limit); an empty burst when nothing has."""
-        ring = self._ring
-        avail = (ring.producer - self._read) & 0xFFFFFFFF
-        if avail > ring.size:
-            avail = 0  # not a value the daemon could have written
-        start = self._read & ring.mask
-        n = min(avail, ring.size - start)
-        if max:
-            n = min(n, max)
-        self._read = (self._read + n) & 0xFFFFFFFF
-        return Burst(self, (self._read - n) & 0xFFFFFFFF, ring.slots[start:start + n])
-
-    def wait_burst(self, timeout=None, max=0):
-        """As next_burst, sleeping up to `timeout` seconds (None: for ever) for something to
-        arrive; an empty burst on timeout. Raises Detached once the stream is detached."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            b = self.next_burst(max)
-            if b:
-                return b
-            if self.detached:
-                raise Detached("the stream is detached")
-            ready = self._ring.arm_wakeup() != self._read
-            if not ready:
-                left = WAIT_SLICE if deadline is None else min(WAIT_SLICE, deadline - time.monotonic())
-                if left <= 0:
-                    self._ring.disarm_wakeup()
-                    return b
-                if self._poll.poll(left * 1000 + 0.5):
-                    try:
-                        os.read(self._eventfd, 8)
-                    except BlockingIOError:
-                        pass
-            self._ring.disarm_wakeup()
+    def _burst(self, first, start, n):
+        return Burst(self, first, self._ring.slots[start:start + n])
 
     def release(self, burst):
         """Returns the burst's buffers (and those of earlier bursts) to the daemon."""
-        end = (burst.first + len(burst)) & 0xFFFFFFFF
-        if burst._stream is not self or (end - self._released) & 0xFFFFFFFF > self.pending:
-            raise ValueError("not a burst of this stream, or released already")
-        self._released = end
-        self._ring.publish_consumer(end)
-
-    def release_all(self):
-        self._released = self._read
-        self._ring.publish_consumer(self._read)
-
-    def bursts(self, timeout=None, max=0):
-        """Yields bursts until the stream is detached (or nothing came for `timeout` seconds),
-        releasing each one when the loop asks for the next."""
-        while True:
-            try:
-                b = self.wait_burst(timeout, max)
-            except Detached:
-                return
-            if not b:
-                return
-            yield b
-            if self._eventfd >= 0:
-                self.release(b)
-
-    def close(self):
-        """Detaches (the daemon takes the buffers back) and unmaps."""
-        if self._eventfd < 0:
-            return
-        self._client._forget(self)
-        self._client._session.detach(self.id)
-        os.close(self._eventfd)
-        self._eventfd = -1
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __iter__(self):
-        return self.bursts()
+        if burst._stream is not self:
+            raise ValueError("not a burst of this stream")
+        self._release_to((burst.first + len(burst)) & 0xFFFFFFFF)

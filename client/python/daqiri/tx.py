@@ -1,14 +1,13 @@
 """TX streams: fill buffers of the client's TX region in place, hand them to the daemon."""
-import os
-import select
 import time
 
 import numpy as np
 
 from . import abi
 from .errors import DaqiriError, Detached
-from .ring import WAIT_SLICE, Ring
+from .ring import Ring
 from .rx import map_fd
+from .stream import Stream
 
 
 class TxBuffer:
@@ -22,26 +21,22 @@ class TxBuffer:
         self.length = 0
 
 
-class TxStream:
+class TxStream(Stream):
     """One TX queue of an interface. Every buffer starts with the client; a submitted buffer
     belongs to the daemon until it comes back through the completion ring (reclaim())."""
 
     def __init__(self, client, attached, options):
-        self._client = client
-        self.options = options
-        self.id = attached.attachment_id
         try:
             if len(attached.regions) != 1 or attached.completion_offset <= attached.ring_offset:
                 raise DaqiriError("the daemon's TX attachment does not check out")
             self._rings_map = map_fd(attached.fds[0], attached.rings_size, True)
-            self._tx = Ring(self._rings_map, attached.ring_offset, attached.completion_offset,
-                            abi.RING_TX, abi.TX_DESC)
+            self._ring = Ring(self._rings_map, attached.ring_offset, attached.completion_offset,
+                              abi.RING_TX, abi.TX_DESC)
             self._completion = Ring(self._rings_map, attached.completion_offset, attached.rings_size,
                                     abi.RING_COMPLETION, abi.COMPLETION)
             region = attached.regions[0]
             self._map = map_fd(attached.fds[2], region.size, True)
-            self._eventfd = os.dup(attached.fds[1])
-            os.set_blocking(self._eventfd, False)
+            self._adopt(client, attached, options)
         finally:
             attached.close()
         self.buf_size = region.buf_size
@@ -53,10 +48,6 @@ class TxStream:
         self._produced = 0
         self._completed = 0
         self._in_flight = 0
-
-    @property
-    def detached(self):
-        return self._eventfd < 0 or not self._tx.active or self._client._session.broken
 
     @property
     def free(self):
@@ -93,7 +84,7 @@ class TxStream:
         interface's address). Returns how many were queued: the ring may take fewer."""
         if self.detached:
             raise Detached("the stream is detached")
-        tx = self._tx
+        tx = self._ring
         room = tx.size - ((self._produced - tx.consumer) & 0xFFFFFFFF)
         take = list(buffers[:max(room, 0)])
         indices = [b.index for b in take]
@@ -131,32 +122,8 @@ class TxStream:
     def flush(self, timeout=5.0):
         """Waits until every submitted buffer is back; raises Detached or DaqiriError."""
         deadline = time.monotonic() + timeout
-        poll = select.poll()
-        poll.register(self._eventfd, select.POLLIN)
         while self.reclaim() or self._in_flight:
             if self.detached:
                 raise Detached("the stream is detached")
-            left = deadline - time.monotonic()
-            if left <= 0:
+            if not self._sleep(self._completion, self._completed, deadline):
                 raise DaqiriError(f"the daemon did not send everything in time ({self._in_flight} left)")
-            if self._completion.arm_wakeup() == self._completed:
-                if poll.poll(min(left, WAIT_SLICE) * 1000 + 0.5):
-                    try:
-                        os.read(self._eventfd, 8)
-                    except BlockingIOError:
-                        pass
-            self._completion.disarm_wakeup()
-
-    def close(self):
-        if self._eventfd < 0:
-            return
-        self._client._forget(self)
-        self._client._session.detach(self.id)
-        os.close(self._eventfd)
-        self._eventfd = -1
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

@@ -56,6 +56,12 @@ flows:
   - {{name: stream1, interface: lo, queue: rx0, match: {{udp_dst: 4097}}}}
 """
 
+# The same with the RX queue on GPU 0: each GPU attachment gets a ring of 4096 slots there.
+GPU_CONFIG = HOST_CONFIG.replace(
+    "{{name: rx_host, kind: host, buf_size: 2048, num_bufs: 4096}}",
+    "{{name: gpu_rx, kind: device, gpu: 0, buf_size: 2048, num_bufs: 8192}}").replace(
+    "ring_size: 1024, regions: [rx_host]", "ring_size: 4096, regions: [gpu_rx]")
+
 
 class Daemon:
     def __init__(self, directory, template, daemon_extra=""):

@@ -11,7 +11,7 @@ import pytest
 
 import daqiri
 from daqiri import pattern
-from conftest import gen
+from conftest import GPU_CONFIG, gen
 
 
 def _gpu_reason():
@@ -28,26 +28,6 @@ def _gpu_reason():
 _why = _gpu_reason()
 pytestmark = pytest.mark.skipif(_why is not None, reason=f"no usable GPU: {_why}")
 
-GPU_CONFIG = """daemon:
-  socket: {socket}
-  metrics: "off"
-{daemon_extra}memory_regions:
-  - {{name: gpu_rx, kind: device, gpu: 0, buf_size: 2048, num_bufs: 8192}}
-  - {{name: tx_host, kind: host, buf_size: 2048, num_bufs: 512}}
-interfaces:
-  - name: lo
-    backend: socket
-    address: 127.0.0.1
-    rx:
-      queues:
-        - {{name: rx0, batch_size: 64, ring_size: 4096, regions: [gpu_rx]}}
-    tx:
-      queues:
-        - {{name: tx0, batch_size: 64, ring_size: 256, regions: [tx_host]}}
-flows:
-  - {{name: stream0, interface: lo, queue: rx0, match: {{udp_dst: 4096}}}}
-  - {{name: stream1, interface: lo, queue: rx0, match: {{udp_dst: 4097}}}}
-"""
 
 
 @pytest.fixture
