@@ -18,6 +18,9 @@ namespace daqiri::config {
 
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kCritical, kOff };
 enum class RegionKind { kHost, kHuge, kPinned, kDevice };
+// How the GPU engine moves a burst into a GPU ring: a gather kernel reading mapped host memory,
+// or cudaMemcpyBatchAsync (the copy engines).
+enum class GpuCopy { kGather, kBatch };
 enum class Backend { kSocket, kDpdk, kRdma };
 
 const char* to_string(LogLevel level);
@@ -61,6 +64,7 @@ struct MemoryRegionConfig {
   uint32_t buf_size = 0;
   uint32_t num_bufs = 0;
   int gpu = -1;                     // pinned/device: GPU index
+  std::optional<GpuCopy> gpu_copy;  // pinned/device: the engine's copy method (default gather)
   std::vector<std::string> access;  // RDMA access flags: local, rdma_read, rdma_write
   Located where;
 

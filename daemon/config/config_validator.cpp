@@ -102,6 +102,11 @@ class Validator {
         error(r.where.at("gpu"),
               std::string("gpu applies to pinned and device regions, not ") + to_string(r.kind));
       }
+      if (!gpu_kind && r.gpu_copy) {
+        error(
+            r.where.at("gpu_copy"),
+            std::string("gpu_copy applies to pinned and device regions, not ") + to_string(r.kind));
+      }
     }
   }
 

@@ -11,6 +11,9 @@ const std::vector<std::pair<std::string_view, RegionKind>> kRegionKinds = {
     {"pinned", RegionKind::kPinned},
     {"device", RegionKind::kDevice}};
 
+const std::vector<std::pair<std::string_view, GpuCopy>> kGpuCopies = {{"gather", GpuCopy::kGather},
+                                                                      {"batch", GpuCopy::kBatch}};
+
 const std::vector<std::pair<std::string_view, Backend>> kBackends = {
     {"socket", Backend::kSocket}, {"dpdk", Backend::kDpdk}, {"rdma", Backend::kRdma}};
 
@@ -86,6 +89,7 @@ MemoryRegionConfig read_region(const YamlNode& node) {
   map.read_uint("buf_size", r.buf_size, 64, 1u << 20, r.where, true);
   map.read_uint("num_bufs", r.num_bufs, 1, 1u << 26, r.where, true);
   map.read_int("gpu", r.gpu, 0, 63, r.where);
+  if (GpuCopy copy{}; map.read_choice("gpu_copy", copy, kGpuCopies, r.where)) r.gpu_copy = copy;
   map.read_string_list("access", r.access, r.where);
   map.finish();
   return r;

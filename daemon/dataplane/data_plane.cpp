@@ -277,7 +277,8 @@ Result<> DataPlane::add_gpu_engine(Attachment& a, const config::MemoryRegionConf
     addresses.push_back(reg->second.device_address());
   }
   auto task =
-      gpu::GpuRxTask::create(*dev->second, *a.rx, std::move(addresses), slots, region.buf_size);
+      gpu::GpuRxTask::create(*dev->second, *a.rx, std::move(addresses), slots, region.buf_size,
+                             region.gpu_copy.value_or(config::GpuCopy::kGather));
   if (!task) return std::unexpected(task.error());
   auto poller = gpu_pollers_.find(ordinal);
   if (poller == gpu_pollers_.end()) {

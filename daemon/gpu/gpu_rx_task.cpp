@@ -16,7 +16,8 @@ thread_local int tl_current_gpu = -1;
 Result<std::unique_ptr<GpuRxTask>> GpuRxTask::create(const GpuDevice& gpu,
                                                      dataplane::RxAttachment& source,
                                                      std::vector<uint64_t> pool_device_addresses,
-                                                     uint32_t slots, uint32_t slot_size) {
+                                                     uint32_t slots, uint32_t slot_size,
+                                                     config::GpuCopy copy) {
   auto ring = DeviceRing::create(gpu, slots, slot_size);
   if (!ring) return std::unexpected(ring.error());
   auto control = memory::SharedMemory::create("gpu-ring-" + std::to_string(source.id()),
@@ -28,7 +29,7 @@ Result<std::unique_ptr<GpuRxTask>> GpuRxTask::create(const GpuDevice& gpu,
   if (!efd) return fail_errno("eventfd");
   std::unique_ptr<GpuRxTask> t(new GpuRxTask(gpu, source, std::move(pool_device_addresses),
                                              std::move(*ring), std::move(*control), control_ring,
-                                             std::move(efd)));
+                                             std::move(efd), copy));
   if (auto ok = t->init_cuda(); !ok) return std::unexpected(ok.error());
   return t;
 }
@@ -36,7 +37,7 @@ Result<std::unique_ptr<GpuRxTask>> GpuRxTask::create(const GpuDevice& gpu,
 GpuRxTask::GpuRxTask(const GpuDevice& gpu, dataplane::RxAttachment& source,
                      std::vector<uint64_t> pool_device_addresses, DeviceRing ring,
                      memory::SharedMemory control, abi::RingView control_ring,
-                     UniqueFd client_eventfd)
+                     UniqueFd client_eventfd, config::GpuCopy copy)
     : gpu_(gpu),
       source_(source),
       source_ring_(source.ring()),
@@ -44,7 +45,8 @@ GpuRxTask::GpuRxTask(const GpuDevice& gpu, dataplane::RxAttachment& source,
       ring_(std::move(ring)),
       control_(std::move(control)),
       control_ring_(control_ring),
-      client_eventfd_(std::move(client_eventfd)) {
+      client_eventfd_(std::move(client_eventfd)),
+      copy_(copy) {
   for (const memory::BufferPool* pool : source_.pools()) {
     pool_bytes_.push_back(pool->num_bufs() * uint64_t{pool->buf_size()});
   }
@@ -74,6 +76,18 @@ Result<> GpuRxTask::init_cuda() {
     return std::unexpected(runtime_error(e, "cudaHostGetDevicePointer of the job list"));
   }
   jobs_device_ = static_cast<GatherJob*>(device);
+  if (copy_ == config::GpuCopy::kBatch) {
+    void* descs = nullptr;
+    if (cudaError_t e = cudaHostAlloc(&descs, sizeof(daqiri_rx_desc) * kMaxBurst * kMaxInflight,
+                                      cudaHostAllocPortable);
+        e != cudaSuccess) {
+      return std::unexpected(runtime_error(e, "cudaHostAlloc of the descriptor staging"));
+    }
+    descs_ = static_cast<daqiri_rx_desc*>(descs);
+    copy_dsts_.resize(size_t{kMaxInflight} * kMaxCopies);
+    copy_srcs_.resize(size_t{kMaxInflight} * kMaxCopies);
+    copy_sizes_.resize(size_t{kMaxInflight} * kMaxCopies);
+  }
   return {};
 }
 
@@ -87,6 +101,7 @@ GpuRxTask::~GpuRxTask() {
       if (f.event != nullptr) cudaEventDestroy(f.event);
     }
     if (jobs_ != nullptr) cudaFreeHost(jobs_);
+    if (descs_ != nullptr) cudaFreeHost(descs_);
   }
 }
 
@@ -200,8 +215,11 @@ bool GpuRxTask::launch() {
     j.desc.region = 0;
     bytes += len;
   }
-  if (launch_gather(jobs_device_ + size_t{slot_in_flight} * kMaxBurst, n, ring_.base(),
-                    ring_.descs(), stream_) != cudaSuccess) {
+  cudaError_t copied = copy_ == config::GpuCopy::kBatch
+                           ? enqueue_batch(jobs, n, slot_in_flight)
+                           : launch_gather(jobs_device_ + size_t{slot_in_flight} * kMaxBurst, n,
+                                           ring_.base(), ring_.descs(), stream_);
+  if (copied != cudaSuccess) {
     fail_attachment();
     return false;
   }
@@ -225,6 +243,37 @@ bool GpuRxTask::launch() {
   f.bytes = bytes;
   ++inflight_;
   return true;
+}
+
+cudaError_t GpuRxTask::enqueue_batch(const GatherJob* jobs, uint32_t n, uint32_t slot_in_flight) {
+  daqiri_rx_desc* descs = descs_ + size_t{slot_in_flight} * kMaxBurst;
+  void** dsts = copy_dsts_.data() + size_t{slot_in_flight} * kMaxCopies;
+  const void** srcs = copy_srcs_.data() + size_t{slot_in_flight} * kMaxCopies;
+  size_t* sizes = copy_sizes_.data() + size_t{slot_in_flight} * kMaxCopies;
+  size_t k = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    descs[i] = jobs[i].desc;
+    if (jobs[i].desc.length == 0) continue;
+    dsts[k] = ring_.base() + jobs[i].desc.offset;
+    srcs[k] = reinterpret_cast<const void*>(jobs[i].src);  // NOLINT(performance-no-int-to-ptr)
+    sizes[k] = jobs[i].desc.length;
+    ++k;
+  }
+  // The descriptors land in consecutive slots, in two pieces when the burst wraps the ring.
+  uint32_t first = jobs[0].slot;
+  uint32_t head = std::min(n, ring_.info().size - first);
+  dsts[k] = ring_.descs() + first;
+  srcs[k] = descs;
+  sizes[k++] = sizeof(daqiri_rx_desc) * head;
+  if (head < n) {
+    dsts[k] = ring_.descs();
+    srcs[k] = descs + head;
+    sizes[k++] = sizeof(daqiri_rx_desc) * (n - head);
+  }
+  cudaMemcpyAttributes attr{};
+  attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;  // staging is reused only after the event
+  size_t attr_index = 0;
+  return cudaMemcpyBatchAsync(dsts, srcs, sizes, k, &attr, &attr_index, 1, stream_);
 }
 
 }  // namespace daqiri::gpu

@@ -1,9 +1,10 @@
 // The staged GPU copy engine for one GPU RX attachment. It is the consumer of a daemon-internal
 // RX attachment on the flow (so fan-out, backpressure and the buffer ledger are the ones every
 // client gets) and the producer of the client's GPU ring: per burst it launches the gather
-// kernel, then cuStreamWriteValue32 rings the doorbell on the same stream, then an event; when
-// the event completes the host buffers go back to the pool and the host mirror of the
-// producer index advances (waking a sleeping client). Runs on its GPU's poller.
+// kernel (or, configured with gpu_copy: batch, one cudaMemcpyBatchAsync of the frames and their
+// descriptors), then cuStreamWriteValue32 rings the doorbell on the same stream, then an event;
+// when the event completes the host buffers go back to the pool and the host mirror of the producer
+// index advances (waking a sleeping client). Runs on its GPU's poller.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "config/config.hpp"
 #include "daqiri/ring.hpp"
 #include "dataplane/poller.hpp"
 #include "dataplane/rx_attachment.hpp"
@@ -36,7 +38,8 @@ class GpuRxTask : public dataplane::PollTask {
   static Result<std::unique_ptr<GpuRxTask>> create(const GpuDevice& gpu,
                                                    dataplane::RxAttachment& source,
                                                    std::vector<uint64_t> pool_device_addresses,
-                                                   uint32_t slots, uint32_t slot_size);
+                                                   uint32_t slots, uint32_t slot_size,
+                                                   config::GpuCopy copy);
   ~GpuRxTask() override;
   GpuRxTask(const GpuRxTask&) = delete;
   GpuRxTask& operator=(const GpuRxTask&) = delete;
@@ -57,6 +60,7 @@ class GpuRxTask : public dataplane::PollTask {
  private:
   static constexpr uint32_t kMaxBurst = 256;
   static constexpr uint32_t kMaxInflight = 8;
+  static constexpr uint32_t kMaxCopies = kMaxBurst + 2;  // frames, and descriptors in two pieces
   struct Inflight {
     cudaEvent_t event = nullptr;
     uint32_t source_end = 0;  // source consumer index once this copy is done
@@ -67,10 +71,13 @@ class GpuRxTask : public dataplane::PollTask {
 
   GpuRxTask(const GpuDevice& gpu, dataplane::RxAttachment& source,
             std::vector<uint64_t> pool_device_addresses, DeviceRing ring,
-            memory::SharedMemory control, abi::RingView control_ring, UniqueFd client_eventfd);
+            memory::SharedMemory control, abi::RingView control_ring, UniqueFd client_eventfd,
+            config::GpuCopy copy);
   Result<> init_cuda();
   bool retire();
   bool launch();
+  // gpu_copy: batch: the frames of jobs [0, n) and their descriptors in one batch of copies.
+  cudaError_t enqueue_batch(const GatherJob* jobs, uint32_t n, uint32_t slot_in_flight);
   void fail_attachment();
 
   const GpuDevice& gpu_;
@@ -86,6 +93,11 @@ class GpuRxTask : public dataplane::PollTask {
   cudaStream_t stream_ = nullptr;
   GatherJob* jobs_ = nullptr;         // pinned, mapped: kMaxInflight * kMaxBurst
   GatherJob* jobs_device_ = nullptr;  // the same, as the GPU addresses it
+  config::GpuCopy copy_;
+  daqiri_rx_desc* descs_ = nullptr;  // batch: pinned descriptor staging, kMaxInflight * kMaxBurst
+  std::vector<void*> copy_dsts_;     // batch: kMaxInflight * kMaxCopies each
+  std::vector<const void*> copy_srcs_;
+  std::vector<size_t> copy_sizes_;
   std::array<Inflight, kMaxInflight> inflight_ring_{};
   uint32_t head_ = 0;      // oldest copy in flight
   uint32_t inflight_ = 0;  // copies in flight

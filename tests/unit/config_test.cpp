@@ -90,7 +90,7 @@ TEST(Config, ReadsEveryKeyOfOurSchema) {
       "    clients: {users: ['1000']}\n"
       "memory_regions:\n"
       "  - {name: hdr, kind: huge, buf_size: 256, num_bufs: 8192}\n"
-      "  - {name: pay, kind: device, buf_size: 8192, num_bufs: 8192, gpu: 0}\n"
+      "  - {name: pay, kind: device, buf_size: 8192, num_bufs: 8192, gpu: 0, gpu_copy: batch}\n"
       "interfaces:\n"
       "  - name: p0\n"
       "    backend: dpdk\n"
@@ -124,6 +124,8 @@ TEST(Config, ReadsEveryKeyOfOurSchema) {
   EXPECT_EQ(c.daemon.access.clients.uids, (std::vector<uid_t>{1000}));
   EXPECT_FALSE(c.daemon.access.default_clients);
   EXPECT_EQ(c.memory_regions[1].gpu, 0);
+  EXPECT_EQ(c.memory_regions[1].gpu_copy, GpuCopy::kBatch);
+  EXPECT_FALSE(c.memory_regions[0].gpu_copy.has_value());
   const auto& q = c.interfaces[0].rx_queues[0];
   EXPECT_EQ(q.id, 0u);
   EXPECT_EQ(q.core, 2);
@@ -229,6 +231,19 @@ TEST(Config, CoreThatDoesNotExist) {
   EXPECT_EQ(only_error(with_interface("          core: 9\n")),
             "t.yaml:11:17: error: interfaces[0].rx.queues[0].core: core 9 is not available to "
             "daqirid (usable cores: 0-3)");
+}
+
+TEST(Config, GpuCopyIsForGpuRegionsOnly) {
+  EXPECT_EQ(
+      only_error("memory_regions:\n"
+                 "  - {name: r, kind: host, buf_size: 2048, num_bufs: 4096, gpu_copy: batch}\n"),
+      "t.yaml:2:69: error: memory_regions[0].gpu_copy: gpu_copy applies to pinned and device "
+      "regions, not host");
+  EXPECT_NE(
+      only_error("memory_regions:\n"
+                 "  - {name: r, kind: device, buf_size: 2048, num_bufs: 4096, gpu_copy: dma}\n")
+          .find("gpu_copy: expected one of gather, batch, got \"dma\""),
+      std::string::npos);
 }
 
 TEST(Config, PoolTooSmallForItsRing) {
