@@ -21,15 +21,29 @@ class Client(Control):
 
     def __init__(self, socket=None, name="python", timeout=5.0):
         super().__init__(socket=socket, timeout=timeout)
+        self._name = name
         self._streams = []
         try:
-            info = self.info()
-            check_abi(info)
-            self._session = Session(info.session_socket, name)
+            self._open_session()
         except BaseException:
             super().close()
             raise
+
+    def _open_session(self):
+        info = self.info()
+        check_abi(info)
+        self._session = Session(info.session_socket, self._name)
         self.session_id = self._session.id
+
+    def reconnect(self):
+        """After the daemon restarted (streams report detached): opens a new session and
+        attaches every RX and TX stream again in place — the objects stay valid, the views of
+        bursts taken before do not. GPU rings stay detached (arrays made from them may still be
+        in use): attach them again. Raises what attaching raises (the flow may be gone)."""
+        self._session.close()
+        self._open_session()
+        for s in list(self._streams):
+            s._reattach(self)
 
     @property
     def connected(self):

@@ -13,6 +13,8 @@ burst names is in GPU memory before wait_burst() returns it, so no stream synchr
 needed to read it. Release a burst only after the work reading it is done (release(burst,
 stream=...) synchronises a stream first).
 """
+import os
+
 import numpy as np
 
 from . import abi, cuda, dlpack
@@ -134,7 +136,8 @@ class GpuRxRing(ReceiveStream):
             self.device = cuda.device_by_uuid(g.device_uuid)
             self._ctx = cuda.PrimaryContext(self.device)
             self._mem = cuda.ImportedAllocation(attached.fds[2], g.alloc_size, self._ctx)
-            self._adopt(client, attached, options)
+            self.options = options
+            self._adopt(client, attached)
         except BaseException:
             self._unmap()
             client._session.detach(attached.attachment_id)
@@ -177,6 +180,13 @@ class GpuRxRing(ReceiveStream):
 
     def _burst(self, first, start, n):
         return GpuBurst(self, first, n)
+
+    def _reattach(self, client):
+        # Arrays made from the old ring may still be in use: it is not replaced under them.
+        client._forget(self)
+        if self._eventfd >= 0:
+            os.close(self._eventfd)
+            self._eventfd = -1
 
     def release(self, burst, stream=None):
         """Gives the burst's slots (and earlier ones) back. `stream`: a CUDA stream (an int,

@@ -129,16 +129,21 @@ class RxStream(ReceiveStream):
     """
 
     def __init__(self, client, attached, options):
+        self.options = options
+        self._open(client, attached)
+
+    def _open(self, client, attached):
         try:
             self._rings_map = map_fd(attached.fds[0], attached.rings_size, True)
             self._ring = Ring(self._rings_map, attached.ring_offset, attached.rings_size,
                               abi.RING_RX, abi.RX_DESC)
             self._maps = [map_fd(fd, r.size, False) for fd, r in zip(attached.fds[2:], attached.regions)]
             self._regions = [np.frombuffer(m, np.uint8) for m in self._maps]
-            self._adopt(client, attached, options)
+            self._adopt(client, attached)
         finally:
             attached.close()
         self.regions = attached.regions
+        self._read = self._released = 0
 
     def _region(self, i):
         return self._regions[i] if i < len(self._regions) else self._regions[0][:0]

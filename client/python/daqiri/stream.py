@@ -16,20 +16,32 @@ class Stream:
     _eventfd = -1
     _ring = None
 
-    def _adopt(self, client, attached, options):
+    def _adopt(self, client, attached):
+        """Takes the attachment's eventfd, in the client's current session."""
         self._client = client
-        self.options = options
+        self._session = client._session
         self.id = attached.attachment_id
         self._eventfd = os.dup(attached.fds[1])
         os.set_blocking(self._eventfd, False)
         self._poll = select.poll()
         self._poll.register(self._eventfd, select.POLLIN)
-        self._poll.register(client._session.fileno(), select.POLLRDHUP)
+        self._poll.register(self._session.fileno(), select.POLLRDHUP)
+
+    def _open(self, client, attached):
+        """Maps what ATTACHED carried and adopts it (each kind of stream defines it)."""
+        raise NotImplementedError
+
+    def _reattach(self, client):
+        """The same attachment again, in the client's new session (Client.reconnect)."""
+        if self._eventfd >= 0:
+            os.close(self._eventfd)
+            self._eventfd = -1
+        self._open(client, client._claim(self.options))
 
     @property
     def detached(self):
         """The daemon stopped serving this stream: flow deleted, client cut off, daemon gone."""
-        return self._eventfd < 0 or not self._ring.active or self._client._session.broken
+        return self._eventfd < 0 or not self._ring.active or self._session.broken
 
     def _sleep(self, ring, seen, deadline):
         """Sleeps on the eventfd until `ring`'s producer moves past `seen`, for at most one
@@ -52,7 +64,7 @@ class Stream:
         if self._eventfd < 0:
             return
         self._client._forget(self)
-        self._client._session.detach(self.id)
+        self._session.detach(self.id)
         os.close(self._eventfd)
         self._eventfd = -1
 

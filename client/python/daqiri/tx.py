@@ -26,6 +26,10 @@ class TxStream(Stream):
     belongs to the daemon until it comes back through the completion ring (reclaim())."""
 
     def __init__(self, client, attached, options):
+        self.options = options
+        self._open(client, attached)
+
+    def _open(self, client, attached):
         try:
             if len(attached.regions) != 1 or attached.completion_offset <= attached.ring_offset:
                 raise DaqiriError("the daemon's TX attachment does not check out")
@@ -36,7 +40,7 @@ class TxStream(Stream):
                                     abi.RING_COMPLETION, abi.COMPLETION)
             region = attached.regions[0]
             self._map = map_fd(attached.fds[2], region.size, True)
-            self._adopt(client, attached, options)
+            self._adopt(client, attached)
         finally:
             attached.close()
         self.buf_size = region.buf_size

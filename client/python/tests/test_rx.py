@@ -1,4 +1,6 @@
 """RX through the real daemon: exact counts, bytes and contents of daqiri-gen's packets."""
+import socket
+
 import pytest
 
 import daqiri
@@ -92,3 +94,27 @@ def test_deleting_the_flow_detaches_the_stream(daemon):
         assert rx.detached and client.connected
         assert list(rx.bursts()) == []
         rx.close()
+
+
+def test_reconnect_after_a_daemon_restart(start_daemon):
+    d = start_daemon()
+    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sink.bind(("127.0.0.1", 0))
+    sink.settimeout(5)
+    with sink, d.client("survivor") as client:
+        rx = client.attach_rx("stream0", block=True)
+        tx = client.attach_tx("lo")
+        assert_sequences(stream(rx, 4096, 100, 64)[0], 4096, 100)
+        assert d.stop() == 0
+        with pytest.raises(daqiri.Detached):
+            rx.wait_burst(5.0)
+        assert rx.detached and tx.detached and not client.connected
+        start_daemon()  # the same socket path
+        client.reconnect()
+        assert client.connected and not rx.detached and not tx.detached
+        assert [s.id for s in client.sessions()] == [client.session_id]
+        assert_sequences(stream(rx, 4096, 200, 64)[0], 4096, 200)
+        frame = daqiri.frames.udp_headers(("127.0.0.1", 40003), sink.getsockname(), 2) + b"ok"
+        assert tx.send([frame]) == 1
+        tx.flush()
+        assert sink.recv(16) == b"ok"
