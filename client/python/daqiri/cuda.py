@@ -64,8 +64,12 @@ def driver():
                 fn = getattr(lib, name)
                 fn.argtypes = args
                 fn.restype = CUresult
-            _lib = lib
-            check(lib.cuInit(0), "cuInit")
+            _lib = lib  # check() reads error strings through it
+            try:
+                check(lib.cuInit(0), "cuInit")
+            except DaqiriError:
+                _lib = None
+                raise
         return _lib
 
 

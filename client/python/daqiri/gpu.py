@@ -42,7 +42,9 @@ class DeviceArray:
         return {"shape": self.shape, "typestr": "|u1", "data": (self.ptr, False), "version": 3,
                 "strides": self.strides, "stream": None}
 
-    def __dlpack__(self, stream=None):
+    def __dlpack__(self, stream=None, **_):
+        # `stream`, `max_version`, `dl_device`, `copy`: the data is complete and on the device
+        # already, so none changes what we hand out (an unversioned "dltensor" capsule).
         return dlpack.capsule(self.ptr, self.shape, self.strides, self.device, self._owner)
 
     def __dlpack_device__(self):
@@ -207,4 +209,9 @@ class GpuRxRing(ReceiveStream):
             self._ctx = None
 
     def __del__(self):
-        self._unmap()  # close() detaches; the mapping stays while arrays made from it live
+        # close() detaches; the mapping stays while arrays made from it live. At interpreter
+        # exit the driver may be gone already: the process's end unmaps then.
+        try:
+            self._unmap()
+        except Exception:
+            pass

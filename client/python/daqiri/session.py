@@ -56,16 +56,19 @@ class Session:
     def __init__(self, path, name):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self.sock.connect(path)
-        except OSError as e:
+            try:
+                self.sock.connect(path)
+            except OSError as e:
+                raise Unavailable(f"connect {path}: {e.strerror}") from None
+            self._send(abi.header(abi.MSG_HELLO, abi.HELLO.size) + name.encode()[:63].ljust(64, b"\0"))
+            msg, fds = self._recv(abi.WELCOME.size)
+            for fd in fds:  # the daemon sends none with WELCOME
+                os.close(fd)
+            if len(msg) != abi.WELCOME.size or abi.HEADER.unpack_from(msg)[2] != abi.MSG_WELCOME:
+                raise Unavailable("daqirid refused the session")
+        except BaseException:
             self.sock.close()
-            raise Unavailable(f"connect {path}: {e.strerror}") from None
-        hello = abi.header(abi.MSG_HELLO, abi.HELLO.size) + name.encode()[:63].ljust(64, b"\0")
-        self.sock.sendmsg([hello])
-        msg = self._recv(abi.WELCOME.size)[0]
-        if len(msg) != abi.WELCOME.size or abi.HEADER.unpack_from(msg)[2] != abi.MSG_WELCOME:
-            self.sock.close()
-            raise Unavailable("daqirid refused the session")
+            raise
         self.id = abi.WELCOME.unpack(msg)[1]
 
     def fileno(self):
@@ -83,6 +86,12 @@ class Session:
         p.register(self.sock, select.POLLRDHUP)
         return any(ev & (select.POLLRDHUP | select.POLLHUP | select.POLLERR) for _, ev in p.poll(0))
 
+    def _send(self, msg):
+        try:
+            self.sock.sendmsg([msg])
+        except OSError as e:
+            raise Unavailable(f"session socket: {e.strerror}") from None
+
     def _recv(self, size):
         try:
             msg, fds, _, _ = socket.recv_fds(self.sock, size, _MAX_FDS)
@@ -94,7 +103,7 @@ class Session:
         """Presents an Attach token; returns Attached or raises with the daemon's reason."""
         if len(token) != abi.TOKEN_BYTES:
             raise DaqiriError("daqirid sent a token of the wrong size")
-        self.sock.sendmsg([abi.CLAIM.pack(abi.header(abi.MSG_CLAIM, abi.CLAIM.size), attachment_id, token)])
+        self._send(abi.CLAIM.pack(abi.header(abi.MSG_CLAIM, abi.CLAIM.size), attachment_id, token))
         msg, fds = self._recv(abi.ERROR.size + abi.ATTACHED_GPU_SIZE)
         try:
             return self._attached(msg, fds)
@@ -131,7 +140,7 @@ class Session:
     def detach(self, attachment_id):
         """Ends one attachment; waits for DETACHED (or ERROR) so the daemon is done with it."""
         try:
-            self.sock.sendmsg([abi.DETACH.pack(abi.header(abi.MSG_DETACH, abi.DETACH.size), attachment_id)])
+            self._send(abi.DETACH.pack(abi.header(abi.MSG_DETACH, abi.DETACH.size), attachment_id))
             _, fds = self._recv(abi.ERROR.size)
             for fd in fds:
                 os.close(fd)
