@@ -3,7 +3,6 @@ import mmap
 from typing import NamedTuple
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from . import abi
 from .errors import DaqiriError
@@ -85,37 +84,44 @@ class Burst:
         """The UDP payloads as one 2-D uint8 array (packets x bytes); they must share a size.
 
         A read-only view of the buffers when they lie at equal distances in one region (the
-        usual case: the daemon hands out buffers in pool order); otherwise a copy, or
-        ValueError when `copy` is False. copy=True always copies.
+        usual case: the daemon hands out buffers in the order they came back); otherwise a
+        copy, or ValueError when `copy` is False. copy=True always copies.
         """
-        return self._matrix(self.desc["payload_offset"].astype(np.uint64), copy)
+        return self._matrix(True, copy)
 
     def frames(self, copy=None):
         """The whole frames as one 2-D uint8 array, as payloads() does for payloads."""
-        return self._matrix(np.zeros(len(self.desc), np.uint64), copy)
+        return self._matrix(False, copy)
 
-    def _matrix(self, skip, copy):
+    def _matrix(self, payload, copy):
         d = self.desc
         n = len(d)
         if n == 0:
             return np.empty((0, 0), np.uint8)
-        widths = d["length"].astype(np.int64) - skip.astype(np.int64)
-        if (widths != widths[0]).any() or widths[0] < 0:
-            raise ValueError("the packets of this burst differ in size: index them one by one")
-        if (d["region"] != d["region"][0]).any():
-            raise ValueError("the packets of this burst lie in different regions")
+        starts = d["offset"].astype(np.int64)
+        widths = d["length"].astype(np.int64)
+        if payload:
+            skip = d["payload_offset"]
+            starts += skip
+            widths -= skip
         width = int(widths[0])
-        region = self._stream._region(int(d["region"][0]))
-        starts = d["offset"].astype(np.int64) + skip.astype(np.int64)
-        if (starts < 0).any() or (starts + width > len(region)).any():
+        regions = d["region"]
+        if width < 0 or (n > 1 and (widths != width).any()):
+            raise ValueError("the packets of this burst differ in size: index them one by one")
+        if n > 1 and (regions != regions[0]).any():
+            raise ValueError("the packets of this burst lie in different regions")
+        region = self._stream._region(int(regions[0]))
+        if starts.min() < 0 or starts.max() + width > len(region):
             raise DaqiriError("a descriptor points outside its region")
+        first = int(starts[0])
         if copy is not True:
-            # The pool is a stack: bursts come in ascending or descending buffer order. Every
-            # row was bounds-checked above, so a negative stride stays inside the region too.
-            stride = int(starts[1] - starts[0]) if n > 1 else width
-            if stride != 0 and (n == 1 or (np.diff(starts) == stride).all()):
-                base = region[int(starts[0]):]
-                return as_strided(base, shape=(n, width), strides=(stride, 1), writeable=False)
+            if n == 1:
+                return region[first:first + width][None]
+            # Buffers in pool order: one strided view. Every row was bounds-checked above, so a
+            # negative stride (a burst in descending buffer order) stays inside the region too.
+            stride = int(starts[1]) - first
+            if stride != 0 and (n == 2 or (np.diff(starts) == stride).all()):
+                return np.ndarray((n, width), np.uint8, region, first, (stride, 1))
             if copy is False:
                 raise ValueError("the buffers of this burst are not evenly spaced: no single view")
         return region[starts[:, None] + np.arange(width)]
