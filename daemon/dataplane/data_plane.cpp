@@ -530,6 +530,16 @@ std::vector<FlowStats> DataPlane::flow_stats() const {
   return out;
 }
 
+std::string DataPlane::target_of(const Attachment& a) {
+  return a.rx ? a.target : a.tx_home->itf->name + "/" + a.tx_home->queue->name;
+}
+
+std::string DataPlane::target(uint64_t id) const {
+  std::lock_guard lock(mutex_);
+  auto it = attachments_.find(id);
+  return it == attachments_.end() ? std::string() : target_of(it->second);
+}
+
 std::vector<AttachmentStats> DataPlane::attachment_stats() const {
   std::lock_guard lock(mutex_);
   std::vector<AttachmentStats> out;
@@ -538,7 +548,7 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
     AttachmentStats s;
     s.id = id;
     s.rx = a.rx != nullptr;
-    s.target = a.rx ? a.target : a.tx_home->itf->name + "/" + a.tx_home->queue->name;
+    s.target = target_of(a);
     if (!a.rx) {
       s.interface = a.tx_home->itf->name;
       s.queue = a.tx_home->queue->name;

@@ -113,6 +113,10 @@ class DataPlane {
 
   [[nodiscard]] std::vector<FlowStats> flow_stats() const;
   [[nodiscard]] std::vector<AttachmentStats> attachment_stats() const;
+  // What an attachment is called in sessions and stats alike: the flow ("gpu FLOW" for a GPU
+  // ring), "queue IF/Q" for an RX queue, "IF/Q" for TX with the queue resolved. Empty when
+  // there is no such attachment.
+  [[nodiscard]] std::string target(uint64_t id) const;
   // Each poller's name and the fraction of its iterations that did work.
   [[nodiscard]] std::vector<std::pair<std::string, double>> poller_stats() const;
   // How an installed flow is steered (nullopt: not installed).
@@ -168,6 +172,7 @@ class DataPlane {
   [[nodiscard]] PollTask* dpdk_task(const config::InterfaceConfig& itf,
                                     const config::QueueConfig& q, bool rx) const;
   [[nodiscard]] bool is_dpdk(const std::string& interface) const;
+  static std::string target_of(const Attachment& a);
   Result<uint64_t> create_rx_locked(std::vector<std::string> flows, std::string target,
                                     uint32_t ring_size, Backpressure backpressure);
   void close_locked(uint64_t id);

@@ -407,6 +407,7 @@ Result<AttachGrant> SessionServer::attach(const control::PeerIdentity& caller,
     dp_.close(*id);
     return fail_errno("getrandom");
   }
+  std::string target = dp_.target(*id);  // the name stats use too, TX queue resolved
   std::lock_guard lock(mutex_);
   auto it = sessions_.find(spec.session_id);
   if (it == sessions_.end()) {  // it ended meanwhile
@@ -416,9 +417,7 @@ Result<AttachGrant> SessionServer::attach(const control::PeerIdentity& caller,
   Attachment a;
   a.id = *id;
   a.rx = !spec.flow.empty() || !spec.rx_interface.empty();
-  a.target = !spec.flow.empty()           ? spec.flow
-             : !spec.rx_interface.empty() ? spec.rx_interface + "/" + spec.rx_queue
-                                          : spec.tx_interface + "/" + spec.tx_queue;
+  a.target = std::move(target);
   a.token = grant.token;
   it->second->attachments[*id] = a;
   return grant;

@@ -49,13 +49,15 @@ def test_create_and_delete_a_flow(daemon):
 
 
 def test_sessions_and_stats_show_a_client(daemon):
-    with daemon.client("lister") as client, client.attach_rx("stream1") as rx:
+    with daemon.client("lister") as client, client.attach_rx("stream1") as rx, \
+            client.attach_tx("lo") as tx:
         sessions = client.sessions()
         mine = [s for s in sessions if s.id == client.session_id]
         assert len(mine) == 1 and mine[0].name == "lister"
-        assert [(a.id, a.target) for a in mine[0].attachments] == [(rx.id, "stream1")]
+        # One name per attachment in sessions and stats; the TX queue resolved to the first.
+        assert [(a.id, a.target) for a in mine[0].attachments] == [(rx.id, "stream1"), (tx.id, "lo/tx0")]
         st = client.stats()
-        assert [a.target for a in st.attachments] == ["stream1"]
+        assert [a.target for a in st.attachments] == ["stream1", "lo/tx0"]
         assert client.flow_stats("stream1").attachments == 1
         assert client.flow_stats("nope") is None
 
