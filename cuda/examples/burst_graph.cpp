@@ -9,6 +9,16 @@ Error runtime_error(cudaError_t e, const std::string& what) {
   return Error{ErrorCode::kInternal, what + ": " + cudaGetErrorString(e), {}};
 }
 
+// The check kernel over `burst` packets; `args` are its parameters (view, first, totals).
+cudaKernelNodeParams check_node(void** args, uint32_t burst) {
+  cudaKernelNodeParams kp{};
+  kp.func = const_cast<void*>(check_burst_function());
+  kp.gridDim = dim3(burst);
+  kp.blockDim = dim3(kCheckThreads);
+  kp.kernelParams = args;
+  return kp;
+}
+
 CUstreamBatchMemOpParams memop(bool wait, CUdeviceptr address, uint32_t value) {
   CUstreamBatchMemOpParams p{};
   if (wait) {
@@ -57,11 +67,7 @@ Result<BurstGraph> BurstGraph::create(const cuda::DriverApi& api, const GpuRingV
     }
     GpuRingView view = ring;
     void* args[] = {&view, &first, &g.totals_};
-    cudaKernelNodeParams kp{};
-    kp.func = const_cast<void*>(check_burst_function());
-    kp.gridDim = dim3(burst);
-    kp.blockDim = dim3(kCheckThreads);
-    kp.kernelParams = args;
+    cudaKernelNodeParams kp = check_node(args, burst);
     cudaGraphNode_t kernel_node = nullptr;
     cudaGraphNode_t dep = wait_node;
     if (cudaError_t e = cudaGraphAddKernelNode(&kernel_node, g.graph_, &dep, 1, &kp);
@@ -127,11 +133,7 @@ Result<> BurstGraph::post(uint32_t first, cudaStream_t stream) {
     if (auto ok = set_memop(waits_[k], true, doorbell, end); !ok) return ok;
     GpuRingView view = ring_;
     void* args[] = {&view, &start, &totals_};
-    cudaKernelNodeParams kp{};
-    kp.func = const_cast<void*>(check_burst_function());
-    kp.gridDim = dim3(burst_);
-    kp.blockDim = dim3(kCheckThreads);
-    kp.kernelParams = args;
+    cudaKernelNodeParams kp = check_node(args, burst_);
     if (cudaError_t e = cudaGraphExecKernelNodeSetParams(exec_, kernels_[k], &kp);
         e != cudaSuccess) {
       return std::unexpected(runtime_error(e, "cudaGraphExecKernelNodeSetParams"));

@@ -171,7 +171,7 @@ class GpuRxRing(ReceiveStream):
         return DeviceArray(self, self.slot_ptr(0), (self.size, self.slot_size))
 
     @property
-    def descriptor_words(self):
+    def descriptor_bytes(self):
         """Every descriptor (size x 32 bytes of abi.RX_DESC) in device memory, for kernels of your own."""
         return DeviceArray(self, self.desc_ptr(0), (self.size, abi.RX_DESC.itemsize))
 
