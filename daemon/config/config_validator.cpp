@@ -5,9 +5,11 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "config/dpdk_address.hpp"
 #include "core/flow_table.hpp"
+#include "memory/page_arena.hpp"
 
 namespace daqiri::config {
 namespace {
@@ -107,6 +109,12 @@ class Validator {
             r.where.at("gpu_copy"),
             std::string("gpu_copy applies to pinned and device regions, not ") + to_string(r.kind));
       }
+      if (r.share_pages && r.kind != RegionKind::kHuge) {
+        error(r.where.at("share_pages"),
+              std::string("share_pages packs pools into shared 2 MB hugepages: it applies to huge "
+                          "regions, not ") +
+                  to_string(r.kind));
+      }
     }
   }
 
@@ -140,6 +148,13 @@ class Validator {
       } else {
         users_[name].push_back(&q);
         user_names_[&q] = itf.name + "/" + q.name;
+        if (regions_.at(name)->share_pages && itf.backend == Backend::kDpdk &&
+            std::string_view(dir) == "RX") {
+          error(q.where.at(regions_key),
+                "region \"" + name +
+                    "\" shares pages, but a dpdk RX queue's pool is registered with the NIC as "
+                    "memory of its own; use a region without share_pages");
+        }
       }
     }
   }
@@ -276,18 +291,22 @@ class Validator {
 
   // What the data plane will take from hugetlbfs: a pool per flow (each flow owns its pool,
   // so clients map nothing of other flows) rounded up to whole pages, and a TX pool for the
-  // first client of each TX queue. Pools are not packed across flows: isolation first.
+  // first client of each TX queue. Pools are packed across flows only in share_pages regions.
   void check_hugepages() {
     auto pages_of = [this](const MemoryRegionConfig& r) {
       return (r.total_bytes() + facts_.hugepage_size - 1) / facts_.hugepage_size;
     };
     const MemoryRegionConfig* first = nullptr;
     uint64_t pages = 0;
-    auto count_queue = [&](const QueueConfig& q) {
+    std::map<const MemoryRegionConfig*, uint64_t> shared_pools;  // share_pages: counted apart
+    auto count_queue = [&](const QueueConfig& q, bool rx_flow) {
       if (q.regions.empty()) return;
       auto it = regions_.find(q.regions.front());
       if (it == regions_.end() || it->second->kind != RegionKind::kHuge) return;
-      pages += pages_of(*it->second);
+      if (rx_flow && it->second->share_pages)
+        ++shared_pools[it->second];
+      else
+        pages += pages_of(*it->second);
       if (!first) first = it->second;
     };
     for (const auto& f : c_.flows) {
@@ -298,17 +317,19 @@ class Validator {
         for (const auto& candidate : itf.rx_queues) {
           if (candidate.name == f.queue) q = &candidate;
         }
-        count_queue(*q);
+        count_queue(*q, true);
       }
     }
+    for (const auto& [r, pools] : shared_pools)
+      pages += memory::PageArena::pages_for(pools, r->total_bytes(), facts_.hugepage_size);
     bool eal = false;
     const InterfaceConfig* first_dpdk = nullptr;
     for (const auto& itf : c_.interfaces) {
       for (const auto& q : itf.tx_queues)
-        count_queue(q);
+        count_queue(q, false);
       if (itf.backend != Backend::kDpdk) continue;
       for (const auto& q : itf.rx_queues)
-        count_queue(q);
+        count_queue(q, false);
       eal = c_.dpdk.hugepages && facts_.have_dpdk;
       if (!first_dpdk) first_dpdk = &itf;
     }

@@ -105,6 +105,7 @@ void to_proto(const config::MemoryRegionConfig& region, v1::MemoryRegion& out) {
   out.set_num_bufs(region.num_bufs);
   out.set_total_bytes(region.total_bytes());
   out.set_gpu(region.gpu);
+  out.set_share_pages(region.share_pages);
 }
 
 void to_proto(const config::InterfaceConfig& itf, const config::QueueConfig& queue,

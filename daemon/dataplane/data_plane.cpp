@@ -162,15 +162,21 @@ Result<> DataPlane::add_flow(const core::Flow& flow) {
                 "match any (a queue's catch-all) needs a dpdk interface", "match");
   }
   bool huge = h.region->kind == config::RegionKind::kHuge;
+  memory::PageArena* arena = nullptr;
+  if (h.region->share_pages) {
+    arena = &arenas_.try_emplace(h.region->name, "region-" + h.region->name, huge).first->second;
+  }
   std::unique_ptr<RxFlowTask> task;
   if (flow.match.is_tcp() || flow.connect) {
-    auto t = backends::socket::TcpRxFlow::create(flow, ipv4_of(*h.itf), h.region->buf_size,
-                                                 h.region->num_bufs, huge, h.queue->batch_size);
+    auto t =
+        backends::socket::TcpRxFlow::create(flow, ipv4_of(*h.itf), h.region->buf_size,
+                                            h.region->num_bufs, huge, arena, h.queue->batch_size);
     if (!t) return std::unexpected(t.error());
     task = std::move(*t);
   } else {
     auto t = backends::socket::SocketRxFlow::create(flow, ipv4_of(*h.itf), h.region->buf_size,
-                                                    h.region->num_bufs, huge, h.queue->batch_size);
+                                                    h.region->num_bufs, huge, arena,
+                                                    h.queue->batch_size);
     if (!t) return std::unexpected(t.error());
     task = std::move(*t);
   }

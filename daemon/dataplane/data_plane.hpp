@@ -196,6 +196,7 @@ class DataPlane {
   std::map<std::string, RxQueueHome> rx_queues_;  // "interface/queue"
   std::map<std::string, std::unique_ptr<TxQueueHome>> tx_queues_;
   std::map<std::string, FlowEntry, std::less<>> flows_;
+  std::map<std::string, memory::PageArena> arenas_;  // per share_pages region: its slabs
   std::map<uint64_t, Attachment> attachments_;
   uint64_t next_id_ = 1;
 };

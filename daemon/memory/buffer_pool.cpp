@@ -3,14 +3,22 @@
 namespace daqiri::memory {
 
 Result<BufferPool> BufferPool::create(const std::string& name, uint32_t buf_size, uint32_t num_bufs,
-                                      bool huge) {
-  auto mem = SharedMemory::create(name, uint64_t{buf_size} * num_bufs, huge);
+                                      bool huge, PageArena* arena) {
+  uint64_t bytes = uint64_t{buf_size} * num_bufs;
+  if (arena) {
+    auto share = arena->take(bytes);
+    if (!share) return std::unexpected(share.error());
+    return BufferPool(std::move(share->slab), share->offset, buf_size, num_bufs);
+  }
+  auto mem = SharedMemory::create(name, bytes, huge);
   if (!mem) return std::unexpected(mem.error());
-  return BufferPool(std::move(*mem), buf_size, num_bufs);
+  return BufferPool(std::make_shared<SharedMemory>(std::move(*mem)), 0, buf_size, num_bufs);
 }
 
-BufferPool::BufferPool(SharedMemory memory, uint32_t buf_size, uint32_t num_bufs)
+BufferPool::BufferPool(std::shared_ptr<SharedMemory> memory, uint64_t base, uint32_t buf_size,
+                       uint32_t num_bufs)
     : memory_(std::move(memory)),
+      base_(base),
       buf_size_(buf_size),
       num_bufs_(num_bufs),
       free_(num_bufs),

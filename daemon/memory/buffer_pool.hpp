@@ -10,23 +10,28 @@
 #include <cstdint>
 #include <vector>
 
+#include "memory/page_arena.hpp"
 #include "memory/shared_memory.hpp"
 
 namespace daqiri::memory {
 
 class BufferPool {
  public:
+  // A pool in a memfd of its own, or, with an arena, in a slab it shares with other pools.
   static Result<BufferPool> create(const std::string& name, uint32_t buf_size, uint32_t num_bufs,
-                                   bool huge);
+                                   bool huge, PageArena* arena = nullptr);
 
   [[nodiscard]] uint32_t buf_size() const { return buf_size_; }
   [[nodiscard]] uint32_t num_bufs() const { return num_bufs_; }
   [[nodiscard]] uint32_t available() const { return count_; }
-  [[nodiscard]] std::byte* buffer(uint32_t index) const {
-    return memory_.data() + uint64_t{index} * buf_size_;
+  [[nodiscard]] std::byte* buffer(uint32_t index) const { return memory_->data() + offset(index); }
+  // Where a buffer starts in memory(): what descriptors carry.
+  [[nodiscard]] uint64_t offset(uint32_t index) const {
+    return base_ + uint64_t{index} * buf_size_;
   }
-  [[nodiscard]] uint64_t offset(uint32_t index) const { return uint64_t{index} * buf_size_; }
-  [[nodiscard]] SharedMemory& memory() { return memory_; }
+  // The memfd clients map: the pool's own, or the slab it shares (starting at base()).
+  [[nodiscard]] SharedMemory& memory() { return *memory_; }
+  [[nodiscard]] uint64_t base() const { return base_; }
 
   // Takes up to n free buffers into `out`, oldest freed first; returns how many. Each starts
   // with one reference.
@@ -51,9 +56,11 @@ class BufferPool {
   }
 
  private:
-  BufferPool(SharedMemory memory, uint32_t buf_size, uint32_t num_bufs);
+  BufferPool(std::shared_ptr<SharedMemory> memory, uint64_t base, uint32_t buf_size,
+             uint32_t num_bufs);
 
-  SharedMemory memory_;
+  std::shared_ptr<SharedMemory> memory_;
+  uint64_t base_ = 0;
   uint32_t buf_size_ = 0;
   uint32_t num_bufs_ = 0;
   void push_free(uint32_t index) {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <thread>
@@ -114,6 +115,67 @@ TEST_F(DataPlaneTest, TwoFlowsToTwoClientsExactlyAndEachOnlyItsOwn) {
   auto s = stats();
   EXPECT_EQ(flow_stats(s, "stream0")->packets(), 3000u);
   EXPECT_EQ(flow_stats(s, "stream1")->packets(), 2000u);
+}
+
+// Free 2 MB hugepages now (/proc/meminfo), or -1 when the machine has none.
+long free_hugepages() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  long value = -1;
+  while (in >> key) {
+    if (key == "HugePages_Free:" && in >> value) return value;
+    in.ignore(256, '\n');
+  }
+  return -1;
+}
+
+// Two flows whose pools (320 x 2 KiB = 640 KiB each) come from one huge region: with
+// share_pages they take one 2 MB page between them, without it a page each; either way each
+// client gets exactly its own flow's packets (the second pool starts inside the slab).
+TEST_F(DataPlaneTest, SharePagesPacksSmallPoolsIntoOneHugepage) {
+  if (free_hugepages() < 8) GTEST_SKIP() << "fewer than 8 free 2 MB hugepages (tools/install-deps)";
+  for (bool share : {true, false}) {
+    SCOPED_TRACE(share ? "share_pages: true" : "share_pages: false");
+    socket_ = dir_.file("d.sock");
+    std::string text = test_config(socket_);
+    auto replace = [&text](const std::string& from, const std::string& to) {
+      auto at = text.find(from);
+      ASSERT_NE(at, std::string::npos) << from;
+      text.replace(at, from.size(), to);
+    };
+    replace("    kind: host\n    buf_size: 2048\n    num_bufs: 4096\n",
+            std::string("    kind: huge\n    buf_size: 2048\n    num_bufs: 320\n") +
+                (share ? "    share_pages: true\n" : ""));
+    replace("          ring_size: 1024\n          regions: [rx_host]",
+            "          ring_size: 128\n          regions: [rx_host]");
+    config_ = dir_.write("d.yaml", text);
+    long before = free_hugepages();
+    daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config_});
+    ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
+    control_.emplace(socket_);
+    EXPECT_EQ(before - free_hugepages(), share ? 1 : 2);
+    auto regions = run({ctl_path(), "--socket", socket_, "regions"});
+    EXPECT_THAT(regions.out, HasSubstr(share ? "shared" : "per pool"));
+
+    Spawned a(dir_, tap("stream0", 1500, {"--block"}));
+    Spawned b(dir_, tap("stream1", 1500, {"--block"}));
+    ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+    std::thread g0([&] { EXPECT_EQ(gen(4096, 1500, 700).exit_code, 0); });
+    std::thread g1([&] { EXPECT_EQ(gen(4097, 1500, 500).exit_code, 0); });
+    g0.join();
+    g1.join();
+    ASSERT_EQ(a.wait(), 0) << a.output();
+    ASSERT_EQ(b.wait(), 0) << b.output();
+    EXPECT_THAT(a.output(), HasSubstr("received 1500 packets, 1050000 payload bytes"));
+    EXPECT_THAT(b.output(), HasSubstr("received 1500 packets, 750000 payload bytes"));
+    for (const std::string& out : {a.output(), b.output()}) {
+      EXPECT_THAT(out, HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+    }
+    control_.reset();
+    EXPECT_EQ(daemon_->stop(), 0) << daemon_->log();
+    daemon_.reset();
+    EXPECT_EQ(free_hugepages(), before);
+  }
 }
 
 TEST_F(DataPlaneTest, RxMemoryIsReadOnlyToClients) {

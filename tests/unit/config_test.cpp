@@ -286,6 +286,34 @@ TEST(Config, HugepageShortfall) {
   EXPECT_TRUE(parse(text, f).config);
 }
 
+TEST(Config, SharedPagesAreCountedPacked) {
+  // Five flows with 400 KiB pools: five pages of their own, or five to one shared page.
+  std::string flows = "flows:\n";
+  for (int i = 1; i <= 5; ++i) {
+    flows += "  - {name: f" + std::to_string(i) +
+             ", interface: lo, match: {udp_dst: " + std::to_string(i) + "}}\n";
+  }
+  auto text = with_interface("", flows);
+  text.replace(text.find("kind: host, buf_size: 2048, num_bufs: 4096"), 42,
+               "kind: huge, buf_size: 256, num_bufs: 1600");
+  auto f = facts();
+  f.hugepages_free = 2;
+  EXPECT_THAT(only_error(text, f), HasSubstr("huge regions need 5 hugepages"));
+  text.replace(text.find("num_bufs: 1600"), 14, "num_bufs: 1600, share_pages: true");
+  f.hugepages_free = 1;
+  auto p = parse(text, f);
+  EXPECT_TRUE(p.config) << p.diags.render();
+  EXPECT_TRUE(p.config->memory_regions.front().share_pages);
+}
+
+TEST(Config, SharePagesIsForHugeRegionsOnly) {
+  EXPECT_EQ(
+      only_error("memory_regions:\n"
+                 "  - {name: r, kind: host, buf_size: 2048, num_bufs: 4096, share_pages: true}\n"),
+      "t.yaml:2:72: error: memory_regions[0].share_pages: share_pages packs pools into shared "
+      "2 MB hugepages: it applies to huge regions, not host");
+}
+
 TEST(Config, BackendNotBuiltIn) {
   auto text = with_interface();
   text.replace(text.find("backend: socket"), 15, "backend: dpdk");

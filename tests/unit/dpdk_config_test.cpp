@@ -73,6 +73,15 @@ TEST(DpdkConfig, RxBuffersMustHoldAFrameOfTheMtu) {
                         "hold a frame of MTU 1500 on DPDK queue p0/q0: it needs 1646"));
 }
 
+TEST(DpdkConfig, RxQueuesTakeNoSharedPageRegion) {
+  auto text = dpdk_config("net_null0");
+  text.replace(text.find("kind: host"), 10, "kind: huge, share_pages: true");
+  EXPECT_THAT(errors_of(text),
+              HasSubstr("t.yaml:9:31: error: interfaces[0].rx.queues[0].regions: region \"r\" "
+                        "shares pages, but a dpdk RX queue's pool is registered with the NIC as "
+                        "memory of its own; use a region without share_pages"));
+}
+
 TEST(DpdkConfig, PciDevicesNeedHugepages) {
   EXPECT_THAT(errors_of(dpdk_config("0000:3b:00.0", 2048, "", "dpdk: {hugepages: false}\n")),
               HasSubstr("a PCI device needs DMA-able memory"));

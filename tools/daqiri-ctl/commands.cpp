@@ -158,11 +158,11 @@ int run_regions(ControlClient& client, const Options& opts) {
     print_json(resp);
     return kOk;
   }
-  Table t({"NAME", "KIND", "BUF_SIZE", "NUM_BUFS", "TOTAL", "GPU"});
+  Table t({"NAME", "KIND", "BUF_SIZE", "NUM_BUFS", "TOTAL", "GPU", "PAGES"});
   for (const auto& r : resp.regions()) {
     t.add({r.name(), lower_enum(v1::RegionKind_Name(r.kind()), "REGION_KIND_"),
            std::to_string(r.buf_size()), std::to_string(r.num_bufs()), bytes(r.total_bytes()),
-           r.gpu() < 0 ? "-" : std::to_string(r.gpu())});
+           r.gpu() < 0 ? "-" : std::to_string(r.gpu()), r.share_pages() ? "shared" : "per pool"});
   }
   t.print(std::cout);
   return kOk;

@@ -42,6 +42,7 @@ Result<int> bind_udp(uint32_t ipv4, uint16_t port) {
 Result<std::unique_ptr<SocketRxFlow>> SocketRxFlow::create(const core::Flow& flow,
                                                            uint32_t bind_ipv4, uint32_t buf_size,
                                                            uint32_t num_bufs, bool huge,
+                                                           memory::PageArena* arena,
                                                            uint32_t batch) {
   if (!flow.match.udp_dst) {
     return fail(ErrorCode::kFailedPrecondition,
@@ -66,7 +67,7 @@ Result<std::unique_ptr<SocketRxFlow>> SocketRxFlow::create(const core::Flow& flo
   uint32_t addr = bind_ipv4;
   if (flow.match.ipv4_dst && flow.match.ipv4_dst->length == 32) addr = flow.match.ipv4_dst->address;
 
-  auto pool = memory::BufferPool::create("flow-" + flow.name, buf_size, num_bufs, huge);
+  auto pool = memory::BufferPool::create("flow-" + flow.name, buf_size, num_bufs, huge, arena);
   if (!pool) return std::unexpected(pool.error());
   if (auto ok = pool->memory().seal_read_only_for_others(); !ok) return std::unexpected(ok.error());
   std::unique_ptr<SocketRxFlow> f(

@@ -23,10 +23,12 @@ inline constexpr uint32_t kMaxPortsPerFlow = 64;
 
 class SocketRxFlow final : public dataplane::RxFlowTask {
  public:
-  // Binds the flow's sockets and creates its pool (buf_size x num_bufs, huge or not).
+  // Binds the flow's sockets and creates its pool (buf_size x num_bufs, huge or not; in a
+  // slab of `arena` when the region shares pages).
   static Result<std::unique_ptr<SocketRxFlow>> create(const core::Flow& flow, uint32_t bind_ipv4,
                                                       uint32_t buf_size, uint32_t num_bufs,
-                                                      bool huge, uint32_t batch);
+                                                      bool huge, memory::PageArena* arena,
+                                                      uint32_t batch);
   ~SocketRxFlow() override;
 
   bool poll() override;

@@ -29,14 +29,15 @@ constexpr uint64_t kRetryMaxNs = 2'000'000'000;  // ... doubling up to 2 s
 
 Result<std::unique_ptr<TcpRxFlow>> TcpRxFlow::create(const core::Flow& flow, uint32_t bind_ipv4,
                                                      uint32_t buf_size, uint32_t num_bufs,
-                                                     bool huge, uint32_t batch) {
+                                                     bool huge, memory::PageArena* arena,
+                                                     uint32_t batch) {
   if (flow.match.tcp_dst && uint32_t(flow.match.tcp_dst->last - flow.match.tcp_dst->first) >= 64) {
     return fail(ErrorCode::kFailedPrecondition,
                 "flow \"" + flow.name + "\": TCP flows listen on up to 64 ports", "match");
   }
   UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
   if (!ep) return fail_errno("epoll_create1");
-  auto pool = memory::BufferPool::create("flow-" + flow.name, buf_size, num_bufs, huge);
+  auto pool = memory::BufferPool::create("flow-" + flow.name, buf_size, num_bufs, huge, arena);
   if (!pool) return std::unexpected(pool.error());
   if (auto ok = pool->memory().seal_read_only_for_others(); !ok) return std::unexpected(ok.error());
   std::unique_ptr<TcpRxFlow> f(new TcpRxFlow(flow, std::move(*pool), std::move(ep), batch));

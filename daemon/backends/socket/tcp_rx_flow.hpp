@@ -22,7 +22,7 @@ class TcpRxFlow final : public dataplane::RxFlowTask {
 
   static Result<std::unique_ptr<TcpRxFlow>> create(const core::Flow& flow, uint32_t bind_ipv4,
                                                    uint32_t buf_size, uint32_t num_bufs, bool huge,
-                                                   uint32_t batch);
+                                                   memory::PageArena* arena, uint32_t batch);
   ~TcpRxFlow() override;
 
   bool poll() override;
