@@ -566,14 +566,21 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
     s.bad_descriptor = c.bad_descriptor.load(std::memory_order_relaxed);
     s.send_errors = c.send_errors.load(std::memory_order_relaxed);
     s.on_loan = c.on_loan.load(std::memory_order_relaxed);
+    s.stalls = c.stalls.load(std::memory_order_relaxed);
     s.violated = a.lifecycle().violated.load(std::memory_order_relaxed);
+    const abi::RingView* ring = a.rx ? &a.rx->ring() : &a.tx->tx_ring();
 #ifdef DAQIRI_HAVE_CUDA
     if (a.gpu) {
       s.gpu = true;
       s.gpu_packets = a.gpu->counters.packets.load(std::memory_order_relaxed);
       s.gpu_bytes = a.gpu->counters.bytes.load(std::memory_order_relaxed);
+      s.gpu_copy_latency = a.gpu->counters.latency.snapshot();
+      ring = &a.gpu->control_ring();
     }
 #endif
+    // Client-written indices: a scribbling client shows as a full ring, never more.
+    s.ring_size = ring->size();
+    s.ring_used = std::min(ring->load_producer() - ring->load_consumer(), ring->size());
     out.push_back(s);
   }
   return out;

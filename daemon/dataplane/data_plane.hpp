@@ -18,6 +18,7 @@
 #endif
 #include "config/config.hpp"
 #include "core/flow_table.hpp"
+#include "dataplane/latency_histogram.hpp"
 #include "dataplane/nic_stats.hpp"
 #include "dataplane/poller.hpp"
 #include "dataplane/rx_attachment.hpp"
@@ -56,7 +57,12 @@ struct AttachmentStats {
   std::string queue;      // TX: the queue
   uint64_t packets = 0, bytes = 0, dropped_ring_full = 0, bad_index = 0, bad_descriptor = 0,
            send_errors = 0, on_loan = 0;
+  uint64_t stalls = 0;  // RX, block backpressure: times this attachment's full ring held the flow
+  // The client's ring: slots and descriptors in it now (RX: not yet released; TX: submitted,
+  // not yet taken), read from the shared ring at scrape time.
+  uint32_t ring_size = 0, ring_used = 0;
   uint64_t gpu_packets = 0, gpu_bytes = 0;  // GPU: copies into the GPU ring completed
+  LatencyHistogram::Snapshot gpu_copy_latency;
   bool violated = false;
 };
 

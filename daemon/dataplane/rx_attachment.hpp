@@ -34,6 +34,7 @@ class RxAttachment {
 
   // ---- poller side ----
   [[nodiscard]] uint32_t free_slots() const { return ring_.size() - (prod_ - cons_); }
+  bool stalled = false;  // block backpressure: its full ring holds the flow back now
   // Lends `buffer` of `pool` (one of this attachment's pools) under `desc`.
   void push(const daqiri_rx_desc& desc, uint32_t buffer, const memory::BufferPool* pool) {
     uint32_t region = 0;

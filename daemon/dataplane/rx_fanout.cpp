@@ -20,12 +20,16 @@ size_t RxFanout::begin() {
 }
 
 bool RxFanout::must_wait(uint32_t burst) const {
+  bool wait = false;
   for (size_t i = 0; i < active_count_; ++i) {
-    if (active_[i]->backpressure() == Backpressure::kBlock && active_[i]->free_slots() < burst) {
-      return true;
-    }
+    RxAttachment* a = active_[i];
+    if (a->backpressure() != Backpressure::kBlock) continue;
+    bool full = a->free_slots() < burst;
+    if (full && !a->stalled) bump(a->counters.stalls);  // counted once per stall, not per poll
+    a->stalled = full;
+    wait |= full;
   }
-  return false;
+  return wait;
 }
 
 uint16_t RxFanout::deliver(const daqiri_rx_desc& desc, uint32_t buffer,

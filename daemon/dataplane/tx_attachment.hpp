@@ -28,6 +28,7 @@ class TxAttachment {
   [[nodiscard]] uint32_t num_bufs() const { return num_bufs_; }
   [[nodiscard]] size_t completion_offset() const { return completion_offset_; }
   [[nodiscard]] int eventfd() const { return eventfd_.get(); }
+  [[nodiscard]] const abi::RingView& tx_ring() const { return tx_; }
   AttachmentLifecycle lifecycle;
   AttachmentCounters counters;
 

@@ -150,6 +150,7 @@ bool GpuRxTask::retire() {
     }
     dataplane::bump(counters.packets, f.packets);
     dataplane::bump(counters.bytes, f.bytes);
+    counters.latency.record(dataplane::monotonic_ns() - f.launched_ns);
     head_ = (head_ + 1) % kMaxInflight;
     --inflight_;
     did = true;
@@ -215,6 +216,7 @@ bool GpuRxTask::launch() {
     j.desc.region = 0;
     bytes += len;
   }
+  uint64_t launched_ns = dataplane::monotonic_ns();
   cudaError_t copied = copy_ == config::GpuCopy::kBatch
                            ? enqueue_batch(jobs, n, slot_in_flight)
                            : launch_gather(jobs_device_ + size_t{slot_in_flight} * kMaxBurst, n,
@@ -241,6 +243,7 @@ bool GpuRxTask::launch() {
   f.ring_end = produced_;
   f.packets = n;
   f.bytes = bytes;
+  f.launched_ns = launched_ns;
   ++inflight_;
   return true;
 }

@@ -16,6 +16,7 @@
 
 #include "config/config.hpp"
 #include "daqiri/ring.hpp"
+#include "dataplane/latency_histogram.hpp"
 #include "dataplane/poller.hpp"
 #include "dataplane/rx_attachment.hpp"
 #include "gpu/device_ring.hpp"
@@ -29,6 +30,8 @@ namespace daqiri::gpu {
 struct GpuCopyCounters {
   std::atomic<uint64_t> packets{0};
   std::atomic<uint64_t> bytes{0};
+  // Per burst: from the copy's launch to the engine seeing its event complete (host clock).
+  dataplane::LatencyHistogram latency;
 };
 
 class GpuRxTask : public dataplane::PollTask {
@@ -52,6 +55,8 @@ class GpuRxTask : public dataplane::PollTask {
   [[nodiscard]] memory::SharedMemory& control() { return control_; }
   [[nodiscard]] int client_eventfd() const { return client_eventfd_.get(); }
   [[nodiscard]] const DeviceRing& ring() const { return ring_; }
+  // The client's side of its GPU ring (producer mirror, consumer index): occupancy.
+  [[nodiscard]] const abi::RingView& control_ring() const { return control_ring_; }
   // After the task left its poller: waits for copies in flight and tells the client the ring
   // is detached. The source's buffers are then the RX poller's to take back.
   void quiesce();
@@ -67,6 +72,7 @@ class GpuRxTask : public dataplane::PollTask {
     uint32_t ring_end = 0;    // GPU ring producer index once this copy is done
     uint32_t packets = 0;
     uint64_t bytes = 0;
+    uint64_t launched_ns = 0;
   };
 
   GpuRxTask(const GpuDevice& gpu, dataplane::RxAttachment& source,

@@ -8,6 +8,7 @@
 #include <prometheus/registry.h>
 
 #include <chrono>
+#include <limits>
 #include <map>
 
 #include "build_info.hpp"
@@ -38,6 +39,22 @@ class FamilyBuilder {
     } else {
       m.gauge.value = value;
     }
+    out_[index_].metric.push_back(std::move(m));
+  }
+  void add_histogram(std::vector<ClientMetric::Label> labels,
+                     const dataplane::LatencyHistogram::Snapshot& s) {
+    ClientMetric m;
+    m.label = std::move(labels);
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < dataplane::LatencyHistogram::kBoundsNs.size(); ++i) {
+      cumulative += s.counts[i];
+      m.histogram.bucket.push_back(
+          {cumulative, double(dataplane::LatencyHistogram::kBoundsNs[i]) * 1e-9});
+    }
+    cumulative += s.counts.back();
+    m.histogram.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
+    m.histogram.sample_count = cumulative;
+    m.histogram.sample_sum = double(s.sum_ns) * 1e-9;
     out_[index_].metric.push_back(std::move(m));
   }
 
@@ -175,6 +192,19 @@ class DataPlaneCollector final : public prometheus::Collectable {
                               "Packets the copy engine placed in a GPU ring", MetricType::Counter);
     FamilyBuilder gpu_bytes(out, "daqiri_gpu_copied_bytes_total", "Bytes of those packets",
                             MetricType::Counter);
+    FamilyBuilder gpu_latency(out, "daqiri_gpu_copy_latency_seconds",
+                              "Per burst, from the copy engine's launch to its completion",
+                              MetricType::Histogram);
+    FamilyBuilder stalls(out, "daqiri_attachment_backpressure_stalls_total",
+                         "Times the attachment's full ring held its flow back (block "
+                         "backpressure: the slow consumer)",
+                         MetricType::Counter);
+    FamilyBuilder ring_used(out, "daqiri_attachment_ring_used_slots",
+                            "Slots of the client's ring in use: RX not yet released, TX "
+                            "submitted and not yet taken",
+                            MetricType::Gauge);
+    FamilyBuilder ring_size(out, "daqiri_attachment_ring_slots", "Slots in the client's ring",
+                            MetricType::Gauge);
     size_t n = 0;
     for (const auto& a : attachments) {
       uint64_t sid = sessions_.session_of(a.id);
@@ -198,9 +228,13 @@ class DataPlaneCollector final : public prometheus::Collectable {
       a_dropped.add(with("bad_descriptor"), double(a.bad_descriptor));
       a_dropped.add(with("send_error"), double(a.send_errors));
       a_loan.add(l, double(a.on_loan));
+      ring_used.add(l, double(a.ring_used));
+      ring_size.add(l, double(a.ring_size));
+      if (a.rx) stalls.add(l, double(a.stalls));
       if (a.gpu) {
         gpu_packets.add(l, double(a.gpu_packets));
         gpu_bytes.add(l, double(a.gpu_bytes));
+        gpu_latency.add_histogram(l, a.gpu_copy_latency);
       }
     }
 

@@ -35,7 +35,7 @@ std::string no_gpu_reason() {
 
 constexpr char kConfig[] = R"(daemon:
   socket: SOCKET
-  metrics: ""
+  metrics: "METRICS"
 memory_regions:
   - name: gpu_rx
     kind: device
@@ -118,6 +118,8 @@ class GpuRingTest : public ::testing::Test {
       ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
     }
     text.replace(text.find("SOCKET"), 6, socket_);
+    metrics_port_ = free_tcp_port();
+    text.replace(text.find("METRICS"), 7, "127.0.0.1:" + std::to_string(metrics_port_));
     daemon_ = std::make_unique<DaemonProcess>(
         dir_, std::vector<std::string>{"--config", dir_.write("d.yaml", text)});
     ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
@@ -157,6 +159,7 @@ class GpuRingTest : public ::testing::Test {
 
   TempDir dir_;
   std::string socket_;
+  uint16_t metrics_port_ = 0;
   std::unique_ptr<DaemonProcess> daemon_;
   std::optional<StatsClient> control_;
 };
@@ -166,6 +169,17 @@ TEST_F(GpuRingTest, KernelSeesExactlyWhatDaqiriGenSent) {
   ASSERT_EQ(gen(4096, 3000, 1000).exit_code, 0);
   EXPECT_EQ(rx->wait(60s), 0) << rx->output() << daemon_->log();
   EXPECT_EQ(parse(rx->output()), expected(4096, 3000, 1000)) << rx->output();
+  // The copy-latency histogram counted the bursts (at least one, at most one per packet); the
+  // GPU ring's size is what the ring gauge says.
+  auto body = http_get(metrics_port_, "/metrics").value_or("");
+  auto value = [&body](const std::string& name) {
+    return metric_value(body, name, "target=\"gpu stream0\"");
+  };
+  double bursts = value("daqiri_gpu_copy_latency_seconds_count");
+  EXPECT_GE(bursts, 1) << body;
+  EXPECT_LE(bursts, 3000) << body;
+  EXPECT_GT(value("daqiri_gpu_copy_latency_seconds_sum"), 0) << body;
+  EXPECT_EQ(value("daqiri_attachment_ring_slots"), 4096) << body;
 }
 
 // gpu_copy: batch (cudaMemcpyBatchAsync instead of the gather kernel) delivers the same bytes,

@@ -381,4 +381,13 @@ std::optional<std::string> http_get(uint16_t port, const std::string& path) {
   return resp.substr(body + 4);
 }
 
+double metric_value(const std::string& body, const std::string& name, const std::string& part) {
+  const std::string start = "\n" + name + "{";
+  for (size_t at = body.find(start); at != std::string::npos; at = body.find(start, at + 1)) {
+    std::string line = body.substr(at + 1, body.find('\n', at + 1) - at - 1);
+    if (line.find(part) != std::string::npos) return std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return -1;
+}
+
 }  // namespace daqiri::test

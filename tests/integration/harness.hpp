@@ -158,5 +158,8 @@ std::string test_config(const std::string& socket, const std::string& daemon_ext
 uint16_t free_tcp_port();
 // GET http://127.0.0.1:port/path; the body, or nullopt on any failure.
 std::optional<std::string> http_get(uint16_t port, const std::string& path);
+// In a Prometheus text exposition: the value of the first series of `name` whose line contains
+// `part` (a label, say), or -1 when there is none.
+double metric_value(const std::string& body, const std::string& name, const std::string& part);
 
 }  // namespace daqiri::test

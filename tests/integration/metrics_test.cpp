@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <thread>
 
 #include "harness.hpp"
@@ -82,6 +83,42 @@ TEST_F(MetricsTest, ScrapeHasExactCountsAndPassesPromtool) {
   std::string file = dir_.write("scrape.txt", *body);
   auto r = run({"/bin/sh", "-c", "/usr/bin/promtool check metrics < " + file});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// A client that stops reading: its ring fills, and with block backpressure the flow is held
+// back, counted once per stall (not once per poll), and nothing is dropped for ring-full.
+TEST_F(MetricsTest, RingOccupancyAndBackpressureStalls) {
+  start();
+  Spawned tap(dir_, {ctl_path(), "--socket", socket_, "tap", "stream0", "--count", "3000",
+                     "--quiet", "--block", "--timeout", "30"});
+  auto body = [&] { return http_get(port_, "/metrics").value_or(""); };
+  const std::string mine = "target=\"stream0\"";
+  for (int i = 0; i < 200 && metric_value(body(), "daqiri_attachment_ring_slots", mine) < 0; ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(metric_value(body(), "daqiri_attachment_ring_slots", mine), 1024);
+  tap.kill(SIGSTOP);
+  ASSERT_EQ(run({gen_path(), "--dest", "127.0.0.1:4096", "--size", "100", "--count", "1500",
+                 "--rate", "50000"})
+                .exit_code,
+            0);
+  std::string b;
+  for (int i = 0; i < 200; ++i) {
+    b = body();
+    if (metric_value(b, "daqiri_attachment_backpressure_stalls_total", mine) >= 1) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  // Held back once fewer slots than a batch (64) are free.
+  double used = metric_value(b, "daqiri_attachment_ring_used_slots", mine);
+  EXPECT_GT(used, 1024 - 64) << b;
+  EXPECT_LE(used, 1024) << b;
+  EXPECT_EQ(metric_value(b, "daqiri_attachment_backpressure_stalls_total", mine), 1) << b;
+  EXPECT_EQ(metric_value(b, "daqiri_attachment_dropped_packets_total", "reason=\"ring_full\""), 0);
+  tap.kill(SIGCONT);
+  ASSERT_EQ(run({gen_path(), "--dest", "127.0.0.1:4096", "--size", "100", "--count", "1500",
+                 "--rate", "20000"})
+                .exit_code,
+            0);
+  EXPECT_EQ(tap.wait(), 0) << tap.output();
 }
 
 TEST_F(MetricsTest, PrometheusServerScrapesTheDaemon) {

@@ -346,24 +346,27 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
   }
   flows.print(std::cout);
   std::cout << '\n';
-  std::vector<std::string> ah{"ATTACHMENT", "SESSION",  "DIR",       "TARGET",
-                              "PACKETS",    "BYTES",    "RING_FULL", "BAD_INDEX",
-                              "BAD_DESC",   "SEND_ERR", "ON_LOAN",   "IN_GPU"};
+  std::vector<std::string> ah{"ATTACHMENT", "SESSION",   "DIR",       "TARGET",   "PACKETS",
+                              "BYTES",      "RING_FULL", "BAD_INDEX", "BAD_DESC", "SEND_ERR",
+                              "STALLS",     "ON_LOAN",   "RING",      "IN_GPU"};
   if (rates) ah.push_back("RATE");
   Table atts(ah);
   for (const auto& a : stats.attachments()) {
-    std::vector<std::string> row{std::to_string(a.id()),
-                                 std::to_string(a.session_id()),
-                                 lower_enum(v1::Direction_Name(a.direction()), "DIRECTION_"),
-                                 a.target(),
-                                 std::to_string(a.packets()),
-                                 std::to_string(a.bytes()),
-                                 std::to_string(a.dropped_ring_full()),
-                                 std::to_string(a.bad_index()),
-                                 std::to_string(a.bad_descriptor()),
-                                 std::to_string(a.send_errors()),
-                                 std::to_string(a.buffers_on_loan()),
-                                 a.gpu() ? std::to_string(a.gpu_packets()) : "-"};
+    std::vector<std::string> row{
+        std::to_string(a.id()),
+        std::to_string(a.session_id()),
+        lower_enum(v1::Direction_Name(a.direction()), "DIRECTION_"),
+        a.target(),
+        std::to_string(a.packets()),
+        std::to_string(a.bytes()),
+        std::to_string(a.dropped_ring_full()),
+        std::to_string(a.bad_index()),
+        std::to_string(a.bad_descriptor()),
+        std::to_string(a.send_errors()),
+        std::to_string(a.stalls()),
+        std::to_string(a.buffers_on_loan()),
+        std::to_string(a.ring_used()) + "/" + std::to_string(a.ring_size()),
+        a.gpu() ? std::to_string(a.gpu_packets()) : "-"};
     if (rates) {
       auto it = rates->find("attachment " + std::to_string(a.id()));
       row.push_back(it == rates->end() ? "-" : rate_text(it->second));
