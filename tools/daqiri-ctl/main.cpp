@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <functional>
+#include <map>
 
 #include "commands.hpp"
 #include "tap.hpp"
@@ -82,8 +83,35 @@ int main(int argc, char** argv) {
   tap_cmd->add_flag("--block", tap.block,
                     "when this tap falls behind, hold the flow back (kernel buffers) instead of "
                     "dropping");
-  tap_cmd->add_option("--pcap", tap.pcap, "write the frames to a PCAP file");
-  tap_cmd->callback([&] { action = [&](ControlClient&) { return run_tap(opts, tap); }; });
+  tap_cmd->add_option("-o,--out", tap.out, "record what arrives in FILE (see --format)");
+  tap_cmd->add_option("--pcap", tap.out, "the same as --out FILE --format pcap");
+  tap_cmd
+      ->add_option("--format", tap.capture.format,
+                   "pcap (nanosecond timestamps), pcapng, or raw (UDP payloads back to back)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, daqiri::capture::Format>{
+          {"pcap", daqiri::capture::Format::kPcap},
+          {"pcapng", daqiri::capture::Format::kPcapng},
+          {"raw", daqiri::capture::Format::kRaw}}));
+  tap_cmd->add_option("--snaplen", tap.capture.snaplen, "bytes kept of each frame")
+      ->check(CLI::Range(64u, 262144u));
+  double rotate_mb = 0, rotate_seconds = 0;
+  tap_cmd->add_option("--rotate-mb", rotate_mb, "start a new file (NAME-0001.EXT, ...) past MB");
+  tap_cmd->add_option("--rotate-seconds", rotate_seconds, "or once a file is SECONDS old");
+  tap_cmd->add_flag("--append", tap.capture.append,
+                    "add to an existing file (pcapng: a new section; pcap: same header only)");
+  tap_cmd
+      ->add_option("--sync", tap.capture.sync,
+                   "fsync: never, close (each file as it closes; default), chunk (every 4 MiB)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, daqiri::capture::Sync>{
+          {"never", daqiri::capture::Sync::kNever},
+          {"close", daqiri::capture::Sync::kOnClose},
+          {"chunk", daqiri::capture::Sync::kEveryChunk}}));
+  tap_cmd->callback([&] {
+    tap.capture.rotate_bytes = static_cast<uint64_t>(rotate_mb * 1024 * 1024);
+    tap.capture.rotate_interval =
+        std::chrono::nanoseconds(static_cast<int64_t>(rotate_seconds * 1e9));
+    action = [&](ControlClient&) { return run_tap(opts, tap); };
+  });
   double watch = 0;
   int frames = 0;
   auto* stats_cmd = app.add_subcommand("stats", "counters of flows and attachments");

@@ -1,6 +1,7 @@
 #include "tap.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <iostream>
@@ -10,7 +11,6 @@
 
 #include "daqiri/client.hpp"
 #include "daqiri/test_pattern.hpp"
-#include "pcap_writer.hpp"
 
 namespace daqiri::ctl {
 namespace {
@@ -76,15 +76,18 @@ int run_tap(const Options& opts, const TapArgs& args) {
     std::cerr << "daqiri-ctl: tap: " << rx.error().message << '\n';
     return exit_for(rx.error());
   }
-  std::optional<PcapWriter> pcap;
-  if (!args.pcap.empty()) {
-    auto w = PcapWriter::open(args.pcap);
+  std::unique_ptr<capture::FileWriter> writer;
+  if (!args.out.empty()) {
+    capture::WriterOptions o = args.capture;
+    o.flow = args.flow;
+    auto w = capture::FileWriter::open(args.out, o);
     if (!w) {
       std::cerr << "daqiri-ctl: tap: " << w.error().message << '\n';
       return kFailed;
     }
-    pcap.emplace(std::move(*w));
+    writer = std::move(*w);
   }
+  std::optional<Error> write_error;
 
   // A stream is one sender's sequence: daqiri-gen's stream id and its UDP source port.
   std::map<uint64_t, StreamCheck> streams;
@@ -112,7 +115,10 @@ int run_tap(const Options& opts, const TapArgs& args) {
     for (const Packet& p : *burst) {
       ++packets;
       bytes += p.payload.size();
-      if (pcap) (void)pcap->write(p.timestamp_ns, p.frame);
+      if (writer && !write_error) {
+        auto offset = static_cast<uint32_t>(p.payload.data() - p.frame.data());
+        if (auto ok = writer->write(p.timestamp_ns, p.frame, offset); !ok) write_error = ok.error();
+      }
       pattern::Header h{};
       auto check = args.verify ? pattern::check(p.payload, h) : pattern::Check::kNotOurs;
       if (check == pattern::Check::kOk) {
@@ -134,12 +140,22 @@ int run_tap(const Options& opts, const TapArgs& args) {
         std::cout << '\n';
       }
     }
-    (*rx)->release(*burst);
+    (*rx)->release(*burst);  // copied into the writer's queue: on its way to disk
+    if (write_error) break;
+  }
+  if (writer) {
+    auto closed = writer->close();
+    if (!write_error && !closed) write_error = closed.error();
+    auto files = writer->files();
+    std::cout << fmt::format("wrote {} packets ({} bytes) to {} file{}: {}\n",
+                             writer->stats().packets, writer->stats().bytes, files.size(),
+                             files.size() == 1 ? "" : "s", fmt::join(files, ", "));
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << fmt::format("received {} packets, {} payload bytes in {:.3f} s ({:.0f} pps)\n",
                            packets, bytes, secs, secs > 0 ? packets / secs : 0.0);
-  bool ok = !detached && (args.count == 0 || packets >= args.count);
+  bool ok = !detached && !write_error && (args.count == 0 || packets >= args.count);
+  if (write_error) std::cerr << "daqiri-ctl: tap: " << write_error->message << '\n';
   if (detached) std::cout << "the stream was detached by the daemon\n";
   if (args.verify) {
     uint64_t lost = 0, reordered = 0, dups = 0;

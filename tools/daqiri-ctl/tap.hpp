@@ -5,6 +5,7 @@
 #include <string>
 
 #include "control_client.hpp"
+#include "daqiri/capture.hpp"
 
 namespace daqiri::ctl {
 
@@ -15,7 +16,8 @@ struct TapArgs {
   bool verify = false;  // check daqiri-gen's sequence and pattern
   bool quiet = false;   // no line per packet
   bool block = false;   // backpressure: a full ring holds the flow back instead of dropping
-  std::string pcap;     // write what arrives here
+  std::string out;      // record what arrives here (capture.hpp: format, rotation, sync)
+  capture::WriterOptions capture;
 };
 
 int run_tap(const Options& opts, const TapArgs& args);
