@@ -25,12 +25,27 @@ std::optional<gid_t> lookup_group(const std::string& name) {
   return gr.gr_gid;
 }
 
-Result<> pin_control_thread(const std::vector<int>& cores) {
-  if (cores.empty()) return {};
+// Control threads go where control_cores says; by default anywhere but the cores of pinned
+// queues (a scrape or a gRPC call landing on a poller's core costs that poller packets).
+Result<> pin_control_thread(const config::Config& config) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  for (int c : cores)
-    CPU_SET(c, &set);
+  if (!config.daemon.control_cores.empty()) {
+    for (int c : config.daemon.control_cores)
+      CPU_SET(c, &set);
+  } else {
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return fail_errno("sched_getaffinity");
+    cpu_set_t rest = set;
+    for (const auto& itf : config.interfaces) {
+      for (const auto* queues : {&itf.rx_queues, &itf.tx_queues}) {
+        for (const auto& q : *queues) {
+          if (q.core >= 0 && q.core < CPU_SETSIZE) CPU_CLR(q.core, &rest);
+        }
+      }
+    }
+    if (CPU_COUNT(&rest) == 0 || CPU_EQUAL(&rest, &set)) return {};  // nothing to keep clear
+    set = rest;
+  }
   // Threads started after this (gRPC's, the listener's) inherit the mask.
   if (sched_setaffinity(0, sizeof set, &set) != 0) return fail_errno("sched_setaffinity");
   return {};
@@ -58,7 +73,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(config::Config config) {
           kDefaultGroup, dc.socket_path);
     }
   }
-  if (auto ok = pin_control_thread(dc.control_cores); !ok) return std::unexpected(ok.error());
+  if (auto ok = pin_control_thread(config); !ok) return std::unexpected(ok.error());
 
   auto lock = system::InstanceLock::acquire(dc.socket_path, group);
   if (!lock) return std::unexpected(lock.error());

@@ -8,6 +8,7 @@
 #include <cinttypes>
 #include <csignal>
 #include <cstdio>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -169,17 +170,6 @@ TEST_F(GpuRingTest, KernelSeesExactlyWhatDaqiriGenSent) {
   ASSERT_EQ(gen(4096, 3000, 1000).exit_code, 0);
   EXPECT_EQ(rx->wait(60s), 0) << rx->output() << daemon_->log();
   EXPECT_EQ(parse(rx->output()), expected(4096, 3000, 1000)) << rx->output();
-  // The copy-latency histogram counted the bursts (at least one, at most one per packet); the
-  // GPU ring's size is what the ring gauge says.
-  auto body = http_get(metrics_port_, "/metrics").value_or("");
-  auto value = [&body](const std::string& name) {
-    return metric_value(body, name, "target=\"gpu stream0\"");
-  };
-  double bursts = value("daqiri_gpu_copy_latency_seconds_count");
-  EXPECT_GE(bursts, 1) << body;
-  EXPECT_LE(bursts, 3000) << body;
-  EXPECT_GT(value("daqiri_gpu_copy_latency_seconds_sum"), 0) << body;
-  EXPECT_EQ(value("daqiri_attachment_ring_slots"), 4096) << body;
 }
 
 // gpu_copy: batch (cudaMemcpyBatchAsync instead of the gather kernel) delivers the same bytes,
@@ -238,6 +228,21 @@ TEST_F(GpuRingTest, KilledClientGivesBackItsGpuMemoryAndOthersLoseNothing) {
       },
       5s))
       << control_->get().DebugString();
+  // The copy-latency histogram counted the bursts (at least one, at most one per packet); the
+  // GPU ring's size is what the ring gauge says.
+  auto body = http_get(metrics_port_, "/metrics").value_or("");
+  auto value = [&body](const std::string& name) {
+    return metric_value(body, name, "target=\"gpu stream0\"");
+  };
+  double bursts = value("daqiri_gpu_copy_latency_seconds_count");
+  EXPECT_GE(bursts, 1) << body;
+  EXPECT_LE(bursts, 500) << body;
+  EXPECT_GT(value("daqiri_gpu_copy_latency_seconds_sum"), 0) << body;
+  EXPECT_EQ(value("daqiri_attachment_ring_slots"), 4096) << body;
+  std::istringstream lines(body);  // for the record: the histogram as scraped
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("daqiri_gpu_copy_latency_seconds")) std::printf("%s\n", line.c_str());
+  }
   ASSERT_LT(free_gpu_memory(), baseline) << "the second ring took no GPU memory?";
   victim->kill(SIGKILL);
   EXPECT_EQ(victim->wait(10s), 128 + SIGKILL);

@@ -58,7 +58,10 @@ TEST_F(CtlTest, PrintsAlignedTables) {
             "NAME  BACKEND  ADDRESS    RX  TX  STATE\n"
             "lo    socket   127.0.0.1  1   1   configured\n");
   r = ctl({"regions"});
-  EXPECT_THAT(r.out, HasSubstr("rx_host  host  2048      4096      8.0 MiB  -\n"));
+  EXPECT_EQ(r.out,
+            "NAME     KIND  BUF_SIZE  NUM_BUFS  TOTAL    GPU  PAGES\n"
+            "rx_host  host  2048      4096      8.0 MiB  -    -\n"
+            "tx_host  host  2048      2048      4.0 MiB  -    -\n");
   r = ctl({"sessions"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, HasSubstr("(none)"));

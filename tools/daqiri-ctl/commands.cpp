@@ -149,6 +149,14 @@ int run_interfaces(ControlClient& client, const Options& opts) {
   return kOk;
 }
 
+namespace {
+// Huge regions: are their pools packed into shared pages (share_pages) or a page set each.
+std::string pages(const v1::MemoryRegion& r) {
+  if (r.kind() != v1::REGION_KIND_HUGE) return "-";
+  return r.share_pages() ? "shared" : "per pool";
+}
+}  // namespace
+
 int run_regions(ControlClient& client, const Options& opts) {
   v1::ListMemoryRegionsResponse resp;
   auto ctx = client.context();
@@ -162,7 +170,7 @@ int run_regions(ControlClient& client, const Options& opts) {
   for (const auto& r : resp.regions()) {
     t.add({r.name(), lower_enum(v1::RegionKind_Name(r.kind()), "REGION_KIND_"),
            std::to_string(r.buf_size()), std::to_string(r.num_bufs()), bytes(r.total_bytes()),
-           r.gpu() < 0 ? "-" : std::to_string(r.gpu()), r.share_pages() ? "shared" : "per pool"});
+           r.gpu() < 0 ? "-" : std::to_string(r.gpu()), pages(r)});
   }
   t.print(std::cout);
   return kOk;
