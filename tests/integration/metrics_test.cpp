@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <fstream>
+#include <iterator>
+#include <regex>
 #include <thread>
 
 #include "harness.hpp"
@@ -119,6 +122,43 @@ TEST_F(MetricsTest, RingOccupancyAndBackpressureStalls) {
                 .exit_code,
             0);
   EXPECT_EQ(tap.wait(), 0) << tap.output();
+}
+
+// Every query of the shipped Grafana dashboard is valid PromQL (promtool parses them as
+// recording rules) and names only families docs/metrics.md lists.
+TEST(GrafanaDashboard, QueriesParseAndNameOurFamilies) {
+  if (::access("/usr/bin/promtool", X_OK) != 0) GTEST_SKIP() << "no promtool";
+  std::ifstream in(source_dir() + "/docs/grafana-dashboard.json");
+  std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ifstream doc_in(source_dir() + "/docs/metrics.md");
+  std::string docs((std::istreambuf_iterator<char>(doc_in)), std::istreambuf_iterator<char>());
+  const std::regex family("(daqiri_[a-z_]+)");
+  std::string rules = "groups:\n  - name: dashboard\n    rules:\n";
+  int n = 0;
+  const std::string key = "\"expr\": \"";
+  for (size_t at = json.find(key); at != std::string::npos; at = json.find(key, at + 1)) {
+    std::string expr;
+    for (size_t i = at + key.size(); i < json.size() && json[i] != '"'; ++i) {
+      if (json[i] == '\\') ++i;  // \" inside the JSON string
+      expr += json[i];
+    }
+    // Each family it names is one docs/metrics.md lists (histograms by their base name).
+    std::smatch m;
+    for (auto it = expr.cbegin(); std::regex_search(it, expr.cend(), m, family); it = m[0].second) {
+      std::string name = m[1].str();
+      if (name.ends_with("_bucket")) name.resize(name.size() - 7);
+      EXPECT_THAT(docs, HasSubstr("`" + name + "`")) << expr;
+    }
+    std::string quoted;
+    for (char c : expr)
+      quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    rules +=
+        "      - record: dashboard:q" + std::to_string(++n) + "\n        expr: '" + quoted + "'\n";
+  }
+  EXPECT_GE(n, 15);
+  TempDir dir;
+  auto r = run({"/usr/bin/promtool", "check", "rules", dir.write("rules.yml", rules)});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << rules;
 }
 
 TEST_F(MetricsTest, PrometheusServerScrapesTheDaemon) {
