@@ -292,6 +292,7 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
     out->set_dropped_filtered(f.filtered);
     out->set_truncated(f.truncated);
     out->set_kernel_drops(f.kernel_drops);
+    out->set_dropped_no_buffer(f.no_buffer);
     out->set_attachments(static_cast<uint32_t>(f.attachments));
   }
   for (const auto& a : data_plane_.attachment_stats()) {
@@ -303,6 +304,7 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
     out->set_packets(a.packets);
     out->set_bytes(a.bytes);
     out->set_dropped_ring_full(a.dropped_ring_full);
+    out->set_dropped_no_buffer(a.dropped_no_buffer);
     out->set_bad_index(a.bad_index);
     out->set_bad_descriptor(a.bad_descriptor);
     out->set_send_errors(a.send_errors);

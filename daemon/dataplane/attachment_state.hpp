@@ -21,6 +21,7 @@ struct AttachmentCounters {
   std::atomic<uint64_t> packets{0};  // delivered (RX) or sent (TX)
   std::atomic<uint64_t> bytes{0};
   std::atomic<uint64_t> dropped_ring_full{0};  // RX: the client's ring had no room
+  std::atomic<uint64_t> dropped_no_buffer{0};  // RX: lost while the flow's pool was empty
   std::atomic<uint64_t> bad_index{0};          // the client wrote an impossible ring index
   std::atomic<uint64_t> bad_descriptor{0};     // TX: a descriptor that failed validation
   std::atomic<uint64_t> send_errors{0};        // TX: the backend refused a frame

@@ -526,6 +526,7 @@ std::vector<FlowStats> DataPlane::flow_stats() const {
     s.filtered = c.filtered.load(std::memory_order_relaxed);
     s.truncated = c.truncated.load(std::memory_order_relaxed);
     s.kernel_drops = f.flow->kernel_drops();
+    s.no_buffer = c.no_buffer.load(std::memory_order_relaxed);
     s.buffers_total = f.flow->pool().num_bufs();
     s.buffers_on_loan = c.on_loan.load(std::memory_order_relaxed);
     s.connections = c.connections.load(std::memory_order_relaxed);
@@ -562,6 +563,7 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
     s.packets = c.packets.load(std::memory_order_relaxed);
     s.bytes = c.bytes.load(std::memory_order_relaxed);
     s.dropped_ring_full = c.dropped_ring_full.load(std::memory_order_relaxed);
+    s.dropped_no_buffer = c.dropped_no_buffer.load(std::memory_order_relaxed);
     s.bad_index = c.bad_index.load(std::memory_order_relaxed);
     s.bad_descriptor = c.bad_descriptor.load(std::memory_order_relaxed);
     s.send_errors = c.send_errors.load(std::memory_order_relaxed);

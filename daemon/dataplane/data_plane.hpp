@@ -42,7 +42,8 @@ struct FlowStats {
   std::string interface;
   std::string queue;
   uint64_t packets = 0, bytes = 0, no_attachment = 0, rings_full = 0, filtered = 0, truncated = 0;
-  uint64_t kernel_drops = 0;
+  uint64_t kernel_drops = 0;  // all the kernel dropped, no_buffer included
+  uint64_t no_buffer = 0;     // of those, while the flow's pool was empty
   uint32_t buffers_on_loan = 0, buffers_total = 0, connections = 0;
   size_t attachments = 0;
   Steering steering = Steering::kSoftware;
@@ -55,8 +56,8 @@ struct AttachmentStats {
   std::string target;     // flow name, "queue IF/Q", or (TX) "IF/Q"
   std::string interface;  // TX: the queue's interface
   std::string queue;      // TX: the queue
-  uint64_t packets = 0, bytes = 0, dropped_ring_full = 0, bad_index = 0, bad_descriptor = 0,
-           send_errors = 0, on_loan = 0;
+  uint64_t packets = 0, bytes = 0, dropped_ring_full = 0, dropped_no_buffer = 0, bad_index = 0,
+           bad_descriptor = 0, send_errors = 0, on_loan = 0;
   uint64_t stalls = 0;  // RX, block backpressure: times this attachment's full ring held the flow
   // The client's ring: slots and descriptors in it now (RX: not yet released; TX: submitted,
   // not yet taken), read from the shared ring at scrape time.

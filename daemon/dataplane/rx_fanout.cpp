@@ -32,6 +32,11 @@ bool RxFanout::must_wait(uint32_t burst) const {
   return wait;
 }
 
+void RxFanout::count_no_buffer(uint64_t n) const {
+  for (size_t i = 0; i < active_count_; ++i)
+    bump(active_[i]->counters.dropped_no_buffer, n);
+}
+
 uint16_t RxFanout::deliver(const daqiri_rx_desc& desc, uint32_t buffer,
                            const memory::BufferPool* pool) {
   uint16_t refs = 0;

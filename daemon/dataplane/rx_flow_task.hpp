@@ -21,6 +21,7 @@ struct FlowCounters {
   std::atomic<uint64_t> rings_full{0};     // every attached client's ring was full
   std::atomic<uint64_t> filtered{0};       // failed the match's source filters
   std::atomic<uint64_t> truncated{0};      // larger than a buffer
+  std::atomic<uint64_t> no_buffer{0};      // dropped by the kernel while the flow's pool was empty
   std::atomic<uint32_t> on_loan{0};        // buffers held by clients, as of the last poll
   std::atomic<uint32_t> connections{0};    // TCP: open streams
 };

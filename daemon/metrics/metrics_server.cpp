@@ -111,7 +111,11 @@ class DataPlaneCollector final : public prometheus::Collectable {
       dropped.add(with("no_client"), double(f.no_attachment));
       dropped.add(with("rings_full"), double(f.rings_full));
       dropped.add(with("filtered"), double(f.filtered));
-      dropped.add(with("kernel"), double(f.kernel_drops));
+      // The kernel's count is read at scrape time, no_buffer when a datagram reports it:
+      // the difference never goes below zero.
+      uint64_t no_buffer = std::min(f.no_buffer, f.kernel_drops);
+      dropped.add(with("no_buffer"), double(no_buffer));
+      dropped.add(with("kernel"), double(f.kernel_drops - no_buffer));
       truncated.add(l, double(f.truncated));
       on_loan.add(l, double(f.buffers_on_loan));
       buffers.add(l, double(f.buffers_total));
@@ -224,6 +228,7 @@ class DataPlaneCollector final : public prometheus::Collectable {
       a_packets.add(l, double(a.packets));
       a_bytes.add(l, double(a.bytes));
       a_dropped.add(with("ring_full"), double(a.dropped_ring_full));
+      if (a.rx) a_dropped.add(with("no_buffer"), double(a.dropped_no_buffer));
       a_dropped.add(with("bad_index"), double(a.bad_index));
       a_dropped.add(with("bad_descriptor"), double(a.bad_descriptor));
       a_dropped.add(with("send_error"), double(a.send_errors));

@@ -222,6 +222,40 @@ INSTANTIATE_TEST_SUITE_P(Kinds, HostileClientTest,
                            return n;
                          });
 
+// A client that holds every buffer of the flow's pool (its ring is larger than the pool)
+// starves the flow: the kernel then drops, and those drops are counted as no_buffer on the
+// flow and on the client that was there when they were reported. Exact accounting: every
+// datagram sent was received or dropped by the kernel, all of the drops while starved.
+TEST_F(DataPlaneTest, EmptyPoolDropsAreCountedAsNoBuffer) {
+  start();
+  Spawned other(dir_, tap("stream0", 0));
+  Spawned holder(dir_, client({"hold", "stream0", "4000", "8192"}));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }))
+      << other.output() << holder.output();
+  ASSERT_EQ(gen(4096, 30000, 1000, 200000).exit_code, 0);
+  ASSERT_TRUE(holder.wait_for_output("holding"));
+  std::this_thread::sleep_for(200ms);  // the pool is dry, the kernel's buffer full
+  holder.kill(SIGKILL);
+  holder.wait();
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  ASSERT_EQ(gen(4096, 100, 1000).exit_code, 0);
+  const uint64_t sent = 30100;
+  auto accounted = [&](const v1::Stats& s) {
+    const v1::FlowStats* f = flow_stats(s, "stream0");
+    return f && f->packets() + f->kernel_drops() == sent;
+  };
+  ASSERT_TRUE(eventually(accounted)) << stats().DebugString();
+  auto s = stats();
+  const v1::FlowStats* f = flow_stats(s, "stream0");
+  EXPECT_GT(f->dropped_no_buffer(), 0u);
+  EXPECT_EQ(f->dropped_no_buffer(), f->kernel_drops()) << s.DebugString();
+  ASSERT_EQ(s.attachments_size(), 1);
+  const auto& a = s.attachments(0);
+  EXPECT_EQ(a.dropped_no_buffer(), f->dropped_no_buffer());
+  EXPECT_EQ(a.packets() + a.dropped_ring_full(), f->packets()) << s.DebugString();
+  other.kill(SIGKILL);
+}
+
 TEST_F(DataPlaneTest, TxArrivesByteExactAtAPlainSocket) {
   start();
   int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

@@ -66,9 +66,12 @@ daqiri::RxStream& attach(daqiri::Client& c, const std::string& flow) {
   return attach(c, o);
 }
 
-int hold(const std::string& socket, const std::string& flow, size_t n) {
+int hold(const std::string& socket, const std::string& flow, size_t n, uint32_t ring = 0) {
   auto c = connect(socket, "test-hold");
-  auto& rx = attach(*c, flow);
+  daqiri::RxOptions o;
+  o.flow = flow;
+  o.ring_size = ring;  // larger than the pool: holding can empty the flow's pool
+  auto& rx = attach(*c, o);
   say("attached");
   size_t held = 0;
   while (held < n) {
@@ -363,6 +366,9 @@ int hostile(const std::string& socket, const std::string& flow, const std::strin
 int main(int argc, char** argv) {
   std::vector<std::string> a(argv + 1, argv + argc);
   if (a.size() == 4 && a[0] == "hold") return hold(a[1], a[2], std::stoul(a[3]));
+  if (a.size() == 5 && a[0] == "hold") {
+    return hold(a[1], a[2], std::stoul(a[3]), static_cast<uint32_t>(std::stoul(a[4])));
+  }
   if (a.size() == 4 && a[0] == "slow") return slow(a[1], a[2], std::stoi(a[3]));
   if (a.size() == 3 && a[0] == "write-rx") return write_rx(a[1], a[2]);
   if (a.size() == 7 && a[0] == "tx") {

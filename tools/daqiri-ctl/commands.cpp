@@ -333,7 +333,7 @@ std::map<std::string, Rates> rates_between(const v1::Stats& before, const v1::St
 
 void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rates) {
   std::vector<std::string> fh{"FLOW",     "PACKETS",   "BYTES",        "NO_CLIENT", "RINGS_FULL",
-                              "FILTERED", "TRUNCATED", "KERNEL_DROPS", "CLIENTS"};
+                              "FILTERED", "TRUNCATED", "KERNEL_DROPS", "NO_BUFFER", "CLIENTS"};
   if (rates) fh.push_back("RATE");
   Table flows(fh);
   for (const auto& f : stats.flows()) {
@@ -345,6 +345,7 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
                                  std::to_string(f.dropped_filtered()),
                                  std::to_string(f.truncated()),
                                  std::to_string(f.kernel_drops()),
+                                 std::to_string(f.dropped_no_buffer()),
                                  std::to_string(f.attachments())};
     if (rates) {
       auto it = rates->find("flow " + f.name());
@@ -354,9 +355,9 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
   }
   flows.print(std::cout);
   std::cout << '\n';
-  std::vector<std::string> ah{"ATTACHMENT", "SESSION",   "DIR",       "TARGET",   "PACKETS",
-                              "BYTES",      "RING_FULL", "BAD_INDEX", "BAD_DESC", "SEND_ERR",
-                              "STALLS",     "ON_LOAN",   "RING",      "IN_GPU"};
+  std::vector<std::string> ah{"ATTACHMENT", "SESSION",   "DIR",       "TARGET",    "PACKETS",
+                              "BYTES",      "RING_FULL", "NO_BUFFER", "BAD_INDEX", "BAD_DESC",
+                              "SEND_ERR",   "STALLS",    "ON_LOAN",   "RING",      "IN_GPU"};
   if (rates) ah.push_back("RATE");
   Table atts(ah);
   for (const auto& a : stats.attachments()) {
@@ -368,6 +369,7 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
         std::to_string(a.packets()),
         std::to_string(a.bytes()),
         std::to_string(a.dropped_ring_full()),
+        std::to_string(a.dropped_no_buffer()),
         std::to_string(a.bad_index()),
         std::to_string(a.bad_descriptor()),
         std::to_string(a.send_errors()),

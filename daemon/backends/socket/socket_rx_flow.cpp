@@ -21,6 +21,8 @@ Result<int> bind_udp(uint32_t ipv4, uint16_t port) {
   if (fd < 0) return fail_errno("socket(UDP)");
   int rcvbuf = 8 << 20;  // absorb bursts while the poller is busy elsewhere
   ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
+  int one = 1;  // drop counts ride along with the datagrams: no syscall to learn them
+  ::setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
@@ -112,6 +114,8 @@ void SocketRxFlow::arm(Port& port) {
     port.msg[i].msg_hdr.msg_iovlen = 1;
     port.msg[i].msg_hdr.msg_name = &port.from[i];
     port.msg[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
+    port.msg[i].msg_hdr.msg_control = port.control[i].data();
+    port.msg[i].msg_hdr.msg_controllen = Port::kControl;
   }
 }
 
@@ -126,7 +130,10 @@ bool SocketRxFlow::poll() {
       continue;
     }
     if (port->armed < batch_) arm(*port);
-    if (port->armed == 0) continue;  // pool exhausted: the kernel buffers until clients release
+    if (port->armed == 0) {  // pool exhausted: the kernel buffers until clients release
+      port->feed = Port::Feed::kStarved;
+      continue;
+    }
     if (now == 0) now = dataplane::realtime_ns();
     if (receive(*port, now)) {
       work = true;
@@ -145,14 +152,37 @@ bool SocketRxFlow::poll() {
   return work;
 }
 
+void SocketRxFlow::count_drops(Port& port, msghdr& hdr) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&hdr); c != nullptr; c = CMSG_NXTHDR(&hdr, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_RXQ_OVFL) continue;
+    uint32_t drops = 0;
+    std::memcpy(&drops, CMSG_DATA(c), sizeof drops);
+    uint32_t delta = drops - port.drops_seen;  // the count wraps at 2^32
+    port.drops_seen = drops;
+    if (delta != 0 && port.feed != Port::Feed::kFed) {
+      dataplane::bump(counters.no_buffer, delta);
+      fanout_.count_no_buffer(delta);
+    }
+  }
+  if (port.feed == Port::Feed::kReporting) port.feed = Port::Feed::kFed;
+}
+
+void SocketRxFlow::drained(Port& port) {
+  if (port.feed == Port::Feed::kStarved) port.feed = Port::Feed::kReporting;
+}
+
 bool SocketRxFlow::receive(Port& port, uint64_t now_ns) {
   int n = ::recvmmsg(port.fd, port.msg.data(), port.armed, MSG_DONTWAIT, nullptr);
-  if (n <= 0) return false;
+  if (n <= 0) {
+    drained(port);
+    return false;
+  }
   const core::FlowMatch& m = flow_.match;
   uint64_t bytes = 0;
   for (int i = 0; i < n; ++i) {
     uint32_t buf = port.buffer[i];
     const sockaddr_in& from = port.from[i];
+    count_drops(port, port.msg[i].msg_hdr);
     uint32_t len = port.msg[i].msg_len;
     uint16_t flags = DAQIRI_DESC_HEADERS_SYNTHESIZED;
     if (port.msg[i].msg_hdr.msg_flags & MSG_TRUNC) {
@@ -187,6 +217,7 @@ bool SocketRxFlow::receive(Port& port, uint64_t now_ns) {
   dataplane::bump(counters.packets, uint64_t(n));
   dataplane::bump(counters.bytes, bytes);
   // Keep the buffers that were posted but not filled; re-arm the rest next poll.
+  if (uint32_t(n) < port.armed) drained(port);
   uint32_t left = port.armed - uint32_t(n);
   for (uint32_t i = 0; i < left; ++i)
     port.buffer[i] = port.buffer[uint32_t(n) + i];

@@ -53,11 +53,24 @@ class SocketRxFlow final : public dataplane::RxFlowTask {
     std::array<mmsghdr, kMaxBatch> msg{};
     std::array<iovec, kMaxBatch> iov{};
     std::array<sockaddr_in, kMaxBatch> from{};
+    // SO_RXQ_OVFL: each datagram carries the socket's drop count when it was queued.
+    static constexpr size_t kControl = CMSG_SPACE(sizeof(uint32_t));
+    std::array<std::array<std::byte, kControl>, kMaxBatch> control{};
+    uint32_t drops_seen = 0;  // the last drop count a datagram carried
+    // Whose drops the next datagrams report. The kernel drops while the pool is dry, but only
+    // a datagram queued after the drops carries them: the backlog queued before them, and then
+    // the first datagram after the socket was drained, still speak for the starved time.
+    enum class Feed : uint8_t { kFed, kStarved, kReporting };
+    Feed feed = Feed::kFed;
   };
 
   SocketRxFlow(core::Flow flow, memory::BufferPool pool, uint32_t bind_ipv4, uint32_t batch);
   void arm(Port& port);
   bool receive(Port& port, uint64_t now_ns);
+  // Reads a datagram's drop count; drops since the last one count as no_buffer if starved.
+  void count_drops(Port& port, msghdr& hdr);
+  // The socket's queue is empty: the starved time's drops are reported by the next datagram.
+  static void drained(Port& port);
 
   core::Flow flow_;
   memory::BufferPool pool_;
