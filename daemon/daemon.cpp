@@ -96,6 +96,8 @@ Result<std::unique_ptr<Daemon>> Daemon::start(config::Config config) {
                                                 group, *d->data_plane_);
   if (!sessions) return std::unexpected(sessions.error());
   d->sessions_ = std::move(*sessions);
+  d->captures_ =
+      std::make_unique<capture_service::CaptureRegistry>(*d->data_plane_, kept.capture_dirs);
 
   control::ControlServerOptions control_options;
   control_options.socket_path = kept.socket_path;
@@ -109,7 +111,8 @@ Result<std::unique_ptr<Daemon>> Daemon::start(config::Config config) {
     spdlog::info("metrics on http://{}/metrics", kept.metrics_address);
   }
   auto control = control::ControlServer::start(
-      std::move(control_options), {*d->model_, *d->policy_, *d->data_plane_, *d->sessions_});
+      std::move(control_options),
+      {*d->model_, *d->policy_, *d->data_plane_, *d->sessions_, *d->captures_});
   if (!control) return std::unexpected(control.error());
   d->control_ = std::move(*control);
   return d;
@@ -147,6 +150,7 @@ int Daemon::run() {
   control_->shutdown(std::chrono::seconds(2));
   control_.reset();
   metrics_.reset();
+  captures_.reset();  // captures close their files and their attachments
   sessions_.reset();  // every client's attachments end; their rings say DETACHED
   data_plane_.reset();
   lock_.reset();

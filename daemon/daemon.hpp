@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "capture/capture_registry.hpp"
 #include "config/config.hpp"
 #include "control/access_policy.hpp"
 #include "control/control_server.hpp"
@@ -34,7 +35,8 @@ class Daemon {
   std::unique_ptr<system::InstanceLock> lock_;
   std::unique_ptr<dataplane::DataPlane> data_plane_;
   std::unique_ptr<session::SessionServer> sessions_;
-  std::unique_ptr<metrics::MetricsServer> metrics_;  // null when daemon.metrics is off
+  std::unique_ptr<capture_service::CaptureRegistry> captures_;  // before data_plane_ goes
+  std::unique_ptr<metrics::MetricsServer> metrics_;             // null when daemon.metrics is off
   std::unique_ptr<control::ControlServer> control_;
 };
 

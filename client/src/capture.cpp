@@ -151,8 +151,15 @@ struct FileWriter::State {
   Result<> open_file(uint64_t index) {
     std::string name = file_name(index);
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (options.append ? O_APPEND : O_TRUNC);
-    UniqueFd f(::open(name.c_str(), flags, 0644));
-    if (!f) return fail_errno("capture: open " + name);
+    UniqueFd f;
+    if (options.open_file) {
+      auto opened = options.open_file(name, flags);
+      if (!opened) return std::unexpected(opened.error());
+      f = std::move(*opened);
+    } else {
+      f.reset(::open(name.c_str(), flags, 0644));
+      if (!f) return fail_errno("capture: open " + name);
+    }
     if (options.append && options.format == Format::kPcap) {
       // PCAP has one header per file: append only behind the same header.
       struct stat st {};
@@ -278,6 +285,12 @@ Result<std::unique_ptr<FileWriter>> FileWriter::open(const std::string& path,
   s->file_bytes = s->header.size();
   s->file_started = std::chrono::steady_clock::now();
   s->stats.files = 1;
+  if (options.preallocate) {
+    for (; s->chunks < s->options.max_chunks; ++s->chunks) {
+      s->spare.push_back(std::make_unique<Chunk>());
+      s->spare.back()->data.resize(s->options.chunk_bytes);
+    }
+  }
   if (auto ok = s->next_chunk(); !ok) return std::unexpected(ok.error());
   State* raw = s.get();
   s->thread = std::thread([raw] { raw->run(); });

@@ -55,6 +55,8 @@ struct DaemonConfig {
   std::vector<int> control_cores;
   AccessPolicyConfig access;
   std::optional<TcpListenerConfig> tcp;
+  // Where StartCapture may write (absolute folders; files go inside, never through a link).
+  std::vector<std::string> capture_dirs{"/var/lib/daqiri/captures"};
   Located where;
 };
 

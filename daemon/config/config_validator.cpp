@@ -74,6 +74,12 @@ class Validator {
     }
     for (int core : d.control_cores)
       check_core(core, d.where.at("control_cores"));
+    for (const auto& dir : d.capture_dirs) {
+      if (dir.empty() || dir.front() != '/' || dir.find("/..") != std::string::npos) {
+        error(d.where.at("capture_dirs"),
+              "capture_dirs are absolute folders without \"..\", got \"" + dir + "\"");
+      }
+    }
     if (!d.metrics_address.empty() && d.metrics_address.rfind(':') == std::string::npos) {
       error(d.where.at("metrics"),
             "expected host:port or \"off\", got \"" + d.metrics_address + "\"");

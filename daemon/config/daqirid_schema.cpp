@@ -77,6 +77,9 @@ void read_daemon(const YamlNode& node, DaemonConfig& d) {
     a.finish();
   }
   if (auto tcp = map.get("tcp")) read_tcp(*tcp, d);
+  if (std::vector<std::string> dirs; map.read_string_list("capture_dirs", dirs, d.where)) {
+    d.capture_dirs = std::move(dirs);
+  }
   map.finish();
 }
 

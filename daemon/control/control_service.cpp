@@ -34,6 +34,7 @@ ControlService::ControlService(const ControlTargets& targets, const ConnectionRe
       policy_(targets.policy),
       data_plane_(targets.data_plane),
       sessions_(targets.sessions),
+      captures_(targets.captures),
       connections_(connections) {}
 
 Result<PeerIdentity> ControlService::authorize(grpc::ServerContext* ctx, Role need,
@@ -350,6 +351,105 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
     }
   }
   resp->set_sessions_cut_off(sessions_.sessions_cut_off());
+  return grpc::Status::OK;
+}
+
+namespace {
+
+void to_proto(const capture_service::CaptureStatus& s, v1::Capture* out) {
+  out->set_id(s.id);
+  out->set_flow(s.flow);
+  out->set_path(s.path);
+  switch (s.format) {
+    case capture::Format::kPcap:
+      out->set_format(v1::CAPTURE_FORMAT_PCAP);
+      break;
+    case capture::Format::kPcapng:
+      out->set_format(v1::CAPTURE_FORMAT_PCAPNG);
+      break;
+    case capture::Format::kRaw:
+      out->set_format(v1::CAPTURE_FORMAT_RAW);
+      break;
+  }
+  out->set_uid(s.uid);
+  out->set_running(s.running);
+  out->set_packets(s.packets);
+  out->set_bytes(s.bytes);
+  for (const auto& f : s.files)
+    out->add_files(f);
+  out->set_error(s.error);
+  out->set_staging("host memory");
+  out->set_attachment_id(s.attachment);
+}
+
+}  // namespace
+
+grpc::Status ControlService::StartCapture(grpc::ServerContext* ctx,
+                                          const v1::StartCaptureRequest* req, v1::Capture* resp) {
+  CallGuard guard(in_flight_);
+  auto peer = authorize(ctx, Role::kClient, "start captures");
+  if (!peer) return to_status(peer.error());
+  if (peer->transport == PeerIdentity::Transport::kTcp) {
+    return to_status({ErrorCode::kPermissionDenied,
+                      "captures are started over the Unix socket (files belong to a local uid)",
+                      "transport"});
+  }
+  if (req->flow().empty()) {
+    return to_status({ErrorCode::kInvalidArgument, "flow name is empty", "flow"});
+  }
+  if (req->max_seconds() < 0 || req->max_seconds() > 1e9) {
+    return to_status({ErrorCode::kInvalidArgument, "max_seconds out of range", "max_seconds"});
+  }
+  if (req->snaplen() != 0 && (req->snaplen() < 64 || req->snaplen() > 262144)) {
+    return to_status({ErrorCode::kInvalidArgument, "snaplen is 64 to 262144", "snaplen"});
+  }
+  capture_service::CaptureSpec spec;
+  spec.flow = req->flow();
+  spec.path = req->path();
+  switch (req->format()) {
+    case v1::CAPTURE_FORMAT_UNSPECIFIED:
+    case v1::CAPTURE_FORMAT_PCAP:
+      spec.format = capture::Format::kPcap;
+      break;
+    case v1::CAPTURE_FORMAT_PCAPNG:
+      spec.format = capture::Format::kPcapng;
+      break;
+    case v1::CAPTURE_FORMAT_RAW:
+      spec.format = capture::Format::kRaw;
+      break;
+    default:
+      return to_status({ErrorCode::kInvalidArgument, "unknown capture format", "format"});
+  }
+  spec.snaplen = req->snaplen();
+  spec.rotate_bytes = req->rotate_bytes();
+  spec.limits.max_packets = req->max_packets();
+  spec.limits.max_duration =
+      std::chrono::nanoseconds(static_cast<int64_t>(req->max_seconds() * 1e9));
+  auto started = captures_.start(spec, peer->uid, peer->gid);
+  if (!started) return to_status(started.error());
+  to_proto(*started, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::StopCapture(grpc::ServerContext* ctx,
+                                         const v1::StopCaptureRequest* req, v1::Capture* resp) {
+  CallGuard guard(in_flight_);
+  auto peer = authorize(ctx, Role::kClient, "stop captures");
+  if (!peer) return to_status(peer.error());
+  auto stopped = captures_.stop(req->id(), peer->uid, policy_.role_of(*peer) == Role::kAdmin);
+  if (!stopped) return to_status(stopped.error());
+  to_proto(*stopped, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::ListCaptures(grpc::ServerContext* ctx, const v1::ListCapturesRequest*,
+                                          v1::ListCapturesResponse* resp) {
+  CallGuard guard(in_flight_);
+  if (auto peer = authorize(ctx, Role::kClient, "list captures"); !peer) {
+    return to_status(peer.error());
+  }
+  for (const auto& s : captures_.list())
+    to_proto(s, resp->add_captures());
   return grpc::Status::OK;
 }
 

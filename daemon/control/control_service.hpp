@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "capture/capture_registry.hpp"
 #include "control/access_policy.hpp"
 #include "control/connection_registry.hpp"
 #include "core/model.hpp"
@@ -22,6 +23,7 @@ struct ControlTargets {
   const AccessPolicy& policy;
   dataplane::DataPlane& data_plane;
   session::SessionServer& sessions;
+  capture_service::CaptureRegistry& captures;
 };
 
 class ControlService final : public v1::Control::Service {
@@ -51,6 +53,12 @@ class ControlService final : public v1::Control::Service {
                       v1::AttachResponse* resp) override;
   grpc::Status GetStats(grpc::ServerContext* ctx, const v1::GetStatsRequest* req,
                         v1::Stats* resp) override;
+  grpc::Status StartCapture(grpc::ServerContext* ctx, const v1::StartCaptureRequest* req,
+                            v1::Capture* resp) override;
+  grpc::Status StopCapture(grpc::ServerContext* ctx, const v1::StopCaptureRequest* req,
+                           v1::Capture* resp) override;
+  grpc::Status ListCaptures(grpc::ServerContext* ctx, const v1::ListCapturesRequest* req,
+                            v1::ListCapturesResponse* resp) override;
 
  private:
   // The caller's identity if it holds `need`, else the status to return.
@@ -61,6 +69,7 @@ class ControlService final : public v1::Control::Service {
   const AccessPolicy& policy_;
   dataplane::DataPlane& data_plane_;
   session::SessionServer& sessions_;
+  capture_service::CaptureRegistry& captures_;
   const ConnectionRegistry& connections_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::atomic<int> in_flight_{0};

@@ -9,6 +9,8 @@
 
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -51,7 +53,24 @@ class CaptureTest : public DataPlaneTest {
  protected:
   void SetUp() override {
     if (::access("/usr/bin/tshark", X_OK) != 0) GTEST_SKIP() << "no tshark (apt install tshark)";
-    start();
+    allowed_ = dir_.file("captures");
+    ASSERT_EQ(::mkdir(allowed_.c_str(), 0755), 0);
+    std::string extra = "  capture_dirs: [" + allowed_ + "]\n";
+    if (is_root()) {  // daemon captures are asked for by an unprivileged user too
+      group_.emplace();
+      user_.emplace(group_->name());
+      extra += "  socket_group: " + group_->name() + "\n  access:\n    clients:\n      users: [" +
+               user_->name() + "]\n";
+      ::chmod(dir_.path().c_str(), 0755);  // the user's daqiri-ctl reaches the socket
+    }
+    start(extra);
+  }
+  std::optional<std::pair<uid_t, gid_t>> as_user() const {
+    return user_ ? std::optional(user_->ids()) : std::nullopt;
+  }
+  std::vector<std::string> ctl(std::vector<std::string> args) const {
+    args.insert(args.begin(), {ctl_path(), "--socket", socket_});
+    return args;
   }
   // tshark's fields per packet (UDP 4096/4097 decoded as plain data), one line each.
   std::vector<std::string> read_back(const std::string& file, const std::string& fields) {
@@ -79,6 +98,10 @@ class CaptureTest : public DataPlaneTest {
     r.out = t.output();
     return r;
   }
+
+  std::string allowed_;
+  std::optional<TempGroup> group_;
+  std::optional<TempUser> user_;
 };
 
 // Every packet, in order, with its payload byte for byte, its length, and timestamps that
@@ -187,6 +210,63 @@ TEST_F(CaptureTest, FullDiskIsAClearErrorAndCostsOtherClientsNothing) {
   EXPECT_THAT(other.output(),
               HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
   EXPECT_TRUE(healthy());
+}
+
+// The daemon records a flow (gRPC StartCapture through daqiri-ctl capture, asked for by an
+// unprivileged user) while a client of the same flow receives: both get every packet, the
+// file is byte-exact, and it belongs to the user who asked.
+TEST_F(CaptureTest, DaemonCaptureRecordsAFlowBesideItsClients) {
+  std::string file = allowed_ + "/daemon.pcapng";
+  Spawned client(dir_, tap("stream0", 2000, {"--block"}));
+  Spawned capture(dir_,
+                  ctl({"capture", "stream0", "--out", file, "--format", "pcapng", "-n", "2000"}),
+                  as_user());
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+  ASSERT_EQ(gen(4096, 2000, 600).exit_code, 0);
+  ASSERT_EQ(client.wait(), 0) << client.output();
+  ASSERT_EQ(capture.wait(), 0) << capture.output() << daemon_->log();
+  EXPECT_THAT(client.output(),
+              HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+  EXPECT_THAT(capture.output(),
+              HasSubstr("2000 packets (1284000 bytes) of flow stream0 to " + file));
+  auto rows = read_back(file, "frame.len data.data");
+  ASSERT_EQ(rows.size(), 2000u);
+  for (size_t i = 0; i < rows.size(); ++i)
+    ASSERT_EQ(rows[i], "642\t" + hex(payload(4096, i, 600))) << "packet " << i;
+  struct stat st {};
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, user_ ? user_->uid() : ::getuid());
+  // Ended, listed, and its attachment gone from the flow.
+  auto list = run(ctl({"captures"}));
+  EXPECT_THAT(list.out, HasSubstr("ended"));
+  EXPECT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 0; }));
+}
+
+// Where a capture may not go: outside capture_dirs, out of them through a symbolic link, or
+// over a file someone else owns. Each is PERMISSION_DENIED (daqiri-ctl exit 4) with a reason,
+// and nothing is written.
+TEST_F(CaptureTest, CapturesStayInsideTheAllowedFolders) {
+  auto refused = [&](const std::string& out, const std::string& why) {
+    auto r = run(ctl({"capture", "stream0", "--out", out, "-n", "1"}), as_user());
+    EXPECT_EQ(r.exit_code, 4) << out << ": " << r.out << r.err;
+    EXPECT_THAT(r.err, HasSubstr(why)) << out;
+  };
+  refused(dir_.file("outside.pcap"), "is not inside the folders daqirid writes captures to");
+  refused(allowed_ + "/../escape.pcap", "is not inside the folders");
+  std::string link = allowed_ + "/link";
+  ASSERT_EQ(::symlink(dir_.path().c_str(), link.c_str()), 0);
+  refused(link + "/through-link.pcap", "is reached through a symbolic link");
+  struct stat st {};
+  EXPECT_NE(::stat(dir_.file("outside.pcap").c_str(), &st), 0);
+  EXPECT_NE(::stat(dir_.file("through-link.pcap").c_str(), &st), 0);
+  EXPECT_NE(::stat(dir_.file("escape.pcap").c_str(), &st), 0);
+  if (user_) {  // a file root (someone else) owns
+    std::string theirs = dir_.write("captures/roots.pcap", "keep me");
+    refused(theirs, "exists and belongs to uid 0");
+    std::ifstream in(theirs);
+    std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(kept, "keep me");
+  }
 }
 
 }  // namespace

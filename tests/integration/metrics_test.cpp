@@ -96,7 +96,9 @@ TEST_F(MetricsTest, RingOccupancyAndBackpressureStalls) {
                      "--quiet", "--block", "--timeout", "30"});
   auto body = [&] { return http_get(port_, "/metrics").value_or(""); };
   const std::string mine = "target=\"stream0\"";
-  for (int i = 0; i < 200 && metric_value(body(), "daqiri_attachment_ring_slots", mine) < 0; ++i)
+  // Delivering (claimed by the tap's session), not only created: the flow counts it.
+  for (int i = 0;
+       i < 200 && metric_value(body(), "daqiri_flow_attachments", "flow=\"stream0\"") != 1; ++i)
     std::this_thread::sleep_for(10ms);
   EXPECT_EQ(metric_value(body(), "daqiri_attachment_ring_slots", mine), 1024);
   tap.kill(SIGSTOP);

@@ -14,7 +14,6 @@
 #include "table.hpp"
 
 namespace daqiri::ctl {
-namespace {
 
 void print_json(const google::protobuf::Message& msg) {
   std::string out;
@@ -25,6 +24,8 @@ void print_json(const google::protobuf::Message& msg) {
   (void)google::protobuf::util::MessageToJsonString(msg, &out, opts);
   std::cout << out;
 }
+
+namespace {
 
 std::string bytes(uint64_t n) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -4,9 +4,14 @@
 
 #include <string>
 
+#include <google/protobuf/message.h>
+
 #include "control_client.hpp"
 
 namespace daqiri::ctl {
+
+// A reply as JSON (proto field names, defaults included), for --json.
+void print_json(const google::protobuf::Message& msg);
 
 struct FlowAddArgs {
   std::string name;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 
+#include "capture_commands.hpp"
 #include "commands.hpp"
 #include "tap.hpp"
 
@@ -112,6 +113,31 @@ int main(int argc, char** argv) {
         std::chrono::nanoseconds(static_cast<int64_t>(rotate_seconds * 1e9));
     action = [&](ControlClient&) { return run_tap(opts, tap); };
   });
+  CaptureArgs capture;
+  auto* capture_cmd = app.add_subcommand(
+      "capture", "have the daemon record a flow to a file beside its clients (and wait)");
+  capture_cmd->add_option("flow", capture.flow, "flow name")->required();
+  capture_cmd->add_option("-o,--out", capture.out, "file, inside the daemon's capture_dirs")
+      ->required();
+  capture_cmd->add_option("--format", capture.format, "pcap, pcapng or raw")
+      ->check(CLI::IsMember({"pcap", "pcapng", "raw"}));
+  capture_cmd->add_option("-n,--count", capture.count, "stop after N packets");
+  capture_cmd->add_option("-d,--duration", capture.duration, "stop after SECONDS");
+  capture_cmd->add_option("--snaplen", capture.snaplen, "bytes kept of each frame")
+      ->check(CLI::Range(64u, 262144u));
+  capture_cmd->add_option("--rotate-mb", capture.rotate_mb, "a new file past MB");
+  capture_cmd->add_flag("--detach", capture.detach,
+                        "return once it runs (stop-capture ID ends it)");
+  capture_cmd->callback(
+      [&] { action = [&](ControlClient& c) { return run_capture(c, opts, capture); }; });
+  app.add_subcommand("captures", "captures the daemon runs or ran")->callback([&] {
+    action = [&](ControlClient& c) { return run_captures(c, opts); };
+  });
+  uint64_t capture_id = 0;
+  auto* stop_cmd = app.add_subcommand("stop-capture", "end a capture (yours, or any as admin)");
+  stop_cmd->add_option("id", capture_id, "capture id")->required();
+  stop_cmd->callback(
+      [&] { action = [&](ControlClient& c) { return run_stop_capture(c, opts, capture_id); }; });
   double watch = 0;
   int frames = 0;
   auto* stats_cmd = app.add_subcommand("stats", "counters of flows and attachments");

@@ -15,12 +15,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "daqiri/common/result.hpp"
+#include "daqiri/common/unique_fd.hpp"
 
 namespace daqiri::capture {
 
@@ -45,6 +47,11 @@ struct WriterOptions {
   size_t max_chunks = 8;         // memory bound: chunk_bytes x max_chunks
   std::string interface;         // pcapng: the interface's name (if_name)
   std::string flow;              // pcapng: the flow (if_description)
+  // Opens each file (rotation opens several) with open(2)'s `flags`; default: open(2), 0644.
+  // daqirid's captures open beneath an allowed folder and hand the file to the requester.
+  std::function<Result<UniqueFd>(const std::string& path, int flags)> open_file;
+  // Allocate every chunk up front (no allocation once write() runs).
+  bool preallocate = false;
 };
 
 struct WriterStats {

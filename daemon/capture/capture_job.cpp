@@ -1,0 +1,116 @@
+#include "capture/capture_job.hpp"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace daqiri::capture_service {
+
+Result<std::unique_ptr<CaptureJob>> CaptureJob::start(CaptureStatus status, CaptureLimits limits,
+                                                      dataplane::DataPlane& data_plane,
+                                                      uint64_t attachment,
+                                                      std::unique_ptr<capture::FileWriter> writer) {
+  auto view = data_plane.internal_rx_view(attachment);
+  if (!view) return std::unexpected(view.error());
+  status.attachment = attachment;
+  status.running = true;
+  std::unique_ptr<CaptureJob> job(
+      new CaptureJob(std::move(status), limits, data_plane, std::move(*view), std::move(writer)));
+  job->thread_ = std::thread([j = job.get()] { j->run(); });
+  return job;
+}
+
+CaptureJob::CaptureJob(CaptureStatus status, CaptureLimits limits, dataplane::DataPlane& data_plane,
+                       dataplane::DataPlane::InternalRxView view,
+                       std::unique_ptr<capture::FileWriter> writer)
+    : limits_(limits),
+      data_plane_(data_plane),
+      view_(std::move(view)),
+      writer_(std::move(writer)),
+      status_(std::move(status)) {}
+
+CaptureJob::~CaptureJob() {
+  stop();
+}
+
+void CaptureJob::stop() {
+  stop_.store(true, std::memory_order_release);
+  if (thread_.joinable()) thread_.join();
+}
+
+CaptureStatus CaptureJob::status() const {
+  std::lock_guard lock(mutex_);
+  CaptureStatus s = status_;
+  s.packets = packets_.load(std::memory_order_relaxed);
+  s.bytes = bytes_.load(std::memory_order_relaxed);
+  if (s.running) s.files = writer_->files();
+  return s;
+}
+
+void CaptureJob::run() {
+  using Clock = std::chrono::steady_clock;
+  const abi::RingView& ring = view_.ring;
+  auto deadline = limits_.max_duration.count() > 0 ? Clock::now() + limits_.max_duration
+                                                   : Clock::time_point::max();
+  uint32_t cons = 0;  // a fresh ring
+  uint64_t packets = 0, bytes = 0;
+  std::string error;
+  while (!stop_.load(std::memory_order_acquire) && Clock::now() < deadline) {
+    uint32_t prod = ring.load_producer();
+    if (prod == cons) {
+      if (ring.state() == DAQIRI_RING_DETACHED) {
+        error = "the flow's attachment was detached (flow deleted?)";
+        break;
+      }
+      // Sleep as clients do: NEED_WAKEUP, re-check, then the eventfd (100 ms at most, to see
+      // stop requests and the deadline).
+      ring.set_need_wakeup(true);
+      if (ring.load_producer_seq_cst() == cons) {
+        pollfd p{view_.eventfd, POLLIN, 0};
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (::poll(&p, 1, int(std::clamp<int64_t>(left.count(), 0, 100))) > 0) {
+          uint64_t v = 0;
+          [[maybe_unused]] auto r = ::read(view_.eventfd, &v, sizeof v);
+        }
+      }
+      ring.set_need_wakeup(false);
+      continue;
+    }
+    for (; cons != prod; ++cons) {
+      const daqiri_rx_desc d = *ring.slot<daqiri_rx_desc>(cons);
+      if (d.region >= view_.regions.size()) continue;  // the daemon's own: never, but cheap
+      std::span<const std::byte> region = view_.regions[d.region];
+      if (d.offset > region.size() || d.length > region.size() - d.offset) continue;
+      if (auto ok =
+              writer_->write(d.timestamp_ns, region.subspan(d.offset, d.length), d.payload_offset);
+          !ok) {
+        error = ok.error().message;
+        break;
+      }
+      ++packets;
+      bytes += d.length;
+      if (limits_.max_packets != 0 && packets >= limits_.max_packets) {
+        ++cons;
+        break;
+      }
+    }
+    ring.publish_consumer(cons);  // copied into the writer: the buffers go back
+    packets_.store(packets, std::memory_order_relaxed);
+    bytes_.store(bytes, std::memory_order_relaxed);
+    if (!error.empty() || (limits_.max_packets != 0 && packets >= limits_.max_packets)) break;
+  }
+  finish(std::move(error));
+}
+
+void CaptureJob::finish(std::string error) {
+  auto closed = writer_->close();
+  if (error.empty() && !closed) error = closed.error().message;
+  data_plane_.close(status_.attachment);
+  std::lock_guard lock(mutex_);
+  status_.running = false;
+  status_.files = writer_->files();
+  status_.error = std::move(error);
+}
+
+}  // namespace daqiri::capture_service

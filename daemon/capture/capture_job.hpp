@@ -1,0 +1,75 @@
+// One capture the daemon runs for a client (gRPC StartCapture): an RX attachment of the flow
+// inside the daemon, read by a thread of its own that speaks the client protocol (ring,
+// NEED_WAKEUP, eventfd) and hands each frame to a capture::FileWriter. The flow's other
+// clients see one more fan-out attachment and nothing else; a slow disk costs this
+// attachment ring-full drops (counted), never the poller.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daqiri/capture.hpp"
+#include "dataplane/data_plane.hpp"
+
+namespace daqiri::capture_service {
+
+struct CaptureStatus {
+  uint64_t id = 0;
+  std::string flow;
+  std::string path;
+  capture::Format format = capture::Format::kPcap;
+  uid_t uid = 0;
+  bool running = false;
+  uint64_t packets = 0, bytes = 0;
+  std::vector<std::string> files;
+  std::string error;
+  uint64_t attachment = 0;
+};
+
+struct CaptureLimits {
+  uint64_t max_packets = 0;                  // 0: none
+  std::chrono::nanoseconds max_duration{0};  // 0: none
+};
+
+class CaptureJob {
+ public:
+  // Takes over `attachment` (active, on `status.flow`): closes it when the capture ends.
+  static Result<std::unique_ptr<CaptureJob>> start(CaptureStatus status, CaptureLimits limits,
+                                                   dataplane::DataPlane& data_plane,
+                                                   uint64_t attachment,
+                                                   std::unique_ptr<capture::FileWriter> writer);
+  ~CaptureJob();
+  CaptureJob(const CaptureJob&) = delete;
+  CaptureJob& operator=(const CaptureJob&) = delete;
+
+  // Ends the capture (if it still runs) and waits for its files to close.
+  void stop();
+  [[nodiscard]] CaptureStatus status() const;
+
+ private:
+  CaptureJob(CaptureStatus status, CaptureLimits limits, dataplane::DataPlane& data_plane,
+             dataplane::DataPlane::InternalRxView view,
+             std::unique_ptr<capture::FileWriter> writer);
+  void run();
+  void finish(std::string error);
+
+  CaptureLimits limits_;
+  dataplane::DataPlane& data_plane_;
+  dataplane::DataPlane::InternalRxView view_;
+  std::unique_ptr<capture::FileWriter> writer_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> packets_{0}, bytes_{0};
+  mutable std::mutex mutex_;
+  CaptureStatus status_;  // under mutex_: running, files, error
+  std::thread thread_;
+};
+
+}  // namespace daqiri::capture_service

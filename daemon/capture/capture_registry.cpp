@@ -1,0 +1,194 @@
+#include "capture/capture_registry.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace daqiri::capture_service {
+namespace {
+
+// The part of `path` beneath `dir`, or empty when it is not beneath it (lexically: no "."
+// or ".." component, no empty one).
+std::string beneath(const std::string& path, std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/')
+    dir.pop_back();
+  if (path.size() <= dir.size() + 1 || path.compare(0, dir.size(), dir) != 0 ||
+      path[dir.size()] != '/') {
+    return {};
+  }
+  std::string rel = path.substr(dir.size() + 1);
+  size_t start = 0;
+  while (start <= rel.size()) {
+    size_t end = rel.find('/', start);
+    if (end == std::string::npos) end = rel.size();
+    std::string part = rel.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return {};
+    start = end + 1;
+  }
+  return rel;
+}
+
+}  // namespace
+
+CaptureRegistry::CaptureRegistry(dataplane::DataPlane& data_plane,
+                                 std::vector<std::string> allowed_dirs)
+    : data_plane_(data_plane), allowed_dirs_(std::move(allowed_dirs)) {}
+
+CaptureRegistry::~CaptureRegistry() {
+  std::lock_guard lock(mutex_);
+  for (auto& [id, job] : jobs_)
+    job->stop();
+}
+
+Result<UniqueFd> CaptureRegistry::open_beneath(const std::string& path, int flags, uid_t uid,
+                                               gid_t gid) const {
+  for (const auto& dir : allowed_dirs_) {
+    std::string rel = beneath(path, dir);
+    if (rel.empty()) continue;
+    UniqueFd base(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!base) return fail_errno("capture folder " + dir);
+    open_how how{};
+    how.flags = uint64_t(flags & ~O_TRUNC) | O_NOFOLLOW | O_CLOEXEC | O_EXCL;
+    how.mode = 0640;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    auto open2 = [&] {
+      return UniqueFd(
+          static_cast<int>(::syscall(SYS_openat2, base.get(), rel.c_str(), &how, sizeof how)));
+    };
+    UniqueFd f = open2();
+    bool created = f.valid();
+    if (!f && errno == EEXIST) {  // there already: only its owner may write it
+      how.flags &= ~uint64_t(O_CREAT | O_EXCL);
+      how.mode = 0;  // openat2 wants none without O_CREAT
+      f = open2();
+    }
+    if (!f) {
+      int err = errno;
+      if (err == EXDEV || err == ELOOP) {
+        return fail(ErrorCode::kPermissionDenied,
+                    "capture: " + path +
+                        " is reached through a symbolic link; captures are "
+                        "written only inside " +
+                        dir);
+      }
+      return fail_errno("capture: open " + path, err);
+    }
+    struct stat st {};
+    if (::fstat(f.get(), &st) != 0) return fail_errno("capture: stat " + path);
+    if (!S_ISREG(st.st_mode)) {
+      return fail(ErrorCode::kInvalidArgument, "capture: " + path + " is not a regular file");
+    }
+    if (!created && uid != 0 && st.st_uid != uid) {
+      return fail(ErrorCode::kPermissionDenied,
+                  "capture: " + path + " exists and belongs to uid " + std::to_string(st.st_uid));
+    }
+    if ((flags & O_TRUNC) != 0 && ::ftruncate(f.get(), 0) != 0) {
+      return fail_errno("capture: truncate " + path);
+    }
+    if (::fchown(f.get(), uid, gid) != 0) return fail_errno("capture: chown " + path);
+    return f;
+  }
+  std::string dirs;
+  for (const auto& d : allowed_dirs_)
+    dirs += (dirs.empty() ? "" : ", ") + d;
+  return fail(ErrorCode::kPermissionDenied,
+              "capture: " + path + " is not inside the folders daqirid writes captures to (" +
+                  (dirs.empty() ? "none: daemon.capture_dirs is empty" : dirs) + ")");
+}
+
+Result<CaptureStatus> CaptureRegistry::start(const CaptureSpec& spec, uid_t uid, gid_t gid) {
+  std::lock_guard lock(mutex_);
+  reap_locked();
+  if (jobs_.size() >= kMaxRunning) {
+    return fail(ErrorCode::kResourceExhausted,
+                "capture: " + std::to_string(kMaxRunning) + " captures run already");
+  }
+  if (spec.path.empty() || spec.path.front() != '/') {
+    return fail(ErrorCode::kInvalidArgument, "capture: the path must be absolute", "path");
+  }
+  capture::WriterOptions o;
+  o.format = spec.format;
+  if (spec.snaplen != 0) o.snaplen = spec.snaplen;
+  o.rotate_bytes = spec.rotate_bytes;
+  o.flow = spec.flow;
+  o.chunk_bytes = 1 << 20;
+  o.max_chunks = 8;
+  o.preallocate = true;
+  o.open_file = [this, uid, gid](const std::string& name, int flags) {
+    return open_beneath(name, flags, uid, gid);
+  };
+  auto writer = capture::FileWriter::open(spec.path, o);
+  if (!writer) return std::unexpected(writer.error());
+  dataplane::RxAttachOptions rx;
+  rx.backpressure = dataplane::Backpressure::kDropNew;  // a slow disk never holds the flow
+  auto id = data_plane_.create_rx(spec.flow, rx);
+  if (!id) return std::unexpected(id.error());
+  if (auto share = data_plane_.activate(*id); !share) {
+    data_plane_.close(*id);
+    return std::unexpected(share.error());
+  }
+  CaptureStatus status;
+  status.id = next_id_++;
+  status.flow = spec.flow;
+  status.path = spec.path;
+  status.format = spec.format;
+  status.uid = uid;
+  auto job = CaptureJob::start(status, spec.limits, data_plane_, *id, std::move(*writer));
+  if (!job) {
+    data_plane_.close(*id);
+    return std::unexpected(job.error());
+  }
+  spdlog::info("capture {}: flow {} to {} for uid {}", status.id, spec.flow, spec.path, uid);
+  auto s = (*job)->status();
+  jobs_.emplace(status.id, std::move(*job));
+  return s;
+}
+
+Result<CaptureStatus> CaptureRegistry::stop(uint64_t id, uid_t uid, bool admin) {
+  std::unique_lock lock(mutex_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) {
+    for (const auto& s : ended_) {
+      if (s.id == id) return s;
+    }
+    return fail(ErrorCode::kNotFound, "no capture " + std::to_string(id), "id");
+  }
+  if (!admin && it->second->status().uid != uid) {
+    return fail(ErrorCode::kPermissionDenied,
+                "capture " + std::to_string(id) + " belongs to another user");
+  }
+  it->second->stop();
+  CaptureStatus s = it->second->status();
+  jobs_.erase(it);
+  ended_.push_back(s);
+  if (ended_.size() > kMaxEnded) ended_.pop_front();
+  spdlog::info("capture {} stopped: {} packets", id, s.packets);
+  return s;
+}
+
+std::vector<CaptureStatus> CaptureRegistry::list() const {
+  std::lock_guard lock(mutex_);
+  std::vector<CaptureStatus> out(ended_.begin(), ended_.end());
+  for (const auto& [id, job] : jobs_)
+    out.push_back(job->status());
+  return out;
+}
+
+void CaptureRegistry::reap_locked() {
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    CaptureStatus s = it->second->status();
+    if (s.running) {
+      ++it;
+      continue;
+    }
+    it->second->stop();
+    ended_.push_back(std::move(s));
+    if (ended_.size() > kMaxEnded) ended_.pop_front();
+    it = jobs_.erase(it);
+  }
+}
+
+}  // namespace daqiri::capture_service

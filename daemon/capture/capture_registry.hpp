@@ -1,0 +1,56 @@
+// The daemon's captures (gRPC StartCapture / StopCapture / ListCaptures): checks where a
+// client may write, opens the files beneath an allowed folder as the requester's, and runs a
+// CaptureJob per capture. Control path only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "capture/capture_job.hpp"
+
+namespace daqiri::capture_service {
+
+struct CaptureSpec {
+  std::string flow;
+  std::string path;
+  capture::Format format = capture::Format::kPcap;
+  uint32_t snaplen = 0;  // 0: the writer's default
+  uint64_t rotate_bytes = 0;
+  CaptureLimits limits;
+};
+
+class CaptureRegistry {
+ public:
+  static constexpr size_t kMaxRunning = 16;
+  static constexpr size_t kMaxEnded = 64;
+
+  CaptureRegistry(dataplane::DataPlane& data_plane, std::vector<std::string> allowed_dirs);
+  ~CaptureRegistry();  // stops every capture
+
+  Result<CaptureStatus> start(const CaptureSpec& spec, uid_t uid, gid_t gid);
+  // Stops capture `id`; only its owner or an admin may.
+  Result<CaptureStatus> stop(uint64_t id, uid_t uid, bool admin);
+  [[nodiscard]] std::vector<CaptureStatus> list() const;
+
+  // Opens `path` for the writer: it must lie beneath an allowed folder, reached without any
+  // symbolic link; an existing file must be the requester's. The file ends up theirs.
+  Result<UniqueFd> open_beneath(const std::string& path, int flags, uid_t uid, gid_t gid) const;
+
+ private:
+  void reap_locked();  // ended jobs move to ended_
+
+  dataplane::DataPlane& data_plane_;
+  std::vector<std::string> allowed_dirs_;
+  mutable std::mutex mutex_;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, std::unique_ptr<CaptureJob>> jobs_;
+  std::deque<CaptureStatus> ended_;
+};
+
+}  // namespace daqiri::capture_service
