@@ -119,6 +119,27 @@ class Control:
         """Removes a flow (admin role); its attachments end."""
         self._call("DeleteFlow", pb.DeleteFlowRequest(name=name))
 
+    _CAPTURE_FORMATS = {"pcap": pb.CAPTURE_FORMAT_PCAP, "pcapng": pb.CAPTURE_FORMAT_PCAPNG,
+                        "raw": pb.CAPTURE_FORMAT_RAW}
+
+    def start_capture(self, flow, path, *, format="pcap", max_packets=0, max_seconds=0.0,
+                      snaplen=0, rotate_bytes=0):
+        """Has the daemon record `flow` to `path` (absolute, inside daemon.capture_dirs); the
+        file belongs to the caller. Returns the Capture message (its `id` for stop_capture)."""
+        if format not in self._CAPTURE_FORMATS:
+            raise ValueError("format is pcap, pcapng or raw")
+        return self._call("StartCapture", pb.StartCaptureRequest(
+            flow=flow, path=path, format=self._CAPTURE_FORMATS[format], max_packets=max_packets,
+            max_seconds=max_seconds, snaplen=snaplen, rotate_bytes=rotate_bytes))
+
+    def stop_capture(self, capture_id):
+        """Ends a capture (the caller's own; an admin's: any) and returns its final state."""
+        return self._call("StopCapture", pb.StopCaptureRequest(id=capture_id))
+
+    def captures(self):
+        """The daemon's captures, running and recently ended."""
+        return list(self._call("ListCaptures", pb.ListCapturesRequest()).captures)
+
     def health(self):
         """True when the daemon answers grpc.health.v1 with SERVING."""
         try:

@@ -1,7 +1,12 @@
 """Every daqiri-ctl operation as a method, and errors mapped from the daemon's status codes."""
+import os
+
+import numpy as np
 import pytest
 
 import daqiri
+from conftest import gen, wait_for
+from daqiri import pattern
 from daqiri.v1 import control_pb2 as pb
 
 
@@ -78,3 +83,27 @@ def test_attach_errors_carry_the_reason(daemon):
 def test_no_daemon_is_unavailable(workdir):
     with pytest.raises(daqiri.Unavailable):
         daqiri.Client(f"{workdir}/none.sock", timeout=1.0)
+
+
+def test_daemon_capture_records_a_flow(start_daemon, workdir):
+    folder = os.path.join(workdir, "captures")
+    os.mkdir(folder)
+    d = start_daemon(daemon_extra=f"  capture_dirs: [{folder}]\n")
+    path = os.path.join(folder, "py.raw")
+    with daqiri.Control(d.socket) as control:
+        started = control.start_capture("stream0", path, format="raw", max_packets=500)
+        assert started.running and started.flow == "stream0"
+        wait_for(lambda: control.flow_stats("stream0").attachments == 1)
+        gen(4096, 500, 100)
+        assert wait_for(lambda: not [c for c in control.captures() if c.id == started.id][0].running)
+        done = [c for c in control.captures() if c.id == started.id][0]
+        assert (done.packets, done.bytes, list(done.files), done.error) == (500, 500 * 142, [path], "")
+        # Raw: the payloads back to back, as daqiri-gen made them.
+        with open(path, "rb") as f:
+            data = np.frombuffer(f.read(), np.uint8)
+        assert data.size == 500 * 100
+        assert list(pattern.check(data.reshape(500, 100))) == list(range(500))
+        with pytest.raises(daqiri.PermissionDenied, match="not inside the folders"):
+            control.start_capture("stream0", os.path.join(workdir, "out.pcap"))
+        with pytest.raises(daqiri.NotFound):
+            control.stop_capture(12345)
