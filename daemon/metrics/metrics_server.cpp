@@ -10,6 +10,7 @@
 #include <chrono>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "build_info.hpp"
 
@@ -62,6 +63,27 @@ class FamilyBuilder {
   std::vector<MetricFamily>& out_;
   size_t index_;
 };
+
+// Adds one attachment's numbers to a sum (the series past the cap).
+void add_to(dataplane::AttachmentStats& sum, const dataplane::AttachmentStats& a) {
+  sum.packets += a.packets;
+  sum.bytes += a.bytes;
+  sum.dropped_ring_full += a.dropped_ring_full;
+  sum.dropped_no_buffer += a.dropped_no_buffer;
+  sum.bad_index += a.bad_index;
+  sum.bad_descriptor += a.bad_descriptor;
+  sum.send_errors += a.send_errors;
+  sum.on_loan += a.on_loan;
+  sum.stalls += a.stalls;
+  sum.ring_size += a.ring_size;
+  sum.ring_used += a.ring_used;
+  sum.gpu = sum.gpu || a.gpu;
+  sum.gpu_packets += a.gpu_packets;
+  sum.gpu_bytes += a.gpu_bytes;
+  for (size_t i = 0; i < a.gpu_copy_latency.counts.size(); ++i)
+    sum.gpu_copy_latency.counts[i] += a.gpu_copy_latency.counts[i];
+  sum.gpu_copy_latency.sum_ns += a.gpu_copy_latency.sum_ns;
+}
 
 }  // namespace
 
@@ -209,17 +231,37 @@ class DataPlaneCollector final : public prometheus::Collectable {
                             MetricType::Gauge);
     FamilyBuilder ring_size(out, "daqiri_attachment_ring_slots", "Slots in the client's ring",
                             MetricType::Gauge);
-    size_t n = 0;
+    // Past the cap, attachments are summed into one series per direction.
+    std::vector<std::pair<std::vector<ClientMetric::Label>, dataplane::AttachmentStats>> series;
+    std::optional<dataplane::AttachmentStats> other_rx, other_tx;
     for (const auto& a : attachments) {
-      uint64_t sid = sessions_.session_of(a.id);
-      auto s = by_id.find(sid);
-      bool other = ++n > kMaxAttachmentSeries;
-      std::vector<ClientMetric::Label> l{
-          {"attachment", other ? "other" : std::to_string(a.id)},
-          {"direction", a.rx ? "rx" : "tx"},
-          {"target", a.target},
-          {"client", s == by_id.end() ? "" : s->second->name},
-          {"uid", s == by_id.end() ? "" : std::to_string(s->second->uid)}};
+      if (series.size() >= kMaxAttachmentSeries) {
+        auto& sum = a.rx ? other_rx : other_tx;
+        if (!sum) {
+          sum = dataplane::AttachmentStats{};
+          sum->rx = a.rx;
+        }
+        add_to(*sum, a);
+        continue;
+      }
+      auto s = by_id.find(sessions_.session_of(a.id));
+      series.push_back({{{"attachment", std::to_string(a.id)},
+                         {"direction", a.rx ? "rx" : "tx"},
+                         {"target", a.target},
+                         {"client", s == by_id.end() ? "" : s->second->name},
+                         {"uid", s == by_id.end() ? "" : std::to_string(s->second->uid)}},
+                        a});
+    }
+    for (const auto* sum : {&other_rx, &other_tx}) {
+      if (!*sum) continue;
+      series.push_back({{{"attachment", "other"},
+                         {"direction", (*sum)->rx ? "rx" : "tx"},
+                         {"target", ""},
+                         {"client", ""},
+                         {"uid", ""}},
+                        **sum});
+    }
+    for (const auto& [l, a] : series) {
       auto with = [&l](const char* reason) {
         auto r = l;
         r.push_back({"reason", reason});
