@@ -242,6 +242,32 @@ TEST_F(CaptureTest, DaemonCaptureRecordsAFlowBesideItsClients) {
   EXPECT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 0; }));
 }
 
+// A daemon capture whose disk fills: it ends by itself, says why (listed under ERROR), closes
+// its attachment, and the flow's client gets every packet.
+TEST_F(CaptureTest, DaemonCaptureOnAFullDiskEndsAndSaysWhy) {
+  if (!is_root()) GTEST_SKIP() << "mounting a small tmpfs needs root";
+  std::string small = allowed_ + "/small";
+  ASSERT_EQ(::mkdir(small.c_str(), 0755), 0);
+  ASSERT_EQ(::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=1m"), 0) << std::strerror(errno);
+  std::string file = small + "/full.pcap";
+  Spawned client(dir_, tap("stream0", 3000, {"--block"}));
+  Spawned capture(dir_, ctl({"capture", "stream0", "--out", file, "-n", "3000"}));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+  ASSERT_EQ(gen(4096, 3000, 1000).exit_code, 0);
+  int capture_exit = capture.wait();
+  EXPECT_EQ(client.wait(), 0) << client.output();
+  auto list = run(ctl({"captures"}));
+  ::umount2(small.c_str(), MNT_DETACH);
+  EXPECT_EQ(capture_exit, 1) << capture.output();
+  EXPECT_THAT(capture.output(),
+              HasSubstr("ended early: capture: write " + file + ": No space left on device"));
+  EXPECT_THAT(list.out, HasSubstr("No space left on device"));
+  EXPECT_THAT(client.output(),
+              HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+  EXPECT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 0; }));
+  EXPECT_TRUE(healthy());
+}
+
 // Where a capture may not go: outside capture_dirs, out of them through a symbolic link, or
 // over a file someone else owns. Each is PERMISSION_DENIED (daqiri-ctl exit 4) with a reason,
 // and nothing is written.
