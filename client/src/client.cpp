@@ -15,44 +15,13 @@
 #include <vector>
 
 #include "daqiri/common/fd_passing.hpp"
+#include "daqiri/common/mapping.hpp"
 #include "daqiri/common/unique_fd.hpp"
 #include "daqiri/ring.hpp"
 #include "daqiri/v1/control.grpc.pb.h"
 
 namespace daqiri {
 namespace {
-
-class Mapping {
- public:
-  Mapping() = default;
-  Mapping(void* p, size_t n) : p_(p), n_(n) {}
-  Mapping(Mapping&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-  Mapping& operator=(Mapping&& o) noexcept {
-    if (this != &o) {
-      reset();
-      p_ = std::exchange(o.p_, nullptr);
-      n_ = std::exchange(o.n_, 0);
-    }
-    return *this;
-  }
-  ~Mapping() { reset(); }
-  [[nodiscard]] std::byte* data() const { return static_cast<std::byte*>(p_); }
-  [[nodiscard]] size_t size() const { return n_; }
-
- private:
-  void reset() {
-    if (p_) ::munmap(p_, n_);
-    p_ = nullptr;
-  }
-  void* p_ = nullptr;
-  size_t n_ = 0;
-};
-
-Result<Mapping> map(int fd, size_t size, bool writable) {
-  void* p = ::mmap(nullptr, size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) return fail_errno("mmap");
-  return Mapping(p, size);
-}
 
 Error from_status(const grpc::Status& s) {
   ErrorCode code = ErrorCode::kInternal;
@@ -243,14 +212,14 @@ Result<Attached> Client::Impl::attach(const v1::AttachRequest& request) {
   }
   Attached out;
   out.id = a.attachment_id;
-  auto rings = map(fds[0].get(), a.rings_size, true);
+  auto rings = map_fd(fds[0].get(), a.rings_size, true);
   if (!rings) return std::unexpected(rings.error());
   out.rings = std::move(*rings);
   out.eventfd = std::move(fds[1]);
   out.ring_offset = a.ring_offset;
   out.completion_offset = a.completion_offset;
   for (uint32_t i = 0; i < a.region_count; ++i) {
-    auto m = map(fds[2 + i].get(), a.regions[i].size, a.regions[i].writable != 0);
+    auto m = map_fd(fds[2 + i].get(), a.regions[i].size, a.regions[i].writable != 0);
     if (!m) return std::unexpected(m.error());
     out.regions.push_back({std::move(*m), a.regions[i].buf_size, a.regions[i].num_bufs});
   }

@@ -9,24 +9,34 @@ namespace daqiri::capture_service {
 
 Result<std::unique_ptr<CaptureJob>> CaptureJob::start(CaptureStatus status, CaptureLimits limits,
                                                       dataplane::DataPlane& data_plane,
-                                                      uint64_t attachment,
+                                                      dataplane::AttachmentShare share,
                                                       std::unique_ptr<capture::FileWriter> writer) {
-  auto view = data_plane.internal_rx_view(attachment);
-  if (!view) return std::unexpected(view.error());
-  status.attachment = attachment;
+  status.attachment = share.id;
   status.running = true;
   std::unique_ptr<CaptureJob> job(
-      new CaptureJob(std::move(status), limits, data_plane, std::move(*view), std::move(writer)));
+      new CaptureJob(std::move(status), limits, data_plane, std::move(writer)));
+  auto rings = map_fd(share.rings_fd.get(), share.rings_size, true);
+  if (!rings) return std::unexpected(rings.error());
+  auto ring =
+      abi::RingView::open(rings->data() + share.ring_offset, rings->size() - share.ring_offset,
+                          DAQIRI_RING_RX, sizeof(daqiri_rx_desc));
+  if (!ring) return fail(ErrorCode::kInternal, "capture: the attachment's ring does not check");
+  job->rings_ = std::move(*rings);
+  job->ring_ = *ring;
+  job->eventfd_ = std::move(share.event_fd);
+  for (const auto& r : share.regions) {
+    auto m = map_fd(r.fd.get(), r.size, false);
+    if (!m) return std::unexpected(m.error());
+    job->regions_.push_back(std::move(*m));
+  }
   job->thread_ = std::thread([j = job.get()] { j->run(); });
   return job;
 }
 
 CaptureJob::CaptureJob(CaptureStatus status, CaptureLimits limits, dataplane::DataPlane& data_plane,
-                       dataplane::DataPlane::InternalRxView view,
                        std::unique_ptr<capture::FileWriter> writer)
     : limits_(limits),
       data_plane_(data_plane),
-      view_(std::move(view)),
       writer_(std::move(writer)),
       status_(std::move(status)) {}
 
@@ -50,7 +60,7 @@ CaptureStatus CaptureJob::status() const {
 
 void CaptureJob::run() {
   using Clock = std::chrono::steady_clock;
-  const abi::RingView& ring = view_.ring;
+  const abi::RingView& ring = ring_;
   auto deadline = limits_.max_duration.count() > 0 ? Clock::now() + limits_.max_duration
                                                    : Clock::time_point::max();
   uint32_t cons = 0;  // a fresh ring
@@ -67,11 +77,11 @@ void CaptureJob::run() {
       // stop requests and the deadline).
       ring.set_need_wakeup(true);
       if (ring.load_producer_seq_cst() == cons) {
-        pollfd p{view_.eventfd, POLLIN, 0};
+        pollfd p{eventfd_.get(), POLLIN, 0};
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         if (::poll(&p, 1, int(std::clamp<int64_t>(left.count(), 0, 100))) > 0) {
           uint64_t v = 0;
-          [[maybe_unused]] auto r = ::read(view_.eventfd, &v, sizeof v);
+          [[maybe_unused]] auto r = ::read(eventfd_.get(), &v, sizeof v);
         }
       }
       ring.set_need_wakeup(false);
@@ -79,8 +89,8 @@ void CaptureJob::run() {
     }
     for (; cons != prod; ++cons) {
       const daqiri_rx_desc d = *ring.slot<daqiri_rx_desc>(cons);
-      if (d.region >= view_.regions.size()) continue;  // the daemon's own: never, but cheap
-      std::span<const std::byte> region = view_.regions[d.region];
+      if (d.region >= regions_.size()) continue;  // the daemon's own: never, but cheap
+      std::span<const std::byte> region(regions_[d.region].data(), regions_[d.region].size());
       if (d.offset > region.size() || d.length > region.size() - d.offset) continue;
       if (auto ok =
               writer_->write(d.timestamp_ns, region.subspan(d.offset, d.length), d.payload_offset);

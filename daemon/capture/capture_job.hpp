@@ -1,8 +1,9 @@
 // One capture the daemon runs for a client (gRPC StartCapture): an RX attachment of the flow
-// inside the daemon, read by a thread of its own that speaks the client protocol (ring,
-// NEED_WAKEUP, eventfd) and hands each frame to a capture::FileWriter. The flow's other
-// clients see one more fan-out attachment and nothing else; a slow disk costs this
-// attachment ring-full drops (counted), never the poller.
+// inside the daemon, read by a thread of its own exactly as a client reads one — its own
+// mappings of the fds the attachment shares (so a flow deleted under it only detaches the
+// ring), the ring protocol (NEED_WAKEUP, eventfd) — handing each frame to a
+// capture::FileWriter. The flow's other clients see one more fan-out attachment and nothing
+// else; a slow disk costs this attachment ring-full drops (counted), never the poller.
 #pragma once
 
 #include <sys/types.h>
@@ -17,6 +18,8 @@
 #include <vector>
 
 #include "daqiri/capture.hpp"
+#include "daqiri/common/mapping.hpp"
+#include "daqiri/ring.hpp"
 #include "dataplane/data_plane.hpp"
 
 namespace daqiri::capture_service {
@@ -41,10 +44,11 @@ struct CaptureLimits {
 
 class CaptureJob {
  public:
-  // Takes over `attachment` (active, on `status.flow`): closes it when the capture ends.
+  // Takes over the active attachment `share` describes (on `status.flow`): closes it when the
+  // capture ends.
   static Result<std::unique_ptr<CaptureJob>> start(CaptureStatus status, CaptureLimits limits,
                                                    dataplane::DataPlane& data_plane,
-                                                   uint64_t attachment,
+                                                   dataplane::AttachmentShare share,
                                                    std::unique_ptr<capture::FileWriter> writer);
   ~CaptureJob();
   CaptureJob(const CaptureJob&) = delete;
@@ -56,14 +60,18 @@ class CaptureJob {
 
  private:
   CaptureJob(CaptureStatus status, CaptureLimits limits, dataplane::DataPlane& data_plane,
-             dataplane::DataPlane::InternalRxView view,
              std::unique_ptr<capture::FileWriter> writer);
   void run();
   void finish(std::string error);
 
   CaptureLimits limits_;
   dataplane::DataPlane& data_plane_;
-  dataplane::DataPlane::InternalRxView view_;
+  // What a client would map: the rings (read-write: the consumer index is ours to write),
+  // the eventfd, the regions (read-only).
+  Mapping rings_;
+  abi::RingView ring_;
+  UniqueFd eventfd_;
+  std::vector<Mapping> regions_;
   std::unique_ptr<capture::FileWriter> writer_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> packets_{0}, bytes_{0};

@@ -126,7 +126,8 @@ Result<CaptureStatus> CaptureRegistry::start(const CaptureSpec& spec, uid_t uid,
   rx.backpressure = dataplane::Backpressure::kDropNew;  // a slow disk never holds the flow
   auto id = data_plane_.create_rx(spec.flow, rx);
   if (!id) return std::unexpected(id.error());
-  if (auto share = data_plane_.activate(*id); !share) {
+  auto share = data_plane_.activate(*id);
+  if (!share) {
     data_plane_.close(*id);
     return std::unexpected(share.error());
   }
@@ -136,7 +137,8 @@ Result<CaptureStatus> CaptureRegistry::start(const CaptureSpec& spec, uid_t uid,
   status.path = spec.path;
   status.format = spec.format;
   status.uid = uid;
-  auto job = CaptureJob::start(status, spec.limits, data_plane_, *id, std::move(*writer));
+  auto job =
+      CaptureJob::start(status, spec.limits, data_plane_, std::move(*share), std::move(*writer));
   if (!job) {
     data_plane_.close(*id);
     return std::unexpected(job.error());

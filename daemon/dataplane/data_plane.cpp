@@ -466,19 +466,6 @@ void DataPlane::close(uint64_t id) {
   close_locked(id);
 }
 
-Result<DataPlane::InternalRxView> DataPlane::internal_rx_view(uint64_t id) const {
-  std::lock_guard lock(mutex_);
-  auto it = attachments_.find(id);
-  if (it == attachments_.end() || !it->second.rx || !it->second.active) {
-    return fail(ErrorCode::kNotFound, "no active RX attachment " + std::to_string(id));
-  }
-  const RxAttachment& rx = *it->second.rx;
-  InternalRxView v{rx.ring(), rx.eventfd(), {}};
-  for (memory::BufferPool* pool : rx.pools())
-    v.regions.emplace_back(pool->memory().data(), pool->memory().size());
-  return v;
-}
-
 void DataPlane::close_locked(uint64_t id) {
   auto it = attachments_.find(id);
   if (it == attachments_.end()) return;

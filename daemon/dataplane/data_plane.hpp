@@ -113,15 +113,6 @@ class DataPlane {
   Result<uint64_t> create_tx(std::string_view interface, std::string_view queue);
   // Starts delivery (RX) or draining (TX); returns what the client must map.
   Result<AttachmentShare> activate(uint64_t id);
-  // The daemon's own view of an active host RX attachment, for consumers inside the daemon
-  // (captures): its ring, its eventfd and its regions, as the daemon maps them. Valid until
-  // close(id). The consumer speaks the client protocol like any client.
-  struct InternalRxView {
-    abi::RingView ring;
-    int eventfd = -1;
-    std::vector<std::span<const std::byte>> regions;
-  };
-  Result<InternalRxView> internal_rx_view(uint64_t id) const;
   // Ends an attachment: the poller returns every buffer it lent, then it is freed. Blocks for
   // about a poller iteration. Unknown ids (already closed) are ignored.
   void close(uint64_t id);

@@ -268,6 +268,27 @@ TEST_F(CaptureTest, DaemonCaptureOnAFullDiskEndsAndSaysWhy) {
   EXPECT_TRUE(healthy());
 }
 
+// Deleting the flow under a running capture ends it (its ring says DETACHED), with the reason;
+// what it wrote stays a complete file.
+TEST_F(CaptureTest, DeletingTheFlowEndsItsCapture) {
+  std::string file = allowed_ + "/deleted.pcap";
+  auto r = run(ctl({"capture", "stream1", "--out", file, "--detach"}));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  ASSERT_EQ(gen(4097, 200, 300).exit_code, 0);
+  ASSERT_TRUE(eventually([](const v1::Stats& s) {
+    return s.attachments_size() == 1 && s.attachments(0).packets() == 200;
+  }));
+  ASSERT_EQ(run(ctl({"flows", "del", "stream1"})).exit_code, 0);
+  std::string list;
+  for (int i = 0; i < 100 && list.find("ended") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(20ms);
+    list = run(ctl({"captures"})).out;
+  }
+  EXPECT_THAT(list, HasSubstr("detached (flow deleted?)")) << list;
+  EXPECT_EQ(read_back(file, "data.data").size(), 200u);
+}
+
 // Where a capture may not go: outside capture_dirs, out of them through a symbolic link, or
 // over a file someone else owns. Each is PERMISSION_DENIED (daqiri-ctl exit 4) with a reason,
 // and nothing is written.
