@@ -113,7 +113,9 @@ Result<CaptureStatus> CaptureRegistry::start(const CaptureSpec& spec, uid_t uid,
   o.format = spec.format;
   if (spec.snaplen != 0) o.snaplen = spec.snaplen;
   o.rotate_bytes = spec.rotate_bytes;
-  o.flow = spec.flow;
+  std::string what =
+      spec.flow.empty() ? "queue " + spec.rx_interface + "/" + spec.rx_queue : spec.flow;
+  o.flow = what;
   o.chunk_bytes = 1 << 20;
   o.max_chunks = 8;
   o.preallocate = true;
@@ -124,7 +126,8 @@ Result<CaptureStatus> CaptureRegistry::start(const CaptureSpec& spec, uid_t uid,
   if (!writer) return std::unexpected(writer.error());
   dataplane::RxAttachOptions rx;
   rx.backpressure = dataplane::Backpressure::kDropNew;  // a slow disk never holds the flow
-  auto id = data_plane_.create_rx(spec.flow, rx);
+  auto id = spec.flow.empty() ? data_plane_.create_rx_queue(spec.rx_interface, spec.rx_queue, rx)
+                              : data_plane_.create_rx(spec.flow, rx);
   if (!id) return std::unexpected(id.error());
   auto share = data_plane_.activate(*id);
   if (!share) {
@@ -133,7 +136,7 @@ Result<CaptureStatus> CaptureRegistry::start(const CaptureSpec& spec, uid_t uid,
   }
   CaptureStatus status;
   status.id = next_id_++;
-  status.flow = spec.flow;
+  status.flow = what;
   status.path = spec.path;
   status.format = spec.format;
   status.uid = uid;
@@ -143,7 +146,7 @@ Result<CaptureStatus> CaptureRegistry::start(const CaptureSpec& spec, uid_t uid,
     data_plane_.close(*id);
     return std::unexpected(job.error());
   }
-  spdlog::info("capture {}: flow {} to {} for uid {}", status.id, spec.flow, spec.path, uid);
+  spdlog::info("capture {}: {} to {} for uid {}", status.id, what, spec.path, uid);
   auto s = (*job)->status();
   jobs_.emplace(status.id, std::move(*job));
   return s;

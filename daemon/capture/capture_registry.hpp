@@ -17,7 +17,8 @@
 namespace daqiri::capture_service {
 
 struct CaptureSpec {
-  std::string flow;
+  std::string flow;  // one flow, or (empty) every flow of rx_interface/rx_queue
+  std::string rx_interface, rx_queue;
   std::string path;
   capture::Format format = capture::Format::kPcap;
   uint32_t snaplen = 0;  // 0: the writer's default

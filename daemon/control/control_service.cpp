@@ -394,8 +394,13 @@ grpc::Status ControlService::StartCapture(grpc::ServerContext* ctx,
                       "captures are started over the Unix socket (files belong to a local uid)",
                       "transport"});
   }
-  if (req->flow().empty()) {
-    return to_status({ErrorCode::kInvalidArgument, "flow name is empty", "flow"});
+  bool queue = req->has_rx_queue();
+  if (req->flow().empty() == !queue) {
+    return to_status({ErrorCode::kInvalidArgument, "name a flow or an rx_queue", "flow"});
+  }
+  if (queue && (req->rx_queue().interface().empty() || req->rx_queue().queue().empty())) {
+    return to_status(
+        {ErrorCode::kInvalidArgument, "rx_queue needs an interface and a queue", "rx_queue"});
   }
   if (req->max_seconds() < 0 || req->max_seconds() > 1e9) {
     return to_status({ErrorCode::kInvalidArgument, "max_seconds out of range", "max_seconds"});
@@ -405,6 +410,10 @@ grpc::Status ControlService::StartCapture(grpc::ServerContext* ctx,
   }
   capture_service::CaptureSpec spec;
   spec.flow = req->flow();
+  if (queue) {
+    spec.rx_interface = req->rx_queue().interface();
+    spec.rx_queue = req->rx_queue().queue();
+  }
   spec.path = req->path();
   switch (req->format()) {
     case v1::CAPTURE_FORMAT_UNSPECIFIED:

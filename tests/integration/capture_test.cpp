@@ -268,6 +268,28 @@ TEST_F(CaptureTest, DaemonCaptureOnAFullDiskEndsAndSaysWhy) {
   EXPECT_TRUE(healthy());
 }
 
+// A whole RX queue in one file: both flows of lo/rx0, each packet once with its own port.
+TEST_F(CaptureTest, DaemonCapturesAWholeQueue) {
+  std::string file = allowed_ + "/queue.pcap";
+  Spawned capture(dir_, ctl({"capture", "--queue", "lo/rx0", "--out", file, "-n", "1500"}));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  ASSERT_EQ(gen(4096, 1000, 400).exit_code, 0);
+  ASSERT_EQ(gen(4097, 500, 200).exit_code, 0);
+  ASSERT_EQ(capture.wait(), 0) << capture.output();
+  EXPECT_THAT(capture.output(),
+              HasSubstr("1500 packets (" + std::to_string(1000 * 442 + 500 * 242) +
+                        " bytes) of flow queue lo/rx0"));
+  auto rows = read_back(file, "udp.dstport data.data");
+  ASSERT_EQ(rows.size(), 1500u);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    bool first = i < 1000;
+    uint16_t port = first ? 4096 : 4097;
+    uint64_t seq = first ? i : i - 1000;
+    ASSERT_EQ(rows[i], std::to_string(port) + "\t" + hex(payload(port, seq, first ? 400 : 200)))
+        << "packet " << i;
+  }
+}
+
 // Deleting the flow under a running capture ends it (its ring says DETACHED), with the reason;
 // what it wrote stays a complete file.
 TEST_F(CaptureTest, DeletingTheFlowEndsItsCapture) {

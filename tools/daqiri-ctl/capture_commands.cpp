@@ -30,7 +30,20 @@ void print_result(const v1::Capture& c) {
 
 int run_capture(ControlClient& client, const Options& opts, const CaptureArgs& args) {
   v1::StartCaptureRequest req;
+  if (args.flow.empty() == args.queue.empty()) {
+    std::cerr << "daqiri-ctl: capture: name a flow or --queue INTERFACE/QUEUE\n";
+    return kUsage;
+  }
   req.set_flow(args.flow);
+  if (!args.queue.empty()) {
+    auto slash = args.queue.find('/');
+    if (slash == std::string::npos) {
+      std::cerr << "daqiri-ctl: capture: --queue is INTERFACE/QUEUE\n";
+      return kUsage;
+    }
+    req.mutable_rx_queue()->set_interface(args.queue.substr(0, slash));
+    req.mutable_rx_queue()->set_queue(args.queue.substr(slash + 1));
+  }
   std::error_code ec;
   req.set_path(std::filesystem::absolute(args.out, ec).lexically_normal().string());
   req.set_format(args.format == "pcapng" ? v1::CAPTURE_FORMAT_PCAPNG

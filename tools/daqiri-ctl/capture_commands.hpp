@@ -11,6 +11,7 @@ namespace daqiri::ctl {
 
 struct CaptureArgs {
   std::string flow;
+  std::string queue;  // or INTERFACE/QUEUE: every flow of an RX queue in one file
   std::string out;
   std::string format = "pcap";  // pcap, pcapng, raw
   uint64_t count = 0;           // stop after this many packets

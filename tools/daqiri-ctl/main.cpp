@@ -116,7 +116,9 @@ int main(int argc, char** argv) {
   CaptureArgs capture;
   auto* capture_cmd = app.add_subcommand(
       "capture", "have the daemon record a flow to a file beside its clients (and wait)");
-  capture_cmd->add_option("flow", capture.flow, "flow name")->required();
+  capture_cmd->add_option("flow", capture.flow, "flow name (or --queue)");
+  capture_cmd->add_option("--queue", capture.queue,
+                          "INTERFACE/QUEUE: every flow of an RX queue, in one file");
   capture_cmd->add_option("-o,--out", capture.out, "file, inside the daemon's capture_dirs")
       ->required();
   capture_cmd->add_option("--format", capture.format, "pcap, pcapng or raw")

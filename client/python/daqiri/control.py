@@ -122,15 +122,19 @@ class Control:
     _CAPTURE_FORMATS = {"pcap": pb.CAPTURE_FORMAT_PCAP, "pcapng": pb.CAPTURE_FORMAT_PCAPNG,
                         "raw": pb.CAPTURE_FORMAT_RAW}
 
-    def start_capture(self, flow, path, *, format="pcap", max_packets=0, max_seconds=0.0,
-                      snaplen=0, rotate_bytes=0):
-        """Has the daemon record `flow` to `path` (absolute, inside daemon.capture_dirs); the
-        file belongs to the caller. Returns the Capture message (its `id` for stop_capture)."""
+    def start_capture(self, flow, path, *, rx_queue=None, format="pcap", max_packets=0,
+                      max_seconds=0.0, snaplen=0, rotate_bytes=0):
+        """Has the daemon record `flow` (or, with flow="" and rx_queue=(interface, queue), every
+        flow of an RX queue) to `path` (absolute, inside daemon.capture_dirs); the file belongs
+        to the caller. Returns the Capture message (its `id` for stop_capture)."""
         if format not in self._CAPTURE_FORMATS:
             raise ValueError("format is pcap, pcapng or raw")
-        return self._call("StartCapture", pb.StartCaptureRequest(
+        req = pb.StartCaptureRequest(
             flow=flow, path=path, format=self._CAPTURE_FORMATS[format], max_packets=max_packets,
-            max_seconds=max_seconds, snaplen=snaplen, rotate_bytes=rotate_bytes))
+            max_seconds=max_seconds, snaplen=snaplen, rotate_bytes=rotate_bytes)
+        if rx_queue is not None:
+            req.rx_queue.interface, req.rx_queue.queue = rx_queue
+        return self._call("StartCapture", req)
 
     def stop_capture(self, capture_id):
         """Ends a capture (the caller's own; an admin's: any) and returns its final state."""
