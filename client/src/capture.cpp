@@ -150,7 +150,10 @@ struct FileWriter::State {
   // Opens file `index` and writes its header (appending: after what is there).
   Result<> open_file(uint64_t index) {
     std::string name = file_name(index);
-    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (options.append ? O_APPEND : O_TRUNC);
+    // Appending to PCAP reads the existing header first: read-write then.
+    bool check_header = options.append && options.format == Format::kPcap;
+    int flags = (check_header ? O_RDWR : O_WRONLY) | O_CREAT | O_CLOEXEC |
+                (options.append ? O_APPEND : O_TRUNC);
     UniqueFd f;
     if (options.open_file) {
       auto opened = options.open_file(name, flags);
