@@ -527,6 +527,7 @@ std::vector<FlowStats> DataPlane::flow_stats() const {
     s.truncated = c.truncated.load(std::memory_order_relaxed);
     s.kernel_drops = f.flow->kernel_drops();
     s.no_buffer = c.no_buffer.load(std::memory_order_relaxed);
+    s.overflow = c.overflow.load(std::memory_order_relaxed);
     s.buffers_total = f.flow->pool().num_bufs();
     s.buffers_on_loan = c.on_loan.load(std::memory_order_relaxed);
     s.connections = c.connections.load(std::memory_order_relaxed);

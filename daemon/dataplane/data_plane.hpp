@@ -7,7 +7,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -43,8 +42,10 @@ struct FlowStats {
   std::string interface;
   std::string queue;
   uint64_t packets = 0, bytes = 0, no_attachment = 0, rings_full = 0, filtered = 0, truncated = 0;
-  uint64_t kernel_drops = 0;  // all the kernel dropped, no_buffer included
-  uint64_t no_buffer = 0;     // of those, while the flow's pool was empty
+  uint64_t kernel_drops = 0;  // all the kernel dropped, read from /proc at the time of asking
+  // The same drops as datagrams reported them, by cause (both only grow, unlike a difference of
+  // two counts read at different times): the pool was empty, or the poller fell behind.
+  uint64_t no_buffer = 0, overflow = 0;
   uint32_t buffers_on_loan = 0, buffers_total = 0, connections = 0;
   size_t attachments = 0;
   Steering steering = Steering::kSoftware;

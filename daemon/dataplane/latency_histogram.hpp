@@ -2,22 +2,14 @@
 // one writer, so recording is a few compares and two stores (no lock, no allocation).
 #pragma once
 
-#include <time.h>
-
 #include <array>
 #include <atomic>
 #include <cstdint>
 
 #include "dataplane/attachment_state.hpp"
+#include "dataplane/clock.hpp"
 
 namespace daqiri::dataplane {
-
-// Durations: CLOCK_MONOTONIC through the vDSO (no syscall).
-inline uint64_t monotonic_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
-}
 
 class LatencyHistogram {
  public:
@@ -29,11 +21,11 @@ class LatencyHistogram {
   struct Snapshot {
     std::array<uint64_t, kBoundsNs.size() + 1> counts{};  // per bucket (not cumulative), +Inf last
     uint64_t sum_ns = 0;
-    [[nodiscard]] uint64_t count() const {
-      uint64_t n = 0;
-      for (uint64_t c : counts)
-        n += c;
-      return n;
+    Snapshot& operator+=(const Snapshot& o) {
+      for (size_t i = 0; i < counts.size(); ++i)
+        counts[i] += o.counts[i];
+      sum_ns += o.sum_ns;
+      return *this;
     }
   };
 

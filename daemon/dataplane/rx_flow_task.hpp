@@ -4,10 +4,10 @@
 
 #include <atomic>
 #include <cstdint>
-#include <ctime>
 #include <vector>
 
 #include "core/flow_table.hpp"
+#include "dataplane/clock.hpp"
 #include "dataplane/poller.hpp"
 #include "dataplane/rx_fanout.hpp"
 #include "memory/buffer_pool.hpp"
@@ -21,17 +21,12 @@ struct FlowCounters {
   std::atomic<uint64_t> rings_full{0};     // every attached client's ring was full
   std::atomic<uint64_t> filtered{0};       // failed the match's source filters
   std::atomic<uint64_t> truncated{0};      // larger than a buffer
-  std::atomic<uint64_t> no_buffer{0};      // dropped by the kernel while the flow's pool was empty
-  std::atomic<uint32_t> on_loan{0};        // buffers held by clients, as of the last poll
-  std::atomic<uint32_t> connections{0};    // TCP: open streams
+  // Kernel drops as the datagrams after them report them (SO_RXQ_OVFL), split by cause:
+  std::atomic<uint64_t> no_buffer{0};    // the flow's pool was empty (clients held it)
+  std::atomic<uint64_t> overflow{0};     // the pool had buffers: the poller fell behind
+  std::atomic<uint32_t> on_loan{0};      // buffers held by clients, as of the last poll
+  std::atomic<uint32_t> connections{0};  // TCP: open streams
 };
-
-// Receive timestamps: CLOCK_REALTIME through the vDSO, once per batch.
-inline uint64_t realtime_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
-}
 
 // Where a flow's packets are told apart from others: by the poller (or the kernel's socket
 // demultiplexing), or by the NIC (rte_flow) before they reach a queue.

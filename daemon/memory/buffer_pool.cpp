@@ -5,14 +5,22 @@ namespace daqiri::memory {
 Result<BufferPool> BufferPool::create(const std::string& name, uint32_t buf_size, uint32_t num_bufs,
                                       bool huge, PageArena* arena) {
   uint64_t bytes = uint64_t{buf_size} * num_bufs;
+  std::shared_ptr<SharedMemory> memory;
+  uint64_t base = 0;
   if (arena) {
     auto share = arena->take(bytes);
     if (!share) return std::unexpected(share.error());
-    return BufferPool(std::move(share->slab), share->offset, buf_size, num_bufs);
+    memory = std::move(share->slab);
+    base = share->offset;
+  } else {
+    auto mem = SharedMemory::create(name, bytes, huge);
+    if (!mem) return std::unexpected(mem.error());
+    memory = std::make_shared<SharedMemory>(std::move(*mem));
   }
-  auto mem = SharedMemory::create(name, bytes, huge);
-  if (!mem) return std::unexpected(mem.error());
-  return BufferPool(std::make_shared<SharedMemory>(std::move(*mem)), 0, buf_size, num_bufs);
+  // Clients only ever read a pool: no writable mapping of it but ours, from now on. (Sealing a
+  // shared slab again for its next pool changes nothing.)
+  if (auto ok = memory->seal_read_only_for_others(); !ok) return std::unexpected(ok.error());
+  return BufferPool(std::move(memory), base, buf_size, num_bufs);
 }
 
 BufferPool::BufferPool(std::shared_ptr<SharedMemory> memory, uint64_t base, uint32_t buf_size,

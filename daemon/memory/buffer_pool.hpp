@@ -17,7 +17,8 @@ namespace daqiri::memory {
 
 class BufferPool {
  public:
-  // A pool in a memfd of its own, or, with an arena, in a slab it shares with other pools.
+  // A pool in a memfd of its own, or, with an arena, in a slab it shares with other pools;
+  // sealed read-only for everyone else (clients map it PROT_READ, reopened O_RDONLY).
   static Result<BufferPool> create(const std::string& name, uint32_t buf_size, uint32_t num_bufs,
                                    bool huge, PageArena* arena = nullptr);
 
@@ -30,7 +31,7 @@ class BufferPool {
     return base_ + uint64_t{index} * buf_size_;
   }
   // The memfd clients map: the pool's own, or the slab it shares (starting at base()).
-  [[nodiscard]] SharedMemory& memory() { return *memory_; }
+  [[nodiscard]] SharedMemory& memory() const { return *memory_; }
   [[nodiscard]] uint64_t base() const { return base_; }
 
   // Takes up to n free buffers into `out`, oldest freed first; returns how many. Each starts

@@ -10,7 +10,6 @@ Result<ArenaShare> PageArena::take(uint64_t bytes) {
   }
   auto mem = SharedMemory::create(name_ + "-slab" + std::to_string(slabs_), bytes, huge_);
   if (!mem) return std::unexpected(mem.error());
-  if (auto ok = mem->seal_read_only_for_others(); !ok) return std::unexpected(ok.error());
   auto slab = std::make_shared<SharedMemory>(std::move(*mem));
   ++slabs_;
   current_ = slab;

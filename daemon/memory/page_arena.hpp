@@ -26,7 +26,7 @@ class PageArena {
   PageArena(std::string name, bool huge) : name_(std::move(name)), huge_(huge) {}
 
   // `bytes` at a 64-byte aligned offset in the current slab when it has room, else at the
-  // start of a new slab of whole pages (sealed against resizing and new writable mappings).
+  // start of a new slab of whole pages.
   Result<ArenaShare> take(uint64_t bytes);
 
   // Pages a region's `pools` pools of `pool_bytes` each take when packed this way.

@@ -80,9 +80,7 @@ void add_to(dataplane::AttachmentStats& sum, const dataplane::AttachmentStats& a
   sum.gpu = sum.gpu || a.gpu;
   sum.gpu_packets += a.gpu_packets;
   sum.gpu_bytes += a.gpu_bytes;
-  for (size_t i = 0; i < a.gpu_copy_latency.counts.size(); ++i)
-    sum.gpu_copy_latency.counts[i] += a.gpu_copy_latency.counts[i];
-  sum.gpu_copy_latency.sum_ns += a.gpu_copy_latency.sum_ns;
+  sum.gpu_copy_latency += a.gpu_copy_latency;
 }
 
 }  // namespace
@@ -133,11 +131,9 @@ class DataPlaneCollector final : public prometheus::Collectable {
       dropped.add(with("no_client"), double(f.no_attachment));
       dropped.add(with("rings_full"), double(f.rings_full));
       dropped.add(with("filtered"), double(f.filtered));
-      // The kernel's count is read at scrape time, no_buffer when a datagram reports it:
-      // the difference never goes below zero.
-      uint64_t no_buffer = std::min(f.no_buffer, f.kernel_drops);
-      dropped.add(with("no_buffer"), double(no_buffer));
-      dropped.add(with("kernel"), double(f.kernel_drops - no_buffer));
+      // Kernel drops as datagrams reported them, by cause: both counters only grow.
+      dropped.add(with("no_buffer"), double(f.no_buffer));
+      dropped.add(with("kernel"), double(f.overflow));
       truncated.add(l, double(f.truncated));
       on_loan.add(l, double(f.buffers_on_loan));
       buffers.add(l, double(f.buffers_total));
@@ -151,7 +147,7 @@ class DataPlaneCollector final : public prometheus::Collectable {
     std::map<std::string, Sums> itf_rx, itf_tx;
     std::map<std::pair<std::string, std::string>, Sums> q_rx, q_tx;
     for (const auto& f : flows) {
-      double drops = double(f.no_attachment + f.rings_full + f.filtered + f.kernel_drops);
+      double drops = double(f.no_attachment + f.rings_full + f.filtered + f.no_buffer + f.overflow);
       for (Sums* sum : {&itf_rx[f.interface], &q_rx[{f.interface, f.queue}]}) {
         sum->packets += double(f.packets);
         sum->bytes += double(f.bytes);

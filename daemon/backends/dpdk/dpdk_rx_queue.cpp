@@ -22,9 +22,6 @@ Result<std::unique_ptr<DpdkRxQueue>> DpdkRxQueue::create(uint16_t port, uint16_t
                                                          rte_device* dma_device) {
   auto pool = memory::BufferPool::create(pool_name, buf_size, num_bufs, huge);
   if (!pool) return std::unexpected(pool.error());
-  if (auto ok = pool->memory().seal_read_only_for_others(); !ok) {
-    return std::unexpected(ok.error());
-  }
   std::unique_ptr<DpdkRxQueue> q(
       new DpdkRxQueue(port, queue, std::move(*pool), std::min(batch, kMaxBatch)));
   memory::SharedMemory& mem = q->pool_.memory();

@@ -71,7 +71,6 @@ Result<std::unique_ptr<SocketRxFlow>> SocketRxFlow::create(const core::Flow& flo
 
   auto pool = memory::BufferPool::create("flow-" + flow.name, buf_size, num_bufs, huge, arena);
   if (!pool) return std::unexpected(pool.error());
-  if (auto ok = pool->memory().seal_read_only_for_others(); !ok) return std::unexpected(ok.error());
   std::unique_ptr<SocketRxFlow> f(
       new SocketRxFlow(flow, std::move(*pool), addr, std::min(batch, kMaxBatch)));
   for (uint32_t p = ports.first; p <= ports.last; ++p) {
@@ -159,9 +158,12 @@ void SocketRxFlow::count_drops(Port& port, msghdr& hdr) {
     std::memcpy(&drops, CMSG_DATA(c), sizeof drops);
     uint32_t delta = drops - port.drops_seen;  // the count wraps at 2^32
     port.drops_seen = drops;
-    if (delta != 0 && port.feed != Port::Feed::kFed) {
+    if (delta == 0) continue;
+    if (port.feed != Port::Feed::kFed) {
       dataplane::bump(counters.no_buffer, delta);
       fanout_.count_no_buffer(delta);
+    } else {
+      dataplane::bump(counters.overflow, delta);
     }
   }
   if (port.feed == Port::Feed::kReporting) port.feed = Port::Feed::kFed;

@@ -67,7 +67,8 @@ class SocketRxFlow final : public dataplane::RxFlowTask {
   SocketRxFlow(core::Flow flow, memory::BufferPool pool, uint32_t bind_ipv4, uint32_t batch);
   void arm(Port& port);
   bool receive(Port& port, uint64_t now_ns);
-  // Reads a datagram's drop count; drops since the last one count as no_buffer if starved.
+  // Reads a datagram's drop count; drops since the last one count as no_buffer if starved,
+  // else as overflow.
   void count_drops(Port& port, msghdr& hdr);
   // The socket's queue is empty: the starved time's drops are reported by the next datagram.
   static void drained(Port& port);

@@ -39,7 +39,6 @@ Result<std::unique_ptr<TcpRxFlow>> TcpRxFlow::create(const core::Flow& flow, uin
   if (!ep) return fail_errno("epoll_create1");
   auto pool = memory::BufferPool::create("flow-" + flow.name, buf_size, num_bufs, huge, arena);
   if (!pool) return std::unexpected(pool.error());
-  if (auto ok = pool->memory().seal_read_only_for_others(); !ok) return std::unexpected(ok.error());
   std::unique_ptr<TcpRxFlow> f(new TcpRxFlow(flow, std::move(*pool), std::move(ep), batch));
   if (flow.match.tcp_dst) {
     uint32_t addr = bind_ipv4;
