@@ -163,8 +163,7 @@ struct FileWriter::State {
       f.reset(::open(name.c_str(), flags, 0644));
       if (!f) return fail_errno("capture: open " + name);
     }
-    if (options.append && options.format == Format::kPcap) {
-      // PCAP has one header per file: append only behind the same header.
+    if (check_header) {  // PCAP has one header per file: append only behind the same header
       struct stat st {};
       if (::fstat(f.get(), &st) == 0 && st.st_size > 0) {
         std::vector<std::byte> existing(header.size());
@@ -221,10 +220,7 @@ struct FileWriter::State {
       }
       Result<> ok = failed ? Result<>{} : write_chunk(*c);  // after an error: discard
       std::lock_guard lock(mutex);
-      if (!ok && !error) {
-        error = ok.error();
-        has_error.store(true, std::memory_order_release);
-      }
+      if (!ok) set_error_locked(ok.error());
       c->used = 0;
       c->rotate_after = false;
       spare.push_back(std::move(c));
@@ -232,10 +228,25 @@ struct FileWriter::State {
     }
     auto closed_ok = close_file();
     std::lock_guard lock(mutex);
-    if (!closed_ok && !error) {
-      error = closed_ok.error();
-      has_error.store(true, std::memory_order_release);
+    if (!closed_ok) set_error_locked(closed_ok.error());
+  }
+  // Keeps the first error.
+  void set_error_locked(const Error& e) {
+    if (error) return;
+    error = e;
+    has_error.store(true, std::memory_order_release);
+  }
+  // Hands the caller's chunk to the writer if it holds records or a rotation.
+  void queue_current_locked() {
+    if (current && (current->used > 0 || current->rotate_after)) {
+      queued.push_back(std::move(current));
+      to_writer.notify_one();
     }
+  }
+  [[nodiscard]] std::unique_ptr<Chunk> new_chunk() const {
+    auto c = std::make_unique<Chunk>();
+    c->data.resize(options.chunk_bytes);
+    return c;
   }
 
   Result<> write_chunk(const Chunk& c) {
@@ -251,15 +262,11 @@ struct FileWriter::State {
   // The caller's next empty chunk; waits while all of them are queued.
   Result<> next_chunk() {
     std::unique_lock lock(mutex);
-    if (current && (current->used > 0 || current->rotate_after)) {
-      queued.push_back(std::move(current));
-      to_writer.notify_one();
-    }
+    queue_current_locked();
     if (spare.empty() && chunks < options.max_chunks) {
       ++chunks;
       lock.unlock();
-      current = std::make_unique<Chunk>();
-      current->data.resize(options.chunk_bytes);
+      current = new_chunk();
       return {};
     }
     to_caller.wait(lock, [&] { return !spare.empty() || error; });
@@ -287,12 +294,9 @@ Result<std::unique_ptr<FileWriter>> FileWriter::open(const std::string& path,
   if (auto ok = s->open_file(0); !ok) return std::unexpected(ok.error());
   s->file_bytes = s->header.size();
   s->file_started = std::chrono::steady_clock::now();
-  s->stats.files = 1;
   if (options.preallocate) {
-    for (; s->chunks < s->options.max_chunks; ++s->chunks) {
-      s->spare.push_back(std::make_unique<Chunk>());
-      s->spare.back()->data.resize(s->options.chunk_bytes);
-    }
+    for (; s->chunks < s->options.max_chunks; ++s->chunks)
+      s->spare.push_back(s->new_chunk());
   }
   if (auto ok = s->next_chunk(); !ok) return std::unexpected(ok.error());
   State* raw = s.get();
@@ -330,7 +334,6 @@ Result<> FileWriter::write(uint64_t timestamp_ns, std::span<const std::byte> fra
       s.file_bytes = s.header.size();
       s.file_records = 0;
       s.file_started = std::chrono::steady_clock::now();
-      ++s.stats.files;
     }
   }
   if (s.current->used + record > s.current->data.size()) {
@@ -385,8 +388,7 @@ Result<> FileWriter::close() {
   s.closed = true;
   {
     std::lock_guard lock(s.mutex);
-    if (s.current && (s.current->used > 0 || s.current->rotate_after))
-      s.queued.push_back(std::move(s.current));
+    s.queue_current_locked();
     s.stop = true;
     s.to_writer.notify_one();
   }

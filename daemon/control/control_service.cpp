@@ -354,36 +354,6 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
   return grpc::Status::OK;
 }
 
-namespace {
-
-void to_proto(const capture_service::CaptureStatus& s, v1::Capture* out) {
-  out->set_id(s.id);
-  out->set_flow(s.flow);
-  out->set_path(s.path);
-  switch (s.format) {
-    case capture::Format::kPcap:
-      out->set_format(v1::CAPTURE_FORMAT_PCAP);
-      break;
-    case capture::Format::kPcapng:
-      out->set_format(v1::CAPTURE_FORMAT_PCAPNG);
-      break;
-    case capture::Format::kRaw:
-      out->set_format(v1::CAPTURE_FORMAT_RAW);
-      break;
-  }
-  out->set_uid(s.uid);
-  out->set_running(s.running);
-  out->set_packets(s.packets);
-  out->set_bytes(s.bytes);
-  for (const auto& f : s.files)
-    out->add_files(f);
-  out->set_error(s.error);
-  out->set_staging("host memory");
-  out->set_attachment_id(s.attachment);
-}
-
-}  // namespace
-
 grpc::Status ControlService::StartCapture(grpc::ServerContext* ctx,
                                           const v1::StartCaptureRequest* req, v1::Capture* resp) {
   CallGuard guard(in_flight_);
@@ -394,49 +364,11 @@ grpc::Status ControlService::StartCapture(grpc::ServerContext* ctx,
                       "captures are started over the Unix socket (files belong to a local uid)",
                       "transport"});
   }
-  bool queue = req->has_rx_queue();
-  if (req->flow().empty() == !queue) {
-    return to_status({ErrorCode::kInvalidArgument, "name a flow or an rx_queue", "flow"});
-  }
-  if (queue && (req->rx_queue().interface().empty() || req->rx_queue().queue().empty())) {
-    return to_status(
-        {ErrorCode::kInvalidArgument, "rx_queue needs an interface and a queue", "rx_queue"});
-  }
-  if (req->max_seconds() < 0 || req->max_seconds() > 1e9) {
-    return to_status({ErrorCode::kInvalidArgument, "max_seconds out of range", "max_seconds"});
-  }
-  if (req->snaplen() != 0 && (req->snaplen() < 64 || req->snaplen() > 262144)) {
-    return to_status({ErrorCode::kInvalidArgument, "snaplen is 64 to 262144", "snaplen"});
-  }
-  capture_service::CaptureSpec spec;
-  spec.flow = req->flow();
-  if (queue) {
-    spec.rx_interface = req->rx_queue().interface();
-    spec.rx_queue = req->rx_queue().queue();
-  }
-  spec.path = req->path();
-  switch (req->format()) {
-    case v1::CAPTURE_FORMAT_UNSPECIFIED:
-    case v1::CAPTURE_FORMAT_PCAP:
-      spec.format = capture::Format::kPcap;
-      break;
-    case v1::CAPTURE_FORMAT_PCAPNG:
-      spec.format = capture::Format::kPcapng;
-      break;
-    case v1::CAPTURE_FORMAT_RAW:
-      spec.format = capture::Format::kRaw;
-      break;
-    default:
-      return to_status({ErrorCode::kInvalidArgument, "unknown capture format", "format"});
-  }
-  spec.snaplen = req->snaplen();
-  spec.rotate_bytes = req->rotate_bytes();
-  spec.limits.max_packets = req->max_packets();
-  spec.limits.max_duration =
-      std::chrono::nanoseconds(static_cast<int64_t>(req->max_seconds() * 1e9));
-  auto started = captures_.start(spec, peer->uid, peer->gid);
+  auto spec = from_proto(*req);
+  if (!spec) return to_status(spec.error());
+  auto started = captures_.start(*spec, peer->uid, peer->gid);
   if (!started) return to_status(started.error());
-  to_proto(*started, resp);
+  to_proto(*started, *resp);
   return grpc::Status::OK;
 }
 
@@ -447,7 +379,7 @@ grpc::Status ControlService::StopCapture(grpc::ServerContext* ctx,
   if (!peer) return to_status(peer.error());
   auto stopped = captures_.stop(req->id(), peer->uid, policy_.role_of(*peer) == Role::kAdmin);
   if (!stopped) return to_status(stopped.error());
-  to_proto(*stopped, resp);
+  to_proto(*stopped, *resp);
   return grpc::Status::OK;
 }
 
@@ -458,7 +390,7 @@ grpc::Status ControlService::ListCaptures(grpc::ServerContext* ctx, const v1::Li
     return to_status(peer.error());
   }
   for (const auto& s : captures_.list())
-    to_proto(s, resp->add_captures());
+    to_proto(s, *resp->add_captures());
   return grpc::Status::OK;
 }
 

@@ -168,4 +168,80 @@ Result<core::FlowSpec> from_proto(const v1::CreateFlowRequest& request) {
   return spec;
 }
 
+namespace {
+
+// The same three formats on both sides; 0 (unspecified) reads as PCAP.
+v1::CaptureFormat to_proto(capture::Format format) {
+  switch (format) {
+    case capture::Format::kPcapng:
+      return v1::CAPTURE_FORMAT_PCAPNG;
+    case capture::Format::kRaw:
+      return v1::CAPTURE_FORMAT_RAW;
+    case capture::Format::kPcap:
+      break;
+  }
+  return v1::CAPTURE_FORMAT_PCAP;
+}
+
+}  // namespace
+
+void to_proto(const capture_service::CaptureStatus& capture, v1::Capture& out) {
+  out.set_id(capture.id);
+  out.set_flow(capture.flow);
+  out.set_path(capture.path);
+  out.set_format(to_proto(capture.format));
+  out.set_uid(capture.uid);
+  out.set_running(capture.running);
+  out.set_packets(capture.packets);
+  out.set_bytes(capture.bytes);
+  for (const auto& f : capture.files)
+    out.add_files(f);
+  out.set_error(capture.error);
+  out.set_staging("host memory");  // GPU rings are not captured (no cuFile path yet)
+  out.set_attachment_id(capture.attachment);
+}
+
+Result<capture_service::CaptureSpec> from_proto(const v1::StartCaptureRequest& request) {
+  bool queue = request.has_rx_queue();
+  if (request.flow().empty() == !queue) {
+    return fail(ErrorCode::kInvalidArgument, "name a flow or an rx_queue", "flow");
+  }
+  if (queue && (request.rx_queue().interface().empty() || request.rx_queue().queue().empty())) {
+    return fail(ErrorCode::kInvalidArgument, "rx_queue needs an interface and a queue", "rx_queue");
+  }
+  if (request.max_seconds() < 0 || request.max_seconds() > 1e9) {
+    return fail(ErrorCode::kInvalidArgument, "max_seconds out of range", "max_seconds");
+  }
+  if (request.snaplen() != 0 && (request.snaplen() < 64 || request.snaplen() > 262144)) {
+    return fail(ErrorCode::kInvalidArgument, "snaplen is 64 to 262144", "snaplen");
+  }
+  capture_service::CaptureSpec spec;
+  switch (request.format()) {
+    case v1::CAPTURE_FORMAT_UNSPECIFIED:
+    case v1::CAPTURE_FORMAT_PCAP:
+      spec.format = capture::Format::kPcap;
+      break;
+    case v1::CAPTURE_FORMAT_PCAPNG:
+      spec.format = capture::Format::kPcapng;
+      break;
+    case v1::CAPTURE_FORMAT_RAW:
+      spec.format = capture::Format::kRaw;
+      break;
+    default:
+      return fail(ErrorCode::kInvalidArgument, "unknown capture format", "format");
+  }
+  spec.flow = request.flow();
+  if (queue) {
+    spec.rx_interface = request.rx_queue().interface();
+    spec.rx_queue = request.rx_queue().queue();
+  }
+  spec.path = request.path();
+  spec.snaplen = request.snaplen();
+  spec.rotate_bytes = request.rotate_bytes();
+  spec.limits.max_packets = request.max_packets();
+  spec.limits.max_duration =
+      std::chrono::nanoseconds(static_cast<int64_t>(request.max_seconds() * 1e9));
+  return spec;
+}
+
 }  // namespace daqiri::control

@@ -2,6 +2,7 @@
 // here: a malformed field becomes INVALID_ARGUMENT naming the field.
 #pragma once
 
+#include "capture/capture_registry.hpp"
 #include "config/config.hpp"
 #include "core/flow_table.hpp"
 #include "daqiri/v1/control.pb.h"
@@ -16,5 +17,7 @@ void to_proto(const config::MemoryRegionConfig& region, v1::MemoryRegion& out);
 void to_proto(const config::InterfaceConfig& itf, const config::QueueConfig& queue,
               v1::Direction direction, v1::Queue& out);
 Result<core::FlowSpec> from_proto(const v1::CreateFlowRequest& request);
+void to_proto(const capture_service::CaptureStatus& capture, v1::Capture& out);
+Result<capture_service::CaptureSpec> from_proto(const v1::StartCaptureRequest& request);
 
 }  // namespace daqiri::control

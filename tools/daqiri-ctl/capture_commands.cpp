@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <signal.h>
 
+#include <cctype>
 #include <cerrno>
 #include <ctime>
 #include <filesystem>
@@ -14,10 +15,6 @@
 
 namespace daqiri::ctl {
 namespace {
-
-std::string format_name(v1::CaptureFormat f) {
-  return f == v1::CAPTURE_FORMAT_PCAPNG ? "pcapng" : f == v1::CAPTURE_FORMAT_RAW ? "raw" : "pcap";
-}
 
 void print_result(const v1::Capture& c) {
   std::cout << fmt::format("capture {}: {} packets ({} bytes) of flow {} to {}\n", c.id(),
@@ -46,9 +43,13 @@ int run_capture(ControlClient& client, const Options& opts, const CaptureArgs& a
   }
   std::error_code ec;
   req.set_path(std::filesystem::absolute(args.out, ec).lexically_normal().string());
-  req.set_format(args.format == "pcapng" ? v1::CAPTURE_FORMAT_PCAPNG
-                 : args.format == "raw"  ? v1::CAPTURE_FORMAT_RAW
-                                         : v1::CAPTURE_FORMAT_PCAP);
+  // The proto's own names: pcapng -> CAPTURE_FORMAT_PCAPNG.
+  std::string format = "CAPTURE_FORMAT_" + args.format;
+  for (char& ch : format)
+    ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  v1::CaptureFormat wire{};
+  v1::CaptureFormat_Parse(format, &wire);
+  req.set_format(wire);
   req.set_max_packets(args.count);
   req.set_max_seconds(args.duration);
   req.set_snaplen(args.snaplen);
@@ -117,8 +118,9 @@ int run_captures(ControlClient& client, const Options& opts) {
   }
   Table t({"ID", "FLOW", "FORMAT", "UID", "STATE", "PACKETS", "BYTES", "FILES", "ERROR"});
   for (const auto& c : resp.captures()) {
-    t.add({std::to_string(c.id()), c.flow(), format_name(c.format()), std::to_string(c.uid()),
-           c.running() ? "running" : "ended", std::to_string(c.packets()),
+    t.add({std::to_string(c.id()), c.flow(),
+           lower_enum(v1::CaptureFormat_Name(c.format()), "CAPTURE_FORMAT_"),
+           std::to_string(c.uid()), c.running() ? "running" : "ended", std::to_string(c.packets()),
            std::to_string(c.bytes()), fmt::format("{}", fmt::join(c.files(), ",")),
            c.error().empty() ? "-" : c.error()});
   }

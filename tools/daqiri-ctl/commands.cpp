@@ -25,6 +25,13 @@ void print_json(const google::protobuf::Message& msg) {
   std::cout << out;
 }
 
+std::string lower_enum(const std::string& name, const std::string& prefix) {
+  std::string s = name.starts_with(prefix) ? name.substr(prefix.size()) : name;
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 namespace {
 
 std::string bytes(uint64_t n) {
@@ -36,13 +43,6 @@ std::string bytes(uint64_t n) {
     ++u;
   }
   return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.1f} {}", v, units[u]);
-}
-
-std::string lower_enum(const std::string& name, const std::string& prefix) {
-  std::string s = name.starts_with(prefix) ? name.substr(prefix.size()) : name;
-  for (char& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 std::string range(const v1::PortRange& r) {

@@ -12,6 +12,8 @@ namespace daqiri::ctl {
 
 // A reply as JSON (proto field names, defaults included), for --json.
 void print_json(const google::protobuf::Message& msg);
+// An enum value's proto name without its prefix, in lower case: ROLE_ADMIN -> admin.
+std::string lower_enum(const std::string& name, const std::string& prefix);
 
 struct FlowAddArgs {
   std::string name;

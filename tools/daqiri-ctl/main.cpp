@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "capture_commands.hpp"
 #include "commands.hpp"
@@ -86,13 +88,16 @@ int main(int argc, char** argv) {
                     "dropping");
   tap_cmd->add_option("-o,--out", tap.out, "record what arrives in FILE (see --format)");
   tap_cmd->add_option("--pcap", tap.out, "the same as --out FILE --format pcap");
-  tap_cmd
-      ->add_option("--format", tap.capture.format,
-                   "pcap (nanosecond timestamps), pcapng, or raw (UDP payloads back to back)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, daqiri::capture::Format>{
-          {"pcap", daqiri::capture::Format::kPcap},
-          {"pcapng", daqiri::capture::Format::kPcapng},
-          {"raw", daqiri::capture::Format::kRaw}}));
+  const char* format_help =
+      "pcap (nanosecond timestamps), pcapng, or raw (UDP payloads back to back)";
+  std::map<std::string, daqiri::capture::Format> formats;
+  std::vector<std::string> format_names;
+  for (auto [name, format] : daqiri::capture::kFormatNames) {
+    formats.emplace(name, format);
+    format_names.emplace_back(name);
+  }
+  tap_cmd->add_option("--format", tap.capture.format, format_help)
+      ->transform(CLI::CheckedTransformer(formats));
   tap_cmd->add_option("--snaplen", tap.capture.snaplen, "bytes kept of each frame")
       ->check(CLI::Range(64u, 262144u));
   double rotate_mb = 0, rotate_seconds = 0;
@@ -121,8 +126,8 @@ int main(int argc, char** argv) {
                           "INTERFACE/QUEUE: every flow of an RX queue, in one file");
   capture_cmd->add_option("-o,--out", capture.out, "file, inside the daemon's capture_dirs")
       ->required();
-  capture_cmd->add_option("--format", capture.format, "pcap, pcapng or raw")
-      ->check(CLI::IsMember({"pcap", "pcapng", "raw"}));
+  capture_cmd->add_option("--format", capture.format, format_help)
+      ->check(CLI::IsMember(format_names));
   capture_cmd->add_option("-n,--count", capture.count, "stop after N packets");
   capture_cmd->add_option("-d,--duration", capture.duration, "stop after SECONDS");
   capture_cmd->add_option("--snaplen", capture.snaplen, "bytes kept of each frame")

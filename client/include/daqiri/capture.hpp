@@ -13,12 +13,15 @@
 // boundary. Not thread-safe: one thread calls write(); the writer's own thread does the I/O.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "daqiri/common/result.hpp"
@@ -31,6 +34,9 @@ enum class Format {
   kPcapng,  // one section per run: SHB, an IDB naming interface and flow, EPBs
   kRaw,     // the UDP payloads (frame bytes after payload_offset), back to back
 };
+// The formats by the names daqiri-ctl, the API and the docs use.
+inline constexpr std::array<std::pair<std::string_view, Format>, 3> kFormatNames{
+    {{"pcap", Format::kPcap}, {"pcapng", Format::kPcapng}, {"raw", Format::kRaw}}};
 
 // When the writer calls fsync: never (the kernel writes back in its own time), when it
 // closes a file (at rotation and at close), or after every chunk.
@@ -57,7 +63,6 @@ struct WriterOptions {
 struct WriterStats {
   uint64_t packets = 0;  // records accepted by write()
   uint64_t bytes = 0;    // their bytes as stored (after snaplen)
-  uint64_t files = 0;    // files opened so far
 };
 
 class FileWriter {
