@@ -86,6 +86,31 @@ class CaptureTest : public DataPlaneTest {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return lines(r.out);
   }
+  // daqiri-gen runs, in the order they were sent: sequences 0..count-1 of `size` bytes to port.
+  struct Run {
+    uint16_t port;
+    uint64_t count;
+    uint32_t size;
+  };
+  // The files, read back in order, hold exactly those packets: each one's port, frame length
+  // (42 header bytes more) and payload, byte for byte.
+  void expect_packets(const std::vector<std::string>& files, const std::vector<Run>& runs) {
+    std::vector<std::string> rows;
+    for (const auto& f : files) {
+      auto more = read_back(f, "udp.dstport frame.len data.data");
+      rows.insert(rows.end(), more.begin(), more.end());
+    }
+    size_t i = 0;
+    for (const Run& r : runs) {
+      for (uint64_t seq = 0; seq < r.count; ++seq, ++i) {
+        ASSERT_LT(i, rows.size()) << "fewer packets than sent";
+        ASSERT_EQ(rows[i], std::to_string(r.port) + "\t" + std::to_string(r.size + 42) + "\t" +
+                               hex(payload(r.port, seq, r.size)))
+            << "packet " << i;
+      }
+    }
+    EXPECT_EQ(rows.size(), i) << "more packets than sent";
+  }
   // Runs a tap recording `count` packets of daqiri-gen's to `port` into `out`.
   CommandResult record(const std::string& flow, uint16_t port, uint64_t count, uint32_t size,
                        std::vector<std::string> capture) {
@@ -111,21 +136,11 @@ TEST_F(CaptureTest, PcapHoldsExactlyWhatDaqiriGenSent) {
   auto r = record("stream0", 4096, 2000, 700, {"--out", file});
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("wrote 2000 packets (1484000 bytes) to 1 file: " + file));
-  auto rows = read_back(file, "frame.time_epoch frame.len udp.dstport data.data");
-  ASSERT_EQ(rows.size(), 2000u);
-  double last = 0;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    std::istringstream row(rows[i]);
-    double t = 0;
-    uint32_t len = 0, port = 0;
-    std::string data;
-    row >> t >> len >> port >> data;
-    ASSERT_GE(t, last) << "packet " << i;
-    last = t;
-    ASSERT_EQ(len, 742u) << "packet " << i;
-    ASSERT_EQ(port, 4096u);
-    ASSERT_EQ(data, hex(payload(4096, i, 700))) << "packet " << i;
-  }
+  expect_packets({file}, {{4096, 2000, 700}});
+  auto times = read_back(file, "frame.time_epoch");
+  ASSERT_EQ(times.size(), 2000u);
+  for (size_t i = 1; i < times.size(); ++i)
+    ASSERT_GE(std::stod(times[i]), std::stod(times[i - 1])) << "packet " << i;
   // Nanosecond timestamps: the file says so (the magic of nanosecond PCAP).
   std::ifstream in(file, std::ios::binary);
   uint32_t magic = 0;
@@ -141,15 +156,7 @@ TEST_F(CaptureTest, PcapngAppendsAcrossRuns) {
   auto second =
       record("stream0", 4096, 500, 900, {"--out", file, "--format", "pcapng", "--append"});
   ASSERT_EQ(second.exit_code, 0) << second.out;
-  auto rows = read_back(file, "frame.len data.data");
-  ASSERT_EQ(rows.size(), 1200u);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    bool one = i < 700;
-    uint32_t size = one ? 300 : 900;
-    uint64_t seq = one ? i : i - 700;
-    ASSERT_EQ(rows[i], std::to_string(size + 42) + "\t" + hex(payload(4096, seq, size)))
-        << "packet " << i;
-  }
+  expect_packets({file}, {{4096, 700, 300}, {4096, 500, 900}});
   auto info = run({"/usr/bin/capinfos", file});
   EXPECT_THAT(info.out, HasSubstr("Section 1:"));
   EXPECT_THAT(info.out, HasSubstr("Description = flow stream0"));
@@ -162,17 +169,16 @@ TEST_F(CaptureTest, RotationSplitsAtRecordBoundaries) {
   auto r = record("stream0", 4096, 3000, 1000, {"--out", file, "--rotate-mb", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("to 4 files"));
-  uint64_t seq = 0;
+  std::vector<std::string> files;
   for (int i = 0; i < 4; ++i) {
     char name[32];
     std::snprintf(name, sizeof name, "rot-%04d.pcap", i);
+    files.push_back(dir_.file(name));
     struct stat st {};
-    ASSERT_EQ(::stat(dir_.file(name).c_str(), &st), 0) << name;
+    ASSERT_EQ(::stat(files.back().c_str(), &st), 0) << name;
     EXPECT_LE(st.st_size, 1 << 20) << name;
-    for (const auto& row : read_back(dir_.file(name), "data.data"))
-      ASSERT_EQ(row, hex(payload(4096, seq++, 1000))) << name;
   }
-  EXPECT_EQ(seq, 3000u);
+  expect_packets(files, {{4096, 3000, 1000}});
 }
 
 // Raw: the payloads back to back, nothing else.
@@ -229,10 +235,7 @@ TEST_F(CaptureTest, DaemonCaptureRecordsAFlowBesideItsClients) {
               HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
   EXPECT_THAT(capture.output(),
               HasSubstr("2000 packets (1284000 bytes) of flow stream0 to " + file));
-  auto rows = read_back(file, "frame.len data.data");
-  ASSERT_EQ(rows.size(), 2000u);
-  for (size_t i = 0; i < rows.size(); ++i)
-    ASSERT_EQ(rows[i], "642\t" + hex(payload(4096, i, 600))) << "packet " << i;
+  expect_packets({file}, {{4096, 2000, 600}});
   struct stat st {};
   ASSERT_EQ(::stat(file.c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, user_ ? user_->uid() : ::getuid());
@@ -279,15 +282,7 @@ TEST_F(CaptureTest, DaemonCapturesAWholeQueue) {
   EXPECT_THAT(capture.output(),
               HasSubstr("1500 packets (" + std::to_string(1000 * 442 + 500 * 242) +
                         " bytes) of flow queue lo/rx0"));
-  auto rows = read_back(file, "udp.dstport data.data");
-  ASSERT_EQ(rows.size(), 1500u);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    bool first = i < 1000;
-    uint16_t port = first ? 4096 : 4097;
-    uint64_t seq = first ? i : i - 1000;
-    ASSERT_EQ(rows[i], std::to_string(port) + "\t" + hex(payload(port, seq, first ? 400 : 200)))
-        << "packet " << i;
-  }
+  expect_packets({file}, {{4096, 1000, 400}, {4097, 500, 200}});
 }
 
 // Deleting the flow under a running capture ends it (its ring says DETACHED), with the reason;
