@@ -153,7 +153,7 @@ Result<CaptureStatus> CaptureRegistry::start(const CaptureSpec& spec, uid_t uid,
 }
 
 Result<CaptureStatus> CaptureRegistry::stop(uint64_t id, uid_t uid, bool admin) {
-  std::unique_lock lock(mutex_);
+  std::lock_guard lock(mutex_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) {
     for (const auto& s : ended_) {
@@ -165,11 +165,7 @@ Result<CaptureStatus> CaptureRegistry::stop(uint64_t id, uid_t uid, bool admin) 
     return fail(ErrorCode::kPermissionDenied,
                 "capture " + std::to_string(id) + " belongs to another user");
   }
-  it->second->stop();
-  CaptureStatus s = it->second->status();
-  jobs_.erase(it);
-  ended_.push_back(s);
-  if (ended_.size() > kMaxEnded) ended_.pop_front();
+  CaptureStatus s = end_locked(it);
   spdlog::info("capture {} stopped: {} packets", id, s.packets);
   return s;
 }
@@ -182,17 +178,22 @@ std::vector<CaptureStatus> CaptureRegistry::list() const {
   return out;
 }
 
+CaptureStatus CaptureRegistry::end_locked(Jobs::iterator& it) {
+  it->second->stop();
+  CaptureStatus s = it->second->status();
+  it = jobs_.erase(it);
+  ended_.push_back(s);
+  if (ended_.size() > kMaxEnded) ended_.pop_front();
+  return s;
+}
+
 void CaptureRegistry::reap_locked() {
   for (auto it = jobs_.begin(); it != jobs_.end();) {
-    CaptureStatus s = it->second->status();
-    if (s.running) {
+    if (it->second->status().running) {
       ++it;
-      continue;
+    } else {
+      end_locked(it);
     }
-    it->second->stop();
-    ended_.push_back(std::move(s));
-    if (ended_.size() > kMaxEnded) ended_.pop_front();
-    it = jobs_.erase(it);
   }
 }
 

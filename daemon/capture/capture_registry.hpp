@@ -44,13 +44,16 @@ class CaptureRegistry {
   Result<UniqueFd> open_beneath(const std::string& path, int flags, uid_t uid, gid_t gid) const;
 
  private:
+  using Jobs = std::map<uint64_t, std::unique_ptr<CaptureJob>>;
   void reap_locked();  // ended jobs move to ended_
+  // Stops the job (if it still runs), keeps its last status in ended_, advances `it`.
+  CaptureStatus end_locked(Jobs::iterator& it);
 
   dataplane::DataPlane& data_plane_;
   std::vector<std::string> allowed_dirs_;
   mutable std::mutex mutex_;
   uint64_t next_id_ = 1;
-  std::map<uint64_t, std::unique_ptr<CaptureJob>> jobs_;
+  Jobs jobs_;
   std::deque<CaptureStatus> ended_;
 };
 

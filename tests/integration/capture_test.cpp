@@ -306,6 +306,30 @@ TEST_F(CaptureTest, DeletingTheFlowEndsItsCapture) {
   EXPECT_EQ(read_back(file, "data.data").size(), 200u);
 }
 
+// stop-capture ends a detached capture with its totals; another user may not stop it.
+TEST_F(CaptureTest, StopCaptureEndsItAndOnlyItsOwnerMay) {
+  std::string file = allowed_ + "/stopped.pcap";
+  auto r = run(ctl({"capture", "stream0", "--out", file, "--detach"}));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("capture 1 started: flow stream0 to " + file));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  ASSERT_EQ(gen(4096, 300, 100).exit_code, 0);
+  ASSERT_TRUE(eventually([](const v1::Stats& s) {
+    return s.attachments_size() == 1 && s.attachments(0).packets() == 300;
+  }));
+  if (user_) {
+    auto denied = run(ctl({"stop-capture", "1"}), as_user());
+    EXPECT_EQ(denied.exit_code, 4) << denied.out << denied.err;
+    EXPECT_THAT(denied.err, HasSubstr("belongs to another user"));
+  }
+  auto stopped = run(ctl({"stop-capture", "1"}));
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.out << stopped.err;
+  EXPECT_THAT(stopped.out, HasSubstr("capture 1: 300 packets (42600 bytes) of flow stream0"));
+  EXPECT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 0; }));
+  expect_packets({file}, {{4096, 300, 100}});
+  EXPECT_EQ(run(ctl({"stop-capture", "7"})).exit_code, 5);  // no such capture: NOT_FOUND
+}
+
 // Where a capture may not go: outside capture_dirs, out of them through a symbolic link, or
 // over a file someone else owns. Each is PERMISSION_DENIED (daqiri-ctl exit 4) with a reason,
 // and nothing is written.
