@@ -184,7 +184,6 @@ bool SocketRxFlow::receive(Port& port, uint64_t now_ns) {
   for (int i = 0; i < n; ++i) {
     uint32_t buf = port.buffer[i];
     const sockaddr_in& from = port.from[i];
-    count_drops(port, port.msg[i].msg_hdr);
     uint32_t len = port.msg[i].msg_len;
     uint16_t flags = DAQIRI_DESC_HEADERS_SYNTHESIZED;
     if (port.msg[i].msg_hdr.msg_flags & MSG_TRUNC) {
@@ -218,6 +217,8 @@ bool SocketRxFlow::receive(Port& port, uint64_t now_ns) {
   }
   dataplane::bump(counters.packets, uint64_t(n));
   dataplane::bump(counters.bytes, bytes);
+  // The drop count is cumulative: the batch's last datagram tells every drop up to it.
+  count_drops(port, port.msg[n - 1].msg_hdr);
   // Keep the buffers that were posted but not filled; re-arm the rest next poll.
   if (uint32_t(n) < port.armed) drained(port);
   uint32_t left = port.armed - uint32_t(n);

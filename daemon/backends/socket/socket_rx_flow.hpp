@@ -57,9 +57,9 @@ class SocketRxFlow final : public dataplane::RxFlowTask {
     static constexpr size_t kControl = CMSG_SPACE(sizeof(uint32_t));
     std::array<std::array<std::byte, kControl>, kMaxBatch> control{};
     uint32_t drops_seen = 0;  // the last drop count a datagram carried
-    // Whose drops the next datagrams report. The kernel drops while the pool is dry, but only
-    // a datagram queued after the drops carries them: the backlog queued before them, and then
-    // the first datagram after the socket was drained, still speak for the starved time.
+    // Whose drops the next batches report. The kernel drops while the pool is dry, but only a
+    // datagram queued after the drops carries them: the backlog queued before them, and then
+    // the first batch after the socket was drained, still speak for the starved time.
     enum class Feed : uint8_t { kFed, kStarved, kReporting };
     Feed feed = Feed::kFed;
   };
@@ -67,10 +67,10 @@ class SocketRxFlow final : public dataplane::RxFlowTask {
   SocketRxFlow(core::Flow flow, memory::BufferPool pool, uint32_t bind_ipv4, uint32_t batch);
   void arm(Port& port);
   bool receive(Port& port, uint64_t now_ns);
-  // Reads a datagram's drop count; drops since the last one count as no_buffer if starved,
-  // else as overflow.
+  // Reads a batch's drop count (its last datagram's); drops since the last batch count as
+  // no_buffer if starved, else as overflow. Once a batch, not per packet.
   void count_drops(Port& port, msghdr& hdr);
-  // The socket's queue is empty: the starved time's drops are reported by the next datagram.
+  // The socket's queue is empty: the starved time's drops are reported by the next batch.
   static void drained(Port& port);
 
   core::Flow flow_;
