@@ -22,7 +22,6 @@ constexpr uint32_t kLinktypeEthernet = 1;
 constexpr uint32_t kPcapMagicNs = 0xa1b23c4d;
 constexpr uint32_t kPcapngShb = 0x0A0D0D0A;
 constexpr uint32_t kPcapngIdb = 1;
-constexpr uint32_t kPcapngEpb = 6;
 constexpr uint32_t kByteOrderMagic = 0x1A2B3C4D;
 
 // Little helpers that append host-order (little-endian on our targets) fields; pcap and
@@ -58,6 +57,14 @@ void finish_block(std::vector<std::byte>& out, size_t start) {
   put(out, total);
 }
 
+struct Chunk {
+  std::vector<std::byte> data;
+  size_t used = 0;
+  bool rotate_after = false;  // the writer starts the next file once this chunk is written
+};
+
+}  // namespace
+
 std::vector<std::byte> file_header(const WriterOptions& o) {
   std::vector<std::byte> h;
   if (o.format == Format::kPcap) {
@@ -92,14 +99,6 @@ std::vector<std::byte> file_header(const WriterOptions& o) {
   }
   return h;
 }
-
-struct Chunk {
-  std::vector<std::byte> data;
-  size_t used = 0;
-  bool rotate_after = false;  // the writer starts the next file once this chunk is written
-};
-
-}  // namespace
 
 std::string rotated_name(const std::string& path, uint64_t index) {
   size_t slash = path.rfind('/');
@@ -315,12 +314,9 @@ Result<> FileWriter::write(uint64_t timestamp_ns, std::span<const std::byte> fra
   State& s = *s_;
   if (s.closed) return fail(ErrorCode::kFailedPrecondition, "capture: writer closed");
   const WriterOptions& o = s.options;
-  std::span<const std::byte> data =
-      o.format == Format::kRaw ? frame.subspan(std::min<size_t>(payload_offset, frame.size()))
-                               : frame.first(std::min<size_t>(frame.size(), o.snaplen));
-  size_t record = data.size();
-  if (o.format == Format::kPcap) record += 16;
-  if (o.format == Format::kPcapng) record = 28 + (data.size() + 3) / 4 * 4 + 4;
+  auto frame_length = static_cast<uint32_t>(frame.size());
+  RecordData data = record_data(o.format, frame_length, payload_offset, o.snaplen);
+  size_t record = record_size(o.format, data.length);
   if (record > o.chunk_bytes) {
     return fail(ErrorCode::kInvalidArgument, "capture: a record larger than a chunk");
   }
@@ -342,39 +338,15 @@ Result<> FileWriter::write(uint64_t timestamp_ns, std::span<const std::byte> fra
     std::lock_guard lock(s.mutex);
     return std::unexpected(*s.error);
   }
-  std::byte* out = s.current->data.data() + s.current->used;
-  auto put32 = [&out](uint32_t v) {
-    std::memcpy(out, &v, 4);
-    out += 4;
-  };
-  auto len = static_cast<uint32_t>(data.size());
-  if (o.format == Format::kPcap) {
-    put32(uint32_t(timestamp_ns / 1'000'000'000u));
-    put32(uint32_t(timestamp_ns % 1'000'000'000u));
-    put32(len);
-    put32(static_cast<uint32_t>(frame.size()));
-  } else if (o.format == Format::kPcapng) {
-    put32(kPcapngEpb);
-    put32(static_cast<uint32_t>(record));
-    put32(0);  // interface 0: the section's one IDB
-    put32(uint32_t(timestamp_ns >> 32));
-    put32(uint32_t(timestamp_ns));
-    put32(len);
-    put32(static_cast<uint32_t>(frame.size()));
-  }
-  std::memcpy(out, data.data(), len);
-  out += len;
-  if (o.format == Format::kPcapng) {
-    size_t pad = (4 - len % 4) % 4;
-    std::memset(out, 0, pad);
-    out += pad;
-    put32(static_cast<uint32_t>(record));
-  }
+  auto* out = reinterpret_cast<uint8_t*>(s.current->data.data() + s.current->used);
+  out = begin_record(out, o.format, timestamp_ns, data.length, frame_length);
+  std::memcpy(out, frame.data() + data.offset, data.length);
+  finish_record(out + data.length, o.format, data.length);
   s.current->used += record;
   s.file_bytes += record;
   ++s.file_records;
   ++s.stats.packets;
-  s.stats.bytes += len;
+  s.stats.bytes += data.length;
   return {};
 }
 

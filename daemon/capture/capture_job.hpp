@@ -34,6 +34,7 @@ struct CaptureStatus {
   uint64_t packets = 0, bytes = 0;
   std::vector<std::string> files;
   std::string error;
+  std::string staging;  // how the bytes reach the file
   uint64_t attachment = 0;
 };
 

@@ -126,6 +126,7 @@ Result<CaptureStatus> CaptureRegistry::start(const CaptureSpec& spec, uid_t uid,
   if (!writer) return std::unexpected(writer.error());
   dataplane::RxAttachOptions rx;
   rx.backpressure = dataplane::Backpressure::kDropNew;  // a slow disk never holds the flow
+  rx.staging_pool = true;
   auto id = spec.flow.empty() ? data_plane_.create_rx_queue(spec.rx_interface, spec.rx_queue, rx)
                               : data_plane_.create_rx(spec.flow, rx);
   if (!id) return std::unexpected(id.error());
@@ -140,6 +141,12 @@ Result<CaptureStatus> CaptureRegistry::start(const CaptureSpec& spec, uid_t uid,
   status.path = spec.path;
   status.format = spec.format;
   status.uid = uid;
+  // On a device queue the staged GPU path puts every packet in pinned host memory before its
+  // GPU copy: the capture reads it there and never touches the GPU.
+  status.staging = data_plane_.rx_region_kind(*id) == config::RegionKind::kDevice
+                       ? "host memory: the device region's pinned staging pool, before the GPU "
+                         "copy"
+                       : "host memory";
   auto job =
       CaptureJob::start(status, spec.limits, data_plane_, std::move(*share), std::move(*writer));
   if (!job) {

@@ -197,7 +197,7 @@ void to_proto(const capture_service::CaptureStatus& capture, v1::Capture& out) {
   for (const auto& f : capture.files)
     out.add_files(f);
   out.set_error(capture.error);
-  out.set_staging("host memory");  // GPU rings are not captured (no cuFile path yet)
+  out.set_staging(capture.staging);
   out.set_attachment_id(capture.attachment);
 }
 

@@ -221,7 +221,7 @@ Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptio
   }
   const core::Flow& f = it->second.flow->flow();
   const RxQueueHome& home = rx_queues_.at(f.interface + "/" + f.queue);
-  if (auto ok = check_delivery(home, flow, options.gpu); !ok) return std::unexpected(ok.error());
+  if (auto ok = check_delivery(home, flow, options); !ok) return std::unexpected(ok.error());
   uint32_t ring = options.ring_size;
   if (ring == 0) ring = home.queue->ring_size;
   std::string target = (options.gpu ? "gpu " : "") + std::string(flow);
@@ -236,7 +236,8 @@ Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptio
   return id;
 }
 
-Result<> DataPlane::check_delivery(const RxQueueHome& home, std::string_view flow, bool gpu) const {
+Result<> DataPlane::check_delivery(const RxQueueHome& home, std::string_view flow,
+                                   const RxAttachOptions& options) const {
   config::RegionKind kind = home.region->kind;
   auto refuse = [&](const std::string& why) -> Result<> {
     return fail(ErrorCode::kFailedPrecondition,
@@ -245,8 +246,8 @@ Result<> DataPlane::check_delivery(const RxQueueHome& home, std::string_view flo
                     config::to_string(kind) + "): " + why,
                 "gpu");
   };
-  if (!gpu) {
-    if (kind == config::RegionKind::kDevice) {
+  if (!options.gpu) {
+    if (kind == config::RegionKind::kDevice && !options.staging_pool) {
       return refuse("its packets go to GPU memory; attach with a GPU ring");
     }
     return {};
@@ -325,7 +326,7 @@ Result<uint64_t> DataPlane::create_rx_queue(std::string_view interface, std::str
     return fail(ErrorCode::kFailedPrecondition,
                 "a GPU ring takes one flow: attach to a flow, not a queue", "gpu");
   }
-  if (auto ok = check_delivery(home->second, names.front(), false); !ok) {
+  if (auto ok = check_delivery(home->second, names.front(), options); !ok) {
     return std::unexpected(ok.error());
   }
   uint32_t ring = options.ring_size ? options.ring_size : home->second.queue->ring_size;
@@ -618,6 +619,18 @@ std::string DataPlane::interface_state(const std::string& interface) const {
 #endif
   (void)interface;
   return "configured";
+}
+
+std::optional<config::RegionKind> DataPlane::rx_region_kind(uint64_t id) const {
+  std::lock_guard lock(mutex_);
+  auto a = attachments_.find(id);
+  if (a == attachments_.end() || !a->second.rx || a->second.flows.empty()) return std::nullopt;
+  auto f = flows_.find(a->second.flows.front());
+  if (f == flows_.end()) return std::nullopt;
+  const core::Flow& flow = f->second.flow->flow();
+  auto home = rx_queues_.find(flow.interface + "/" + flow.queue);
+  if (home == rx_queues_.end()) return std::nullopt;
+  return home->second.region->kind;
 }
 
 std::string DataPlane::delivery(const std::string& interface, const std::string& queue) const {

@@ -35,6 +35,9 @@ struct RxAttachOptions {
   uint32_t ring_size = 0;  // 0: the queue's ring_size
   Backpressure backpressure = Backpressure::kDropNew;
   bool gpu = false;  // a GPU ring (the flow's queue must have a device region)
+  // The daemon's own host reader on any queue, device ones included: there it reads the pinned
+  // staging pool every packet passes through before its GPU copy (daemon-side captures).
+  bool staging_pool = false;
 };
 
 struct FlowStats {
@@ -137,6 +140,8 @@ class DataPlane {
   // How an RX queue's clients get frames: "zero-copy", "copy (...)", or "socket" (the
   // kernel copies into the flow's buffers).
   [[nodiscard]] std::string delivery(const std::string& interface, const std::string& queue) const;
+  // The kind of region an RX attachment's packets arrive in (nullopt: no such attachment).
+  [[nodiscard]] std::optional<config::RegionKind> rx_region_kind(uint64_t id) const;
 
  private:
   struct RxQueueHome {
@@ -186,7 +191,8 @@ class DataPlane {
                                     uint32_t ring_size, Backpressure backpressure);
   void close_locked(uint64_t id);
   // FAILED_PRECONDITION unless a GPU (or host) attachment suits the flow's queue region.
-  Result<> check_delivery(const RxQueueHome& home, std::string_view flow, bool gpu) const;
+  Result<> check_delivery(const RxQueueHome& home, std::string_view flow,
+                          const RxAttachOptions& options) const;
 #ifdef DAQIRI_HAVE_CUDA
   Result<> add_gpu_engine(Attachment& a, const config::MemoryRegionConfig& region, uint32_t slots);
   std::map<int, std::unique_ptr<gpu::GpuDevice>> gpus_;

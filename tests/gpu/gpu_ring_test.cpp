@@ -3,15 +3,22 @@
 // process) checks every payload with a CUDA kernel. Skipped, saying why, where there is no GPU
 // (CI); tools/gpu-check runs it on a GPU host.
 #include <cuda_runtime_api.h>
+#include <fcntl.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cinttypes>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 #include <vector>
 
+#include "daqiri/cuda/cufile_api.hpp"
 #include "daqiri/test_pattern.hpp"
 #include "harness.hpp"
 #include "stats_client.hpp"
@@ -105,6 +112,106 @@ Seen expected(uint16_t port, uint64_t count, uint32_t size) {
   return s;
 }
 
+// One record of a capture file, as a reader sees it.
+struct Record {
+  uint64_t timestamp_ns = 0;
+  uint32_t original = 0;
+  std::vector<std::byte> data;
+};
+
+std::vector<std::byte> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> b(c.size());
+  std::memcpy(b.data(), c.data(), c.size());
+  return b;
+}
+
+// The records of a nanosecond PCAP or a PCAPNG file (EPBs; other blocks skipped). A malformed
+// file adds a test failure and returns what was read up to there.
+std::vector<Record> read_records(const std::string& path) {
+  std::vector<std::byte> f = file_bytes(path);
+  auto u32 = [&f](size_t at) {
+    uint32_t v = 0;
+    std::memcpy(&v, f.data() + at, 4);
+    return v;
+  };
+  std::vector<Record> out;
+  if (f.size() < 24) {
+    ADD_FAILURE() << path << ": " << f.size() << " bytes, no header";
+    return out;
+  }
+  if (u32(0) == 0xa1b23c4d) {
+    for (size_t at = 24; at < f.size();) {
+      if (at + 16 > f.size() || at + 16 + u32(at + 8) > f.size()) {
+        ADD_FAILURE() << path << ": a record cut short at byte " << at;
+        break;
+      }
+      Record r{uint64_t{u32(at)} * 1'000'000'000 + u32(at + 4), u32(at + 12), {}};
+      r.data.assign(f.begin() + long(at + 16), f.begin() + long(at + 16 + u32(at + 8)));
+      at += 16 + r.data.size();
+      out.push_back(std::move(r));
+    }
+  } else if (u32(0) == 0x0A0D0D0A) {
+    for (size_t at = 0; at < f.size();) {
+      uint32_t total = at + 8 <= f.size() ? u32(at + 4) : 0;
+      if (total < 12 || total % 4 != 0 || at + total > f.size() || u32(at + total - 4) != total) {
+        ADD_FAILURE() << path << ": a bad block at byte " << at;
+        break;
+      }
+      if (u32(at) == 6) {
+        uint32_t caplen = u32(at + 20);
+        Record r{(uint64_t{u32(at + 12)} << 32) | u32(at + 16), u32(at + 24), {}};
+        r.data.assign(f.begin() + long(at + 28), f.begin() + long(at + 28 + caplen));
+        out.push_back(std::move(r));
+      }
+      at += total;
+    }
+  } else {
+    ADD_FAILURE() << path << ": neither nanosecond PCAP nor PCAPNG";
+  }
+  return out;
+}
+
+// The records are daqiri-gen's packets 0..count-1 of `size` bytes to `port`, in order, whole
+// (42 header bytes), with timestamps that never go back.
+void expect_sent(const std::vector<Record>& records, uint16_t port, uint64_t count, uint32_t size) {
+  ASSERT_EQ(records.size(), count);
+  std::vector<std::byte> payload(size);
+  for (uint64_t seq = 0; seq < count; ++seq) {
+    const Record& r = records[seq];
+    ASSERT_EQ(r.original, size + 42) << "packet " << seq;
+    ASSERT_EQ(r.data.size(), size + 42) << "packet " << seq;
+    pattern::fill(payload, port, seq);
+    ASSERT_EQ(std::memcmp(r.data.data() + 42, payload.data(), size), 0) << "packet " << seq;
+    if (seq > 0) {
+      ASSERT_GE(r.timestamp_ns, records[seq - 1].timestamp_ns) << "packet " << seq;
+    }
+  }
+}
+
+// What `tap --gpu --out` should say it used: cuFile wherever libcufile opens and registers a
+// file in `dir` (it cannot on tmpfs, nor where the host lacks udev's data on the disk:
+// tools/gpu-check then requires that this test took the cuFile path).
+std::string expected_data_path(bool allow_cufile, const std::string& dir) {
+  auto api = cuda::CuFileApi::get();
+  bool usable = false;
+  if (allow_cufile && api) {
+    cudaFree(nullptr);  // a context, as the writer has one
+    std::string probe = dir + "/cufile-probe";
+    int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    cuda::CuFileApi::Descr d{};
+    d.type = cuda::CuFileApi::kHandleTypeFd;
+    d.handle.fd = fd;
+    cuda::CuFileApi::Handle h = nullptr;
+    usable = fd >= 0 && (*api)->handle_register(&h, &d).err == 0;
+    if (usable) (*api)->handle_deregister(h);
+    if (fd >= 0) ::close(fd);
+    ::unlink(probe.c_str());
+  }
+  return usable ? "data path: cuFile" : "data path: host staging";
+}
+
 class GpuRingTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -125,6 +232,22 @@ class GpuRingTest : public ::testing::Test {
         dir_, std::vector<std::string>{"--config", dir_.write("d.yaml", text)});
     ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
     control_.emplace(socket_);
+  }
+  // `daqiri-ctl tap FLOW --gpu -n COUNT` with `args`, while daqiri-gen sends COUNT packets.
+  CommandResult tap_gpu(const std::string& flow, uint16_t port, uint64_t count, uint32_t size,
+                        std::vector<std::string> args) {
+    std::vector<std::string> argv{ctl_path(), "--socket", socket_, "tap",
+                                  flow,       "--gpu",    "-n",    std::to_string(count),
+                                  "-t",       "60"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Spawned t(dir_, argv);
+    EXPECT_TRUE(
+        control_->eventually([](const v1::Stats& st) { return st.attachments_size() == 1; }, 20s));
+    EXPECT_EQ(gen(port, count, size).exit_code, 0);
+    CommandResult r;
+    r.exit_code = t.wait(60s);
+    r.out = t.output();
+    return r;
   }
   void TearDown() override {
     if (daemon_) {
@@ -260,6 +383,80 @@ TEST_F(GpuRingTest, KilledClientGivesBackItsGpuMemoryAndOthersLoseNothing) {
   ASSERT_EQ(gen(4097, 2000, 512).exit_code, 0);
   EXPECT_EQ(survivor->wait(60s), 0) << survivor->output();
   EXPECT_EQ(parse(survivor->output()), expected(4097, 2000, 512)) << survivor->output();
+}
+
+// `tap --gpu --out`: the packets go from the GPU ring to a PCAP file (by cuFile where libcufile
+// is present) with every byte and timestamp in place.
+TEST_F(GpuRingTest, TapGpuRecordsPcapFromGpuMemory) {
+  std::string file = dir_.file("gpu.pcap");
+  auto r = tap_gpu("stream0", 4096, 3000, 1000, {"--out", file});
+  ASSERT_EQ(r.exit_code, 0) << r.out << daemon_->log();
+  EXPECT_THAT(r.out, ::testing::HasSubstr(expected_data_path(true, dir_.path().string()))) << r.out;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("wrote 3000 packets (3126000 bytes) to 1 file")) << r.out;
+  std::printf("%s", r.out.c_str());  // for the record: which path ran
+  expect_sent(read_records(file), 4096, 3000, 1000);
+}
+
+// Host staging (--no-cufile) writes the same records; PCAPNG rotated at 1 MiB keeps each file
+// whole, and together they hold every packet once, in order, across the ring's end.
+TEST_F(GpuRingTest, TapGpuWithoutCufileRotatesPcapngThroughHostMemory) {
+  std::string file = dir_.file("gpu.pcapng");
+  auto r = tap_gpu("stream0", 4096, 5000, 1000,
+                   {"--out", file, "--format", "pcapng", "--rotate-mb", "1", "--no-cufile"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << daemon_->log();
+  EXPECT_THAT(r.out, ::testing::HasSubstr(expected_data_path(false, dir_.path().string())))
+      << r.out;
+  std::vector<Record> all;
+  size_t files = 0;
+  for (;; ++files) {
+    std::string part = dir_.file("gpu-000" + std::to_string(files) + ".pcapng");
+    if (!std::ifstream(part).good()) break;
+    // Full up to a record of 1076 bytes, never past the limit.
+    size_t bytes = file_bytes(part).size();
+    EXPECT_LE(bytes, 1u << 20) << part;
+    auto records = read_records(part);
+    if (std::ifstream(dir_.file("gpu-000" + std::to_string(files + 1) + ".pcapng")).good()) {
+      EXPECT_GT(bytes + 1076, 1u << 20) << part;
+    }
+    all.insert(all.end(), records.begin(), records.end());
+  }
+  EXPECT_EQ(files, 6u) << r.out;  // 5000 records of 1076 bytes, 974 a file
+  expect_sent(all, 4096, 5000, 1000);
+}
+
+// raw: the file is the UDP payloads back to back, nothing else.
+TEST_F(GpuRingTest, TapGpuRawIsThePayloadsBackToBack) {
+  std::string file = dir_.file("gpu.raw");
+  auto r = tap_gpu("stream1", 4097, 2000, 700, {"--out", file, "--format", "raw"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << daemon_->log();
+  std::vector<std::byte> want, payload(700);
+  for (uint64_t seq = 0; seq < 2000; ++seq) {
+    pattern::fill(payload, 4097, seq);
+    want.insert(want.end(), payload.begin(), payload.end());
+  }
+  EXPECT_TRUE(file_bytes(file) == want) << "raw file differs from the payloads sent";
+}
+
+// A daemon-side capture of a flow on a device region reads the pinned staging pool, beside a
+// GPU ring client of the same flow: both get every packet, the status says where bytes came
+// from.
+TEST_F(GpuRingTest, DaemonCapturesADeviceFlowBesideAGpuClient) {
+  std::string text = kConfig;
+  text.replace(text.find("  metrics:"), 0, "  capture_dirs: [" + dir_.path().string() + "]\n");
+  start(text);
+  auto rx = receive("stream0", 3000);
+  std::string file = dir_.file("daemon.pcap");
+  Spawned capture(dir_, {ctl_path(), "--socket", socket_, "capture", "stream0", "-o", file, "-n",
+                         "3000", "-d", "60"});
+  ASSERT_TRUE(capture.wait_for_output("started:", 20s)) << capture.output() << daemon_->log();
+  ASSERT_EQ(gen(4096, 3000, 1000).exit_code, 0);
+  EXPECT_EQ(rx->wait(60s), 0) << rx->output() << daemon_->log();
+  EXPECT_EQ(parse(rx->output()), expected(4096, 3000, 1000)) << rx->output();
+  EXPECT_EQ(capture.wait(60s), 0) << capture.output() << daemon_->log();
+  EXPECT_THAT(capture.output(),
+              ::testing::HasSubstr("(from host memory: the device region's pinned staging pool"))
+      << capture.output();
+  expect_sent(read_records(file), 4096, 3000, 1000);
 }
 
 }  // namespace

@@ -311,7 +311,8 @@ TEST_F(CaptureTest, StopCaptureEndsItAndOnlyItsOwnerMay) {
   std::string file = allowed_ + "/stopped.pcap";
   auto r = run(ctl({"capture", "stream0", "--out", file, "--detach"}));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_THAT(r.out, HasSubstr("capture 1 started: flow stream0 to " + file));
+  EXPECT_THAT(r.out,
+              HasSubstr("capture 1 started: flow stream0 to " + file + " (from host memory)"));
   ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
   ASSERT_EQ(gen(4096, 300, 100).exit_code, 0);
   ASSERT_TRUE(eventually([](const v1::Stats& s) {

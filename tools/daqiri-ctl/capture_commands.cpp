@@ -70,8 +70,8 @@ int run_capture(ControlClient& client, const Options& opts, const CaptureArgs& a
     print_json(started);
     return kOk;
   }
-  std::cout << fmt::format("capture {} started: flow {} to {}\n", started.id(), started.flow(),
-                           started.path());
+  std::cout << fmt::format("capture {} started: flow {} to {} (from {})\n", started.id(),
+                           started.flow(), started.path(), started.staging());
   if (args.detach) return kOk;
   std::cout.flush();
   for (;;) {

@@ -86,6 +86,11 @@ int main(int argc, char** argv) {
   tap_cmd->add_flag("--block", tap.block,
                     "when this tap falls behind, hold the flow back (kernel buffers) instead of "
                     "dropping");
+  tap_cmd->add_flag("--gpu", tap.gpu,
+                    "receive in a GPU ring (flows on device or pinned regions); with --out, "
+                    "write from GPU memory, by cuFile where libcufile is present");
+  tap_cmd->add_flag("!--no-cufile", tap.use_cufile,
+                    "with --gpu --out: copy to host memory and write(2), even with libcufile");
   tap_cmd->add_option("-o,--out", tap.out, "record what arrives in FILE (see --format)");
   tap_cmd->add_option("--pcap", tap.out, "the same as --out FILE --format pcap");
   const char* format_help =

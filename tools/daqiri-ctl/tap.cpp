@@ -37,6 +37,12 @@ struct StreamCheck {
   [[nodiscard]] uint64_t lost() const { return received == 0 ? 0 : max_seq + 1 - received; }
 };
 
+std::string ipv4(uint32_t a) {
+  return fmt::format("{}.{}.{}.{}", a >> 24, (a >> 16) & 0xff, (a >> 8) & 0xff, a & 0xff);
+}
+
+}  // namespace
+
 int exit_for(const Error& e) {
   switch (e.code) {
     case ErrorCode::kUnavailable:
@@ -55,15 +61,27 @@ int exit_for(const Error& e) {
   return kFailed;
 }
 
-std::string ipv4(uint32_t a) {
-  return fmt::format("{}.{}.{}.{}", a >> 24, (a >> 16) & 0xff, (a >> 8) & 0xff, a & 0xff);
+Result<std::unique_ptr<Client>> connect_tap(const Options& opts) {
+  return Client::connect({opts.socket, "daqiri-ctl tap",
+                          std::chrono::milliseconds(int64_t(opts.timeout_seconds * 1000))});
 }
 
-}  // namespace
+void print_tap_summary(const std::vector<std::string>* files, const capture::WriterStats& written,
+                       uint64_t packets, std::optional<uint64_t> payload_bytes, double seconds) {
+  if (files != nullptr) {
+    std::cout << fmt::format("wrote {} packets ({} bytes) to {} file{}: {}\n", written.packets,
+                             written.bytes, files->size(), files->size() == 1 ? "" : "s",
+                             fmt::join(*files, ", "));
+  }
+  std::cout << fmt::format("received {} packets", packets);
+  if (payload_bytes) std::cout << fmt::format(", {} payload bytes", *payload_bytes);
+  std::cout << fmt::format(" in {:.3f} s ({:.0f} pps)\n", seconds,
+                           seconds > 0 ? packets / seconds : 0.0);
+}
 
 int run_tap(const Options& opts, const TapArgs& args) {
-  auto client = Client::connect({opts.socket, "daqiri-ctl tap",
-                                 std::chrono::milliseconds(int64_t(opts.timeout_seconds * 1000))});
+  if (args.gpu) return run_tap_gpu(opts, args);
+  auto client = connect_tap(opts);
   if (!client) {
     std::cerr << "daqiri-ctl: tap: " << client.error().message << '\n';
     return exit_for(client.error());
@@ -143,17 +161,15 @@ int run_tap(const Options& opts, const TapArgs& args) {
     (*rx)->release(*burst);  // copied into the writer's queue: on its way to disk
     if (write_error) break;
   }
+  std::vector<std::string> files;
   if (writer) {
     auto closed = writer->close();
     if (!write_error && !closed) write_error = closed.error();
-    auto files = writer->files();
-    std::cout << fmt::format("wrote {} packets ({} bytes) to {} file{}: {}\n",
-                             writer->stats().packets, writer->stats().bytes, files.size(),
-                             files.size() == 1 ? "" : "s", fmt::join(files, ", "));
+    files = writer->files();
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << fmt::format("received {} packets, {} payload bytes in {:.3f} s ({:.0f} pps)\n",
-                           packets, bytes, secs, secs > 0 ? packets / secs : 0.0);
+  print_tap_summary(writer ? &files : nullptr, writer ? writer->stats() : capture::WriterStats{},
+                    packets, bytes, secs);
   bool ok = !detached && !write_error && (args.count == 0 || packets >= args.count);
   if (write_error) std::cerr << "daqiri-ctl: tap: " << write_error->message << '\n';
   if (detached) std::cout << "the stream was detached by the daemon\n";

@@ -2,10 +2,14 @@
 // what arrives.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "control_client.hpp"
 #include "daqiri/capture.hpp"
+#include "daqiri/client.hpp"
 
 namespace daqiri::ctl {
 
@@ -18,8 +22,19 @@ struct TapArgs {
   bool block = false;   // backpressure: a full ring holds the flow back instead of dropping
   std::string out;      // record what arrives here (capture.hpp: format, rotation, sync)
   capture::WriterOptions capture;
+  bool gpu = false;        // receive in a GPU ring; --out then writes from GPU memory
+  bool use_cufile = true;  // with gpu: cuFile where libcufile loads
 };
 
 int run_tap(const Options& opts, const TapArgs& args);
+// `tap --gpu` (tap_gpu.cpp; without CUDA it says so and fails).
+int run_tap_gpu(const Options& opts, const TapArgs& args);
+
+// What tap and tap --gpu share.
+Result<std::unique_ptr<Client>> connect_tap(const Options& opts);
+int exit_for(const Error& e);
+// The summary both print: what a writer wrote, then what arrived.
+void print_tap_summary(const std::vector<std::string>* files, const capture::WriterStats& written,
+                       uint64_t packets, std::optional<uint64_t> payload_bytes, double seconds);
 
 }  // namespace daqiri::ctl

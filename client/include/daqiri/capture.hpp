@@ -24,16 +24,12 @@
 #include <utility>
 #include <vector>
 
+#include "daqiri/capture_record.hpp"
 #include "daqiri/common/result.hpp"
 #include "daqiri/common/unique_fd.hpp"
 
 namespace daqiri::capture {
 
-enum class Format {
-  kPcap,    // libpcap format, nanosecond timestamps, LINKTYPE_ETHERNET
-  kPcapng,  // one section per run: SHB, an IDB naming interface and flow, EPBs
-  kRaw,     // the UDP payloads (frame bytes after payload_offset), back to back
-};
 // The formats by the names daqiri-ctl, the API and the docs use.
 inline constexpr std::array<std::pair<std::string_view, Format>, 3> kFormatNames{
     {{"pcap", Format::kPcap}, {"pcapng", Format::kPcapng}, {"raw", Format::kRaw}}};
@@ -91,6 +87,10 @@ class FileWriter {
   explicit FileWriter(std::unique_ptr<State> state);
   std::unique_ptr<State> s_;
 };
+
+// What a file starts with before its first record (PCAP: the file header; PCAPNG: the
+// section header and interface blocks; raw: nothing).
+std::vector<std::byte> file_header(const WriterOptions& options);
 
 // The file a rotating writer's file number `index` goes to: "dir/run.pcap" -> "dir/run-0003.pcap".
 std::string rotated_name(const std::string& path, uint64_t index);
