@@ -68,6 +68,7 @@ struct GpuFileWriter::State {
   UniqueFd fd;
   uint64_t file_index = 0;
   uint64_t file_offset = 0;  // bytes in the current file
+  uint64_t buffered = 0;     // bytes of records in device_buf, not yet in the file
   uint64_t file_records = 0;
   std::chrono::steady_clock::time_point file_started;
   std::vector<std::string> files;
@@ -230,9 +231,18 @@ struct GpuFileWriter::State {
     return {};
   }
 
-  // One pass: up to kMaxRecordsPerPass packets from `first`, as many as fit the buffer and the
-  // current file. Returns how many went to the file; sets `rotate` when the file is full.
-  Result<uint32_t> pass(uint32_t first, uint32_t n, bool& rotate) {
+  // Writes out what the device buffer holds.
+  Result<> flush() {
+    if (buffered == 0) return {};
+    auto ok = put(buffered);
+    buffered = 0;
+    return ok;
+  }
+
+  // One pass: up to kMaxRecordsPerPass packets from `first`, as many as fit the buffer's free
+  // space and the current file, packed behind what the buffer holds. Returns how many; sets
+  // `rotate` when the file is full, `full` when the buffer is.
+  Result<uint32_t> pass(uint32_t first, uint32_t n, bool& rotate, bool& full) {
     n = std::min(n, kMaxRecordsPerPass);
     uint32_t slot = first & view.mask;
     uint32_t head = std::min(n, view.mask + 1 - slot);
@@ -252,18 +262,21 @@ struct GpuFileWriter::State {
       RecordData d = slot_record_data(host_descs[k], slot_size, options.format, options.snaplen);
       uint32_t record = record_size(options.format, d.length);
       if (rotating && file_records + k > 0 &&
-          (too_old ||
-           (options.rotate_bytes > 0 && file_offset + used + record > options.rotate_bytes))) {
+          (too_old || (options.rotate_bytes > 0 &&
+                       file_offset + buffered + used + record > options.rotate_bytes))) {
         rotate = true;
         break;
       }
-      if (used + record > capacity) break;
-      host_offsets[k] = used;
+      if (buffered + used + record > capacity) {
+        full = true;
+        break;
+      }
+      host_offsets[k] = buffered + used;
       used += record;
       stats.bytes += d.length;
     }
     if (k == 0) {
-      if (rotate) return 0;
+      if (rotate || (full && buffered > 0)) return 0;
       return fail(ErrorCode::kInternal, "capture: a record larger than the GPU writer's buffer");
     }
     e = cudaMemcpyAsync(device_offsets, host_offsets, k * sizeof(uint64_t), cudaMemcpyHostToDevice,
@@ -274,7 +287,7 @@ struct GpuFileWriter::State {
     }
     if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) return std::unexpected(cuda_failure(e, "packing records"));
-    if (auto ok = put(used); !ok) return std::unexpected(ok.error());
+    buffered += used;
     file_records += k;
     stats.packets += k;
     return k;
@@ -347,10 +360,13 @@ Result<> GpuFileWriter::write(uint32_t first, uint32_t last) {
   auto scope = cuda::ContextScope::enter(*s.api, s.ctx.get());
   if (!scope) return std::unexpected(scope.error());
   while (first != last) {
-    bool rotate = false;
-    auto k = s.pass(first, last - first, rotate);
+    bool rotate = false, full = false;
+    auto k = s.pass(first, last - first, rotate, full);
     if (!k) return s.record(std::unexpected(k.error()));
     first += *k;
+    if (full || rotate) {
+      if (auto ok = s.flush(); !ok) return s.record(ok);
+    }
     if (rotate) {
       if (auto ok = s.close_file(); !ok) return s.record(ok);
       if (auto ok = s.open_file(++s.file_index); !ok) return s.record(ok);
@@ -363,6 +379,8 @@ Result<> GpuFileWriter::close() {
   State& s = *s_;
   if (!s.closed) {
     s.closed = true;
+    auto scope = cuda::ContextScope::enter(*s.api, s.ctx.get());
+    (void)s.record(scope ? s.flush() : Result<>(std::unexpected(scope.error())));
     (void)s.record(s.close_file());
   }
   if (s.error) return std::unexpected(*s.error);

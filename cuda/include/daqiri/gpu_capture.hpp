@@ -13,12 +13,13 @@
 //   std::printf("%s\n", w->data_path().c_str());
 //
 // How: a kernel lays the records (headers built on the GPU from the ring's descriptors, frames
-// copied from their slots) back to back in a device buffer, which then goes to the file with
-// cuFileWrite (GPUDirect Storage: the NIC-side of storage reads GPU memory; without the
-// nvidia-fs module libcufile's compatibility mode copies through host memory itself) when
-// libcufile loads, or else with one cudaMemcpy into pinned host memory and write(2) (host
-// staging). data_path() says which. write() is synchronous: it returns once the bytes are in
-// the file (or the page cache), so the ring's slots may be released. One thread at a time.
+// copied from their slots) back to back in a device buffer; each time the buffer is full (and
+// at rotation and close) it goes to the file with cuFileWrite (GPUDirect Storage: the storage
+// reads GPU memory; without the nvidia-fs module libcufile's compatibility mode copies through
+// host memory itself) when libcufile loads, or else with one cudaMemcpy into pinned host
+// memory and pwrite(2) (host staging). data_path() says which. When write() returns, the
+// packets are copied out of the ring (into the buffer, or on to the file), so the ring's slots
+// may be released. One thread at a time.
 #pragma once
 
 #include <memory>
