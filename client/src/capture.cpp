@@ -100,6 +100,13 @@ std::vector<std::byte> file_header(const WriterOptions& o) {
   return h;
 }
 
+Result<UniqueFd> open_file(const WriterOptions& options, const std::string& path, int flags) {
+  if (options.open_file) return options.open_file(path, flags);
+  UniqueFd f(::open(path.c_str(), flags, 0644));
+  if (!f) return fail_errno("capture: open " + path);
+  return f;
+}
+
 std::string rotated_name(const std::string& path, uint64_t index) {
   size_t slash = path.rfind('/');
   size_t dot = path.rfind('.');
@@ -153,15 +160,9 @@ struct FileWriter::State {
     bool check_header = options.append && options.format == Format::kPcap;
     int flags = (check_header ? O_RDWR : O_WRONLY) | O_CREAT | O_CLOEXEC |
                 (options.append ? O_APPEND : O_TRUNC);
-    UniqueFd f;
-    if (options.open_file) {
-      auto opened = options.open_file(name, flags);
-      if (!opened) return std::unexpected(opened.error());
-      f = std::move(*opened);
-    } else {
-      f.reset(::open(name.c_str(), flags, 0644));
-      if (!f) return fail_errno("capture: open " + name);
-    }
+    auto opened = capture::open_file(options, name, flags);
+    if (!opened) return std::unexpected(opened.error());
+    UniqueFd f = std::move(*opened);
     if (check_header) {  // PCAP has one header per file: append only behind the same header
       struct stat st {};
       if (::fstat(f.get(), &st) == 0 && st.st_size > 0) {

@@ -145,15 +145,9 @@ struct GpuFileWriter::State {
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (options.append ? 0 : O_TRUNC);
     // GPUDirect needs O_DIRECT; compatibility mode and staging go through the page cache.
     if (cufile != nullptr && cufile->nvidia_fs) flags |= O_DIRECT;
-    UniqueFd f;
-    if (options.open_file) {
-      auto opened = options.open_file(name, flags);
-      if (!opened) return std::unexpected(opened.error());
-      f = std::move(*opened);
-    } else {
-      f.reset(::open(name.c_str(), flags, 0644));
-      if (!f) return fail_errno("capture: open " + name);
-    }
+    auto opened = capture::open_file(options, name, flags);
+    if (!opened) return std::unexpected(opened.error());
+    UniqueFd f = std::move(*opened);
     uint64_t start = 0;
     if (options.append) {
       struct stat st {};

@@ -79,11 +79,19 @@ void print_tap_summary(const std::vector<std::string>* files, const capture::Wri
                            seconds > 0 ? packets / seconds : 0.0);
 }
 
+void print_tap_error(const std::string& message) {
+  std::cerr << "daqiri-ctl: tap: " << message << '\n';
+}
+
+void print_tap_detached() {
+  std::cout << "the stream was detached by the daemon\n";
+}
+
 int run_tap(const Options& opts, const TapArgs& args) {
   if (args.gpu) return run_tap_gpu(opts, args);
   auto client = connect_tap(opts);
   if (!client) {
-    std::cerr << "daqiri-ctl: tap: " << client.error().message << '\n';
+    print_tap_error(client.error().message);
     return exit_for(client.error());
   }
   RxOptions rx_options;
@@ -91,7 +99,7 @@ int run_tap(const Options& opts, const TapArgs& args) {
   rx_options.block = args.block;
   auto rx = (*client)->attach_rx(rx_options);
   if (!rx) {
-    std::cerr << "daqiri-ctl: tap: " << rx.error().message << '\n';
+    print_tap_error(rx.error().message);
     return exit_for(rx.error());
   }
   std::unique_ptr<capture::FileWriter> writer;
@@ -100,7 +108,7 @@ int run_tap(const Options& opts, const TapArgs& args) {
     o.flow = args.flow;
     auto w = capture::FileWriter::open(args.out, o);
     if (!w) {
-      std::cerr << "daqiri-ctl: tap: " << w.error().message << '\n';
+      print_tap_error(w.error().message);
       return kFailed;
     }
     writer = std::move(*w);
@@ -161,18 +169,8 @@ int run_tap(const Options& opts, const TapArgs& args) {
     (*rx)->release(*burst);  // copied into the writer's queue: on its way to disk
     if (write_error) break;
   }
-  std::vector<std::string> files;
-  if (writer) {
-    auto closed = writer->close();
-    if (!write_error && !closed) write_error = closed.error();
-    files = writer->files();
-  }
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  print_tap_summary(writer ? &files : nullptr, writer ? writer->stats() : capture::WriterStats{},
-                    packets, bytes, secs);
-  bool ok = !detached && !write_error && (args.count == 0 || packets >= args.count);
-  if (write_error) std::cerr << "daqiri-ctl: tap: " << write_error->message << '\n';
-  if (detached) std::cout << "the stream was detached by the daemon\n";
+  TapEnd end{packets, bytes, detached, write_error, start};
+  bool ok = finish_tap(writer.get(), end, args);
   if (args.verify) {
     uint64_t lost = 0, reordered = 0, dups = 0;
     for (const auto& [id, s] : streams) {

@@ -2,6 +2,7 @@
 // what arrives.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,8 +34,37 @@ int run_tap_gpu(const Options& opts, const TapArgs& args);
 // What tap and tap --gpu share.
 Result<std::unique_ptr<Client>> connect_tap(const Options& opts);
 int exit_for(const Error& e);
+void print_tap_error(const std::string& message);
+void print_tap_detached();
 // The summary both print: what a writer wrote, then what arrived.
 void print_tap_summary(const std::vector<std::string>* files, const capture::WriterStats& written,
                        uint64_t packets, std::optional<uint64_t> payload_bytes, double seconds);
+
+// How a tap's receive loop ended.
+struct TapEnd {
+  uint64_t packets = 0;
+  std::optional<uint64_t> payload_bytes;  // known when payloads passed through the host
+  bool detached = false;
+  std::optional<Error> write_error;
+  std::chrono::steady_clock::time_point start;
+};
+
+// Closes the writer (FileWriter or GpuFileWriter; null: none), prints the summary and what went
+// wrong; true when the tap did what was asked (before --verify's own checks).
+template <typename Writer>
+bool finish_tap(Writer* writer, TapEnd& end, const TapArgs& args) {
+  std::vector<std::string> files;
+  if (writer != nullptr) {
+    auto closed = writer->close();
+    if (!end.write_error && !closed) end.write_error = closed.error();
+    files = writer->files();
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - end.start).count();
+  print_tap_summary(writer ? &files : nullptr, writer ? writer->stats() : capture::WriterStats{},
+                    end.packets, end.payload_bytes, secs);
+  if (end.write_error) print_tap_error(end.write_error->message);
+  if (end.detached) print_tap_detached();
+  return !end.detached && !end.write_error && (args.count == 0 || end.packets >= args.count);
+}
 
 }  // namespace daqiri::ctl

@@ -28,7 +28,7 @@ int run_tap_gpu(const Options& opts, const TapArgs& args) {
   }
   auto client = connect_tap(opts);
   if (!client) {
-    std::cerr << "daqiri-ctl: tap: " << client.error().message << '\n';
+    print_tap_error(client.error().message);
     return exit_for(client.error());
   }
   RxOptions rx_options;
@@ -36,7 +36,7 @@ int run_tap_gpu(const Options& opts, const TapArgs& args) {
   rx_options.block = args.block;
   auto ring = GpuRxRing::attach(**client, rx_options);
   if (!ring) {
-    std::cerr << "daqiri-ctl: tap: " << ring.error().message << '\n';
+    print_tap_error(ring.error().message);
     return exit_for(ring.error());
   }
   std::unique_ptr<capture::GpuFileWriter> writer;
@@ -45,7 +45,7 @@ int run_tap_gpu(const Options& opts, const TapArgs& args) {
     o.flow = args.flow;
     auto w = capture::GpuFileWriter::open(args.out, **ring, o, {.use_cufile = args.use_cufile});
     if (!w) {
-      std::cerr << "daqiri-ctl: tap: " << w.error().message << '\n';
+      print_tap_error(w.error().message);
       return kFailed;
     }
     writer = std::move(*w);
@@ -78,19 +78,8 @@ int run_tap_gpu(const Options& opts, const TapArgs& args) {
     packets += n;
     if (write_error) break;
   }
-  std::vector<std::string> files;
-  if (writer) {
-    auto closed = writer->close();
-    if (!write_error && !closed) write_error = closed.error();
-    files = writer->files();
-  }
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  print_tap_summary(writer ? &files : nullptr, writer ? writer->stats() : capture::WriterStats{},
-                    packets, std::nullopt, secs);
-  if (write_error) std::cerr << "daqiri-ctl: tap: " << write_error->message << '\n';
-  if (detached) std::cout << "the stream was detached by the daemon\n";
-  bool ok = !detached && !write_error && (args.count == 0 || packets >= args.count);
-  return ok ? kOk : kFailed;
+  TapEnd end{packets, std::nullopt, detached, write_error, start};
+  return finish_tap(writer.get(), end, args) ? kOk : kFailed;
 }
 #endif
 

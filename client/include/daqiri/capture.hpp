@@ -88,6 +88,9 @@ class FileWriter {
   std::unique_ptr<State> s_;
 };
 
+// Opens a capture file as the writers do: options.open_file when set, else open(2), mode 0644.
+Result<UniqueFd> open_file(const WriterOptions& options, const std::string& path, int flags);
+
 // What a file starts with before its first record (PCAP: the file header; PCAPNG: the
 // section header and interface blocks; raw: nothing).
 std::vector<std::byte> file_header(const WriterOptions& options);
