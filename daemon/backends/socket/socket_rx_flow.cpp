@@ -81,8 +81,10 @@ Result<std::unique_ptr<SocketRxFlow>> SocketRxFlow::create(const core::Flow& flo
     port->number = static_cast<uint16_t>(p);
     f->ports_.push_back(std::move(port));
   }
-  for (auto& port : f->ports_)
+  for (auto& port : f->ports_) {
+    f->link(*port);
     f->arm(*port);
+  }
   return f;
 }
 
@@ -103,17 +105,25 @@ std::vector<int> SocketRxFlow::fds() const {
   return out;
 }
 
-void SocketRxFlow::arm(Port& port) {
-  port.armed += pool_.alloc(port.buffer.data() + port.armed, batch_ - port.armed);
+void SocketRxFlow::link(Port& port) const {
   uint32_t room = pool_.buf_size() - uint32_t(frame::kUdpHeaders);
-  for (uint32_t i = 0; i < port.armed; ++i) {
-    port.iov[i] = {pool_.buffer(port.buffer[i]) + frame::kUdpHeaders, room};
+  for (uint32_t i = 0; i < kMaxBatch; ++i) {
+    port.iov[i] = {nullptr, room};
     port.msg[i].msg_hdr = {};
     port.msg[i].msg_hdr.msg_iov = &port.iov[i];
     port.msg[i].msg_hdr.msg_iovlen = 1;
     port.msg[i].msg_hdr.msg_name = &port.from[i];
-    port.msg[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
     port.msg[i].msg_hdr.msg_control = port.control[i].data();
+  }
+}
+
+void SocketRxFlow::arm(Port& port) {
+  port.armed += pool_.alloc(port.buffer.data() + port.armed, batch_ - port.armed);
+  // Only what moves: the buffers (shifted down after a receive) and the lengths the kernel
+  // wrote back. The rest link() set once.
+  for (uint32_t i = 0; i < port.armed; ++i) {
+    port.iov[i].iov_base = pool_.buffer(port.buffer[i]) + frame::kUdpHeaders;
+    port.msg[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
     port.msg[i].msg_hdr.msg_controllen = Port::kControl;
   }
 }
@@ -133,7 +143,6 @@ bool SocketRxFlow::poll() {
       port->feed = Port::Feed::kStarved;
       continue;
     }
-    if (now == 0) now = dataplane::realtime_ns();
     if (receive(*port, now)) {
       work = true;
       port->idle = 0;
@@ -173,12 +182,13 @@ void SocketRxFlow::drained(Port& port) {
   if (port.feed == Port::Feed::kStarved) port.feed = Port::Feed::kReporting;
 }
 
-bool SocketRxFlow::receive(Port& port, uint64_t now_ns) {
+bool SocketRxFlow::receive(Port& port, uint64_t& now_ns) {
   int n = ::recvmmsg(port.fd, port.msg.data(), port.armed, MSG_DONTWAIT, nullptr);
   if (n <= 0) {
     drained(port);
     return false;
   }
+  if (now_ns == 0) now_ns = dataplane::realtime_ns();  // once a poll, and only when packets came
   const core::FlowMatch& m = flow_.match;
   uint64_t bytes = 0;
   for (int i = 0; i < n; ++i) {

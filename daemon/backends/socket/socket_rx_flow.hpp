@@ -65,8 +65,12 @@ class SocketRxFlow final : public dataplane::RxFlowTask {
   };
 
   SocketRxFlow(core::Flow flow, memory::BufferPool pool, uint32_t bind_ipv4, uint32_t batch);
+  // Points each message at its iovec, address and control buffer (once: a Port never moves).
+  void link(Port& port) const;
+  // Posts free buffers up to the batch size.
   void arm(Port& port);
-  bool receive(Port& port, uint64_t now_ns);
+  // One recvmmsg; `now_ns` (0: not read yet this poll) stamps the packets.
+  bool receive(Port& port, uint64_t& now_ns);
   // Reads a batch's drop count (its last datagram's); drops since the last batch count as
   // no_buffer if starved, else as overflow. Once a batch, not per packet.
   void count_drops(Port& port, msghdr& hdr);
