@@ -101,6 +101,7 @@ struct Client::Impl {
   std::string session_path;
   UniqueFd session;
   uint64_t session_id = 0;
+  uint64_t sessions_opened = 0;
   std::vector<std::unique_ptr<RxStream>> rx;
   std::vector<std::unique_ptr<TxStream>> tx;
 
@@ -152,6 +153,7 @@ Result<> Client::Impl::open_session() {
   }
   session = std::move(fd);
   session_id = welcome.session_id;
+  ++sessions_opened;
   return {};
 }
 
@@ -551,6 +553,9 @@ bool Client::connected() const {
 }
 uint64_t Client::session_id() const {
   return impl_->session_id;
+}
+uint64_t Client::sessions_opened() const {
+  return impl_->sessions_opened;
 }
 
 }  // namespace daqiri

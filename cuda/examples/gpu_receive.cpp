@@ -9,6 +9,8 @@
 //   attached: ring 7 on GPU 0, 1024 slots of 2048 bytes
 //   received 1000 packets: 1000 intact, 0 corrupt, payload bytes 1000000, byte sum ..., sequence
 //   sum ...
+// With --reconnect yes (kernel style), a daemon restart is survived: the client reconnects and
+// the ring is attached again (GpuRxRing::reattach), counting on.
 // Exit status 0 when --count packets arrived and every one was intact.
 #include <cuda_runtime_api.h>
 
@@ -32,7 +34,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: daqiri-gpu-receive --socket PATH --flow NAME --count N [--ring SLOTS] "
                "[--timeout SECONDS] [--style kernel|persistent|graph] [--threads N] "
-               "[--burst N] [--stages N]\n");
+               "[--burst N] [--stages N] [--reconnect yes]\n");
   return 2;
 }
 
@@ -42,7 +44,24 @@ struct Run {
   cudaStream_t stream;
   uint64_t count;
   std::chrono::steady_clock::time_point deadline;
+  daqiri::Client* reconnect = nullptr;  // --reconnect: outlive a daemon restart
 };
+
+// The daemon went away: reconnects (retrying until the deadline) and attaches a new ring.
+bool reattach(Run& r) {
+  while (std::chrono::steady_clock::now() < r.deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!r.reconnect->reconnect()) continue;
+    if (auto ok = r.ring.reattach(); !ok) {
+      std::fprintf(stderr, "reattach: %s\n", ok.error().message.c_str());
+      continue;
+    }
+    std::printf("reattached: ring %llu\n", static_cast<unsigned long long>(r.ring.id()));
+    std::fflush(stdout);
+    return true;
+  }
+  return false;
+}
 
 // Waits for `stream` until the deadline; false if the work is still running then.
 bool wait_stream(cudaStream_t stream, std::chrono::steady_clock::time_point deadline) {
@@ -59,6 +78,10 @@ uint64_t run_kernel_per_burst(Run& r) {
   uint64_t received = 0;
   while (received < r.count && std::chrono::steady_clock::now() < r.deadline) {
     auto p = r.ring.wait(seen, std::chrono::milliseconds(100));
+    if (!p && r.reconnect != nullptr && reattach(r)) {
+      seen = 0;  // a new ring counts from 0
+      continue;
+    }
     if (!p) {
       std::fprintf(stderr, "wait: %s\n", p.error().message.c_str());
       break;
@@ -143,6 +166,7 @@ int main(int argc, char** argv) {
   int timeout_s = 30;
   std::string style = "kernel";
   uint32_t threads = 1024, burst = 32, stages = 8;
+  bool reconnect = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--socket")
@@ -163,11 +187,17 @@ int main(int argc, char** argv) {
       burst = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
     else if (k == "--stages")
       stages = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
+    else if (k == "--reconnect")
+      reconnect = v == "yes";
     else
       return usage();
   }
   if (flow.empty() || count == 0) return usage();
   if (style != "kernel" && style != "persistent" && style != "graph") return usage();
+  if (reconnect && style != "kernel") {
+    std::fprintf(stderr, "--reconnect is for --style kernel\n");
+    return 2;
+  }
   if (style == "persistent" && (threads == 0 || threads % 32 != 0 || threads > 1024)) {
     std::fprintf(stderr, "--threads must be a multiple of 32, at most 1024\n");
     return 2;
@@ -208,7 +238,12 @@ int main(int argc, char** argv) {
   std::memset(totals, 0, sizeof(Totals));
 
   auto start = std::chrono::steady_clock::now();
-  Run run{**ring, totals, stream, count, start + std::chrono::seconds(timeout_s)};
+  Run run{**ring,
+          totals,
+          stream,
+          count,
+          start + std::chrono::seconds(timeout_s),
+          reconnect ? client->get() : nullptr};
   uint64_t received = style == "persistent" ? run_persistent(run, threads)
                       : style == "graph"    ? run_graph(run, burst, stages)
                                             : run_kernel_per_burst(run);

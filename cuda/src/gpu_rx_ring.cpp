@@ -14,6 +14,8 @@ namespace daqiri {
 
 struct GpuRxRing::State {
   Client* client = nullptr;
+  RxOptions options;
+  uint64_t session = 0;  // Client::sessions_opened() when attached: only that session may detach
   GpuRingFds fds;
   const cuda::DriverApi* api = nullptr;
   int device = -1;
@@ -63,6 +65,8 @@ Result<std::unique_ptr<GpuRxRing>> GpuRxRing::attach(Client& client, const RxOpt
   if (!fds) return std::unexpected(fds.error());
   auto s = std::make_unique<State>();
   s->client = &client;
+  s->options = options;
+  s->session = client.sessions_opened();
   s->api = *api;
   s->fds = std::move(*fds);
   // From here a failure must detach: the daemon holds the ring until then.
@@ -121,7 +125,15 @@ Result<std::unique_ptr<GpuRxRing>> GpuRxRing::attach(Client& client, const RxOpt
 GpuRxRing::GpuRxRing(std::unique_ptr<State> s) : s_(std::move(s)) {}
 
 GpuRxRing::~GpuRxRing() {
-  s_->client->detach(s_->fds.id);
+  // After a reconnect the id means nothing to the new session (or names another attachment).
+  if (s_ && s_->client->sessions_opened() == s_->session) s_->client->detach(s_->fds.id);
+}
+
+Result<> GpuRxRing::reattach() {
+  auto fresh = attach(*s_->client, s_->options);
+  if (!fresh) return std::unexpected(fresh.error());
+  std::swap(s_, (*fresh)->s_);  // `fresh` now holds the old ring and releases it
+  return {};
 }
 
 GpuRingView GpuRxRing::view() const {
@@ -155,7 +167,9 @@ uint32_t GpuRxRing::producer() const {
 }
 
 bool GpuRxRing::detached() const {
-  return s_->control_ring.state() != DAQIRI_RING_ACTIVE;
+  // A daemon that died without marking the ring still hangs up the session.
+  return s_->control_ring.state() != DAQIRI_RING_ACTIVE ||
+         s_->client->sessions_opened() != s_->session || !s_->client->connected();
 }
 
 void GpuRxRing::release(uint32_t counter) {

@@ -385,6 +385,31 @@ TEST_F(GpuRingTest, KilledClientGivesBackItsGpuMemoryAndOthersLoseNothing) {
   EXPECT_EQ(parse(survivor->output()), expected(4097, 2000, 512)) << survivor->output();
 }
 
+// A daemon restart under a GPU client: the client library reconnects, GpuRxRing::reattach()
+// gets a new ring, and the kernel goes on counting: every packet of both daemons arrives once.
+TEST_F(GpuRingTest, GpuRingReattachesAfterDaemonRestart) {
+  auto rx = receive("stream0", 2000, {"--reconnect", "yes"});
+  ASSERT_EQ(gen(4096, 1000, 1000).exit_code, 0);
+  ASSERT_TRUE(control_->eventually(
+      [](const v1::Stats& st) {
+        for (const auto& a : st.attachments())
+          if (a.target() == "gpu stream0") return a.gpu_packets() == 1000;
+        return false;
+      },
+      10s))
+      << control_->get().DebugString();
+  start(kConfig);  // the same socket, a new daemon
+  ASSERT_TRUE(rx->wait_for_output("reattached:", 30s)) << rx->output() << daemon_->log();
+  ASSERT_EQ(gen(4096, 1000, 1000).exit_code, 0);
+  EXPECT_EQ(rx->wait(60s), 0) << rx->output() << daemon_->log();
+  Seen want = expected(4096, 1000, 1000);
+  want.received = want.intact = 2000;
+  want.payload_bytes *= 2;
+  want.byte_sum *= 2;
+  want.sequence_sum *= 2;
+  EXPECT_EQ(parse(rx->output()), want) << rx->output();
+}
+
 // `tap --gpu --out`: the packets go from the GPU ring to a PCAP file (by cuFile where libcufile
 // is present) with every byte and timestamp in place.
 TEST_F(GpuRingTest, TapGpuRecordsPcapFromGpuMemory) {

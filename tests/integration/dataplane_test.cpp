@@ -303,7 +303,7 @@ TEST_F(DataPlaneTest, ClientReconnectsAfterDaemonRestart) {
   ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
   EXPECT_EQ(gen(4096, 200, 100).exit_code, 0);
   EXPECT_EQ(c.wait(), 0) << c.output();
-  EXPECT_THAT(c.output(), HasSubstr("received 400 after 1 reconnects"));
+  EXPECT_THAT(c.output(), HasSubstr("received 400 after 1 reconnects, 2 sessions"));
 }
 
 TEST_F(DataPlaneTest, FlowsChangeLiveWithoutDisturbingOthers) {

@@ -176,7 +176,8 @@ int reconnect(const std::string& socket, const std::string& flow, uint64_t count
     got += b->size();
     rx->release(*b);
   }
-  say("received %llu after %d reconnects", static_cast<unsigned long long>(got), reconnects);
+  say("received %llu after %d reconnects, %llu sessions", static_cast<unsigned long long>(got),
+      reconnects, static_cast<unsigned long long>(c->sessions_opened()));
   return got == count && reconnects > 0 ? 0 : 1;
 }
 

@@ -182,7 +182,8 @@ class Client {
   void detach(RxStream* stream);
   void detach(TxStream* stream);
   // A GPU ring on one flow (options.flow; its queue has a device or pinned region). The
-  // attachment lasts until detach(id) or the end of the session; reconnect() leaves it out.
+  // attachment lasts until detach(id) or the end of the session; reconnect() leaves it out
+  // (GpuRxRing::reattach() makes a new one).
   Result<GpuRingFds> attach_gpu_rx_fds(const RxOptions& options);
   void detach(uint64_t attachment_id);
 
@@ -192,6 +193,10 @@ class Client {
   // False once the session's connection to the daemon broke.
   [[nodiscard]] bool connected() const;
   [[nodiscard]] uint64_t session_id() const;
+  // Sessions this Client has opened: 1 after connect(), one more per reconnect(). An id from
+  // an earlier session means nothing to the current one (a restarted daemon numbers sessions
+  // and attachments from 1 again), so attachment ids are only valid with the count they came in.
+  [[nodiscard]] uint64_t sessions_opened() const;
 
   struct Impl;
 

@@ -44,7 +44,13 @@ class GpuRxRing {
   Result<uint32_t> wait(uint32_t seen, std::chrono::milliseconds timeout);
   // Returns slots up to `counter` to the daemon (a host-side store of the consumer index).
   void release(uint32_t counter);
+  // The daemon stopped serving the ring: it said so, or its session hung up (a poll(2) of the
+  // session socket; wait() asks only when nothing arrived).
   [[nodiscard]] bool detached() const;
+  // After the daemon restarted and Client::reconnect() succeeded: attaches a new GPU ring with
+  // the same options in place of this one. view(), info() and the counters start over (the
+  // consumer resumes from 0); the old ring's memory is released.
+  Result<> reattach();
 
   struct State;
 
