@@ -4,10 +4,12 @@ namespace daqiri::gpu {
 namespace {
 
 constexpr int kThreads = 128;
+constexpr int kUnroll = 4;  // 16-byte loads each thread has in flight at once
 
 // One block per frame. 16-byte loads when both ends allow them (frames in pinned pools start
 // on buffer boundaries, slots on 256-byte ones), bytes otherwise. Reads cross PCIe: wide,
-// coalesced loads are what keeps the link busy.
+// coalesced loads, several in flight per thread before any store, are what keeps the link
+// busy (one load then its store per iteration waits a PCIe round trip each time).
 __global__ void gather(const GatherJob* jobs, uint8_t* ring_base, daqiri_rx_desc* descs) {
   const GatherJob& job = jobs[blockIdx.x];
   const uint8_t* src = reinterpret_cast<const uint8_t*>(job.src);
@@ -16,10 +18,21 @@ __global__ void gather(const GatherJob* jobs, uint8_t* ring_base, daqiri_rx_desc
   uint32_t done = 0;
   if (((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) & 15) == 0) {
     uint32_t vecs = len / 16;
-    const uint4* s = reinterpret_cast<const uint4*>(src);
-    uint4* d = reinterpret_cast<uint4*>(dst);
-    for (uint32_t i = threadIdx.x; i < vecs; i += kThreads)
-      d[i] = s[i];
+    const uint4* __restrict__ s = reinterpret_cast<const uint4*>(src);
+    uint4* __restrict__ d = reinterpret_cast<uint4*>(dst);
+    for (uint32_t base = threadIdx.x; base < vecs; base += kThreads * kUnroll) {
+      uint4 v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        uint32_t i = base + u * kThreads;
+        if (i < vecs) v[u] = s[i];
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        uint32_t i = base + u * kThreads;
+        if (i < vecs) d[i] = v[u];
+      }
+    }
     done = vecs * 16;
   }
   for (uint32_t i = done + threadIdx.x; i < len; i += kThreads)
