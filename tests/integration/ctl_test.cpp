@@ -138,6 +138,17 @@ TEST_F(CtlTest, NoDaemonIsExitCodeThree) {
                        " (the socket does not exist; is the service running?)\n");
 }
 
+// `tap --gpu` where it cannot work says why: no CUDA driver (CI: exit 1), or, with one, a flow
+// of a host region (exit 5) — never "no daemon" (3).
+TEST_F(CtlTest, TapGpuSaysWhyItCannot) {
+  start();
+  auto r = ctl({"tap", "stream0", "--gpu", "-n", "1", "-t", "2"});
+  EXPECT_TRUE(r.exit_code == 1 || r.exit_code == 5) << r.exit_code << " " << r.err;
+  EXPECT_THAT(r.err, ::testing::AnyOf(HasSubstr("CUDA"), HasSubstr("needs a device or pinned")))
+      << r.err;
+  EXPECT_THAT(r.err, ::testing::StartsWith("daqiri-ctl: tap: ")) << r.err;
+}
+
 TEST_F(CtlTest, ClientsMayReadButNotChangeAndStrangersGetNothing) {
   if (!is_root()) GTEST_SKIP() << "creates throwaway users: needs root";
   TempGroup group;  // owns the socket, so both users can connect

@@ -37,7 +37,9 @@ int run_tap_gpu(const Options& opts, const TapArgs& args) {
   auto ring = GpuRxRing::attach(**client, rx_options);
   if (!ring) {
     print_tap_error(ring.error().message);
-    return exit_for(ring.error());
+    // No usable CUDA driver is unavailable too, but it is this host's, not "no daemon" (3).
+    int code = exit_for(ring.error());
+    return code == kNoDaemon && (*client)->connected() ? kFailed : code;
   }
   std::unique_ptr<capture::GpuFileWriter> writer;
   if (!args.out.empty()) {
