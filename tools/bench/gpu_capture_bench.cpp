@@ -6,36 +6,26 @@
 // with fsync; alternating rounds, medians. One markdown row per frame size.
 //   gpu-capture-bench DIR [TOTAL_MB] [SIZES...]
 #include <cuda_runtime_api.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "capture_bench_common.hpp"
 #include "daqiri/gpu_capture.hpp"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using namespace daqiri::bench;
 constexpr uint32_t kSlots = 8192;
 constexpr size_t kBlock = 4 << 20;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "gpu-capture-bench: %s\n", what.c_str());
-  std::exit(1);
-}
-
 void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) die(std::string(what) + ": " + cudaGetErrorString(e));
+  if (e != cudaSuccess)
+    die(std::string("gpu-capture-bench: ") + what + ": " + cudaGetErrorString(e));
 }
 
 // A GPU ring of kSlots frames of `size` bytes, every slot produced.
@@ -90,54 +80,33 @@ std::optional<double> writer_gbps(const Ring& ring, const std::string& path, uin
   return double(frames) * (size + 16) / s / 1e9;
 }
 
-// GB/s of `bytes` written in 4 MiB blocks, each first copied from GPU memory to pinned memory
-// when `from_gpu`, fsync at the end.
+// GB/s of `bytes` written in 4 MiB blocks from pinned memory, each first copied there from GPU
+// memory when `from_gpu`, fsync at the end.
 double plain_gbps(const std::string& path, uint64_t bytes, const Ring& ring, bool from_gpu) {
   void* block = nullptr;
   check(cudaHostAlloc(&block, kBlock, cudaHostAllocDefault), "cudaHostAlloc");
-  auto t0 = Clock::now();
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) die("open " + path);
-  for (uint64_t left = bytes; left > 0;) {
-    size_t n = std::min<uint64_t>(left, kBlock);
-    if (from_gpu) check(cudaMemcpy(block, ring.memory, n, cudaMemcpyDeviceToHost), "D2H");
-    if (::write(fd, block, n) != ssize_t(n)) die("write " + path);
-    left -= n;
-  }
-  ::fsync(fd);
-  ::close(fd);
-  double s = seconds_since(t0);
-  ::unlink(path.c_str());
+  auto copy = [&](size_t n) {
+    check(cudaMemcpy(block, ring.memory, n, cudaMemcpyDeviceToHost), "D2H");
+  };
+  double gbps = from_gpu ? plain_write_gbps(path, bytes, block, kBlock, copy)
+                         : plain_write_gbps(path, bytes, block, kBlock);
   cudaFreeHost(block);
-  return double(bytes) / s / 1e9;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return gbps;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: gpu-capture-bench DIR [TOTAL_MB] [SIZES...]\n");
-    return 2;
-  }
-  std::string dir = argv[1];
-  uint64_t total = (argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 2048) << 20;
-  std::vector<uint32_t> sizes;
-  for (int i = 3; i < argc; ++i)
-    sizes.push_back(uint32_t(std::strtoul(argv[i], nullptr, 10)));
-  if (sizes.empty()) sizes = {64, 1500, 8000};
+  auto args = parse_capture_bench_args(argc, argv, {64, 1500, 8000});
+  if (!args) return 2;
   std::printf(
       "| frame (B) | cuFile GB/s | host staging GB/s | cudaMemcpy + write(2) GB/s | "
       "write(2) GB/s | cuFile / memcpy+write | staging / memcpy+write |\n");
   std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-  std::string path = dir + "/gpu-capture-bench.pcap";
-  for (uint32_t size : sizes) {
+  std::string path = args->dir + "/gpu-capture-bench.pcap";
+  for (uint32_t size : args->sizes) {
     Ring ring(size);
-    uint64_t frames = total / (size + 16);
+    uint64_t frames = args->total / (size + 16);
     uint64_t bytes = frames * (size + 16);
     std::vector<double> cu, st, mw, pw;
     for (int round = 0; round < 3; ++round) {
