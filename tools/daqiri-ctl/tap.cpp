@@ -79,6 +79,32 @@ void print_tap_summary(const std::vector<std::string>* files, const capture::Wri
                            seconds > 0 ? packets / seconds : 0.0);
 }
 
+RxOptions tap_rx_options(const TapArgs& args) {
+  RxOptions o;
+  o.flow = args.flow;
+  o.block = args.block;
+  return o;
+}
+
+capture::WriterOptions tap_writer_options(const TapArgs& args) {
+  capture::WriterOptions o = args.capture;
+  o.flow = args.flow;
+  return o;
+}
+
+TapRun::TapRun(const TapArgs& a)
+    : args(a),
+      start(std::chrono::steady_clock::now()),
+      deadline(a.timeout > 0 ? start + std::chrono::milliseconds(int64_t(a.timeout * 1000))
+                             : std::chrono::steady_clock::time_point::max()) {}
+
+std::optional<std::chrono::milliseconds> TapRun::next_wait() const {
+  auto now = std::chrono::steady_clock::now();
+  if ((args.count > 0 && packets >= args.count) || now >= deadline) return std::nullopt;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::seconds(1)));
+}
+
 void print_tap_error(const std::string& message) {
   std::cerr << "daqiri-ctl: tap: " << message << '\n';
 }
@@ -94,56 +120,42 @@ int run_tap(const Options& opts, const TapArgs& args) {
     print_tap_error(client.error().message);
     return exit_for(client.error());
   }
-  RxOptions rx_options;
-  rx_options.flow = args.flow;
-  rx_options.block = args.block;
-  auto rx = (*client)->attach_rx(rx_options);
+  auto rx = (*client)->attach_rx(tap_rx_options(args));
   if (!rx) {
     print_tap_error(rx.error().message);
     return exit_for(rx.error());
   }
   std::unique_ptr<capture::FileWriter> writer;
   if (!args.out.empty()) {
-    capture::WriterOptions o = args.capture;
-    o.flow = args.flow;
-    auto w = capture::FileWriter::open(args.out, o);
+    auto w = capture::FileWriter::open(args.out, tap_writer_options(args));
     if (!w) {
       print_tap_error(w.error().message);
       return kFailed;
     }
     writer = std::move(*w);
   }
-  std::optional<Error> write_error;
-
   // A stream is one sender's sequence: daqiri-gen's stream id and its UDP source port.
   std::map<uint64_t, StreamCheck> streams;
-  uint64_t packets = 0;
   uint64_t bytes = 0;
   uint64_t corrupt = 0;
   uint64_t foreign = 0;
-  bool detached = false;
-  auto start = std::chrono::steady_clock::now();
-  auto deadline = args.timeout > 0 ? start + std::chrono::milliseconds(int64_t(args.timeout * 1000))
-                                   : std::chrono::steady_clock::time_point::max();
-  while (args.count == 0 || packets < args.count) {
-    auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) break;
-    auto wait =
-        std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::seconds(1));
+  TapRun run(args);
+  while (auto wait = run.next_wait()) {
     uint32_t max =
-        args.count ? static_cast<uint32_t>(std::min<uint64_t>(args.count - packets, 4096)) : 0;
-    auto burst =
-        (*rx)->wait_burst(std::chrono::duration_cast<std::chrono::milliseconds>(wait), max);
+        args.count ? static_cast<uint32_t>(std::min<uint64_t>(args.count - run.packets, 4096)) : 0;
+    auto burst = (*rx)->wait_burst(*wait, max);
     if (!burst) {
-      detached = true;
+      run.detached = true;
       break;
     }
     for (const Packet& p : *burst) {
-      ++packets;
+      ++run.packets;
       bytes += p.payload.size();
-      if (writer && !write_error) {
+      if (writer && !run.write_error) {
         auto offset = static_cast<uint32_t>(p.payload.data() - p.frame.data());
-        if (auto ok = writer->write(p.timestamp_ns, p.frame, offset); !ok) write_error = ok.error();
+        if (auto ok = writer->write(p.timestamp_ns, p.frame, offset); !ok) {
+          run.write_error = ok.error();
+        }
       }
       pattern::Header h{};
       auto check = args.verify ? pattern::check(p.payload, h) : pattern::Check::kNotOurs;
@@ -167,10 +179,10 @@ int run_tap(const Options& opts, const TapArgs& args) {
       }
     }
     (*rx)->release(*burst);  // copied into the writer's queue: on its way to disk
-    if (write_error) break;
+    if (run.write_error) break;
   }
-  TapEnd end{packets, bytes, detached, write_error, start};
-  bool ok = finish_tap(writer.get(), end, args);
+  run.payload_bytes = bytes;
+  bool ok = finish_tap(writer.get(), run);
   if (args.verify) {
     uint64_t lost = 0, reordered = 0, dups = 0;
     for (const auto& [id, s] : streams) {

@@ -33,6 +33,8 @@ int run_tap_gpu(const Options& opts, const TapArgs& args);
 
 // What tap and tap --gpu share.
 Result<std::unique_ptr<Client>> connect_tap(const Options& opts);
+RxOptions tap_rx_options(const TapArgs& args);
+capture::WriterOptions tap_writer_options(const TapArgs& args);
 int exit_for(const Error& e);
 void print_tap_error(const std::string& message);
 void print_tap_detached();
@@ -40,19 +42,25 @@ void print_tap_detached();
 void print_tap_summary(const std::vector<std::string>* files, const capture::WriterStats& written,
                        uint64_t packets, std::optional<uint64_t> payload_bytes, double seconds);
 
-// How a tap's receive loop ended.
-struct TapEnd {
+// A tap's receive loop: what it counted, when it stops, how it ended.
+struct TapRun {
+  explicit TapRun(const TapArgs& a);
+  // How long the next wait may sleep (at most 1 s); nullopt once --count packets arrived or
+  // --timeout passed.
+  [[nodiscard]] std::optional<std::chrono::milliseconds> next_wait() const;
+
+  const TapArgs& args;
   uint64_t packets = 0;
   std::optional<uint64_t> payload_bytes;  // known when payloads passed through the host
   bool detached = false;
   std::optional<Error> write_error;
-  std::chrono::steady_clock::time_point start;
+  std::chrono::steady_clock::time_point start, deadline;
 };
 
 // Closes the writer (FileWriter or GpuFileWriter; null: none), prints the summary and what went
 // wrong; true when the tap did what was asked (before --verify's own checks).
 template <typename Writer>
-bool finish_tap(Writer* writer, TapEnd& end, const TapArgs& args) {
+bool finish_tap(Writer* writer, TapRun& end) {
   std::vector<std::string> files;
   if (writer != nullptr) {
     auto closed = writer->close();
@@ -64,7 +72,8 @@ bool finish_tap(Writer* writer, TapEnd& end, const TapArgs& args) {
                     end.packets, end.payload_bytes, secs);
   if (end.write_error) print_tap_error(end.write_error->message);
   if (end.detached) print_tap_detached();
-  return !end.detached && !end.write_error && (args.count == 0 || end.packets >= args.count);
+  return !end.detached && !end.write_error &&
+         (end.args.count == 0 || end.packets >= end.args.count);
 }
 
 }  // namespace daqiri::ctl

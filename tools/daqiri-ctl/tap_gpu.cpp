@@ -31,10 +31,7 @@ int run_tap_gpu(const Options& opts, const TapArgs& args) {
     print_tap_error(client.error().message);
     return exit_for(client.error());
   }
-  RxOptions rx_options;
-  rx_options.flow = args.flow;
-  rx_options.block = args.block;
-  auto ring = GpuRxRing::attach(**client, rx_options);
+  auto ring = GpuRxRing::attach(**client, tap_rx_options(args));
   if (!ring) {
     print_tap_error(ring.error().message);
     // No usable CUDA driver is unavailable too, but it is this host's, not "no daemon" (3).
@@ -43,9 +40,8 @@ int run_tap_gpu(const Options& opts, const TapArgs& args) {
   }
   std::unique_ptr<capture::GpuFileWriter> writer;
   if (!args.out.empty()) {
-    capture::WriterOptions o = args.capture;
-    o.flow = args.flow;
-    auto w = capture::GpuFileWriter::open(args.out, **ring, o, {.use_cufile = args.use_cufile});
+    auto w = capture::GpuFileWriter::open(args.out, **ring, tap_writer_options(args),
+                                          {.use_cufile = args.use_cufile});
     if (!w) {
       print_tap_error(w.error().message);
       return kFailed;
@@ -53,35 +49,25 @@ int run_tap_gpu(const Options& opts, const TapArgs& args) {
     writer = std::move(*w);
     std::cout << "data path: " << writer->data_path() << '\n' << std::flush;
   }
-  std::optional<Error> write_error;
-  uint64_t packets = 0;
-  bool detached = false;
   uint32_t seen = 0;
-  auto start = std::chrono::steady_clock::now();
-  auto deadline = args.timeout > 0 ? start + std::chrono::milliseconds(int64_t(args.timeout * 1000))
-                                   : std::chrono::steady_clock::time_point::max();
-  while (args.count == 0 || packets < args.count) {
-    auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) break;
-    auto wait =
-        std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::seconds(1));
-    auto p = (*ring)->wait(seen, std::chrono::duration_cast<std::chrono::milliseconds>(wait));
+  TapRun run(args);
+  while (auto wait = run.next_wait()) {
+    auto p = (*ring)->wait(seen, *wait);
     if (!p) {
-      detached = true;
+      run.detached = true;
       break;
     }
     uint32_t n = *p - seen;
-    if (args.count > 0) n = static_cast<uint32_t>(std::min<uint64_t>(n, args.count - packets));
+    if (args.count > 0) n = static_cast<uint32_t>(std::min<uint64_t>(n, args.count - run.packets));
     if (writer) {
-      if (auto ok = writer->write(seen, seen + n); !ok) write_error = ok.error();
+      if (auto ok = writer->write(seen, seen + n); !ok) run.write_error = ok.error();
     }
     (*ring)->release(*p);  // written (or only counted): the slots go back
     seen = *p;
-    packets += n;
-    if (write_error) break;
+    run.packets += n;
+    if (run.write_error) break;
   }
-  TapEnd end{packets, std::nullopt, detached, write_error, start};
-  return finish_tap(writer.get(), end, args) ? kOk : kFailed;
+  return finish_tap(writer.get(), run) ? kOk : kFailed;
 }
 #endif
 
