@@ -292,22 +292,11 @@ Result<Burst> RxStream::wait_burst(std::chrono::milliseconds timeout, uint32_t m
     Burst b = next_burst(max);
     if (!b.empty()) return b;
     if (detached()) return fail(ErrorCode::kUnavailable, "the stream is detached");
-    s_->ring.set_need_wakeup(true);
-    bool ready = s_->ring.load_producer_seq_cst() != s_->read;
-    if (!ready) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) {
-        s_->ring.set_need_wakeup(false);
-        return Burst();
-      }
-      pollfd p[2] = {{s_->attached.eventfd.get(), POLLIN, 0},
-                     {s_->client->session.get(), POLLRDHUP, 0}};
-      ::poll(p, 2, static_cast<int>(left.count()) + 1);
-      uint64_t v = 0;
-      [[maybe_unused]] auto r = ::read(s_->attached.eventfd.get(), &v, sizeof v);
-    }
-    s_->ring.set_need_wakeup(false);
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return Burst();
+    s_->ring.sleep_for_producer(s_->attached.eventfd.get(), s_->read,
+                                static_cast<int>(left.count()) + 1, s_->client->session.get());
   }
 }
 
@@ -422,14 +411,7 @@ Result<> TxStream::flush(std::chrono::milliseconds timeout) {
     if (std::chrono::steady_clock::now() >= deadline) {
       return fail(ErrorCode::kUnavailable, "the daemon did not send everything in time");
     }
-    s_->completion.set_need_wakeup(true);
-    if (s_->completion.load_producer_seq_cst() == s_->completed) {
-      pollfd p{s_->attached.eventfd.get(), POLLIN, 0};
-      ::poll(&p, 1, 2);
-      uint64_t v = 0;
-      [[maybe_unused]] auto r = ::read(s_->attached.eventfd.get(), &v, sizeof v);
-    }
-    s_->completion.set_need_wakeup(false);
+    s_->completion.sleep_for_producer(s_->attached.eventfd.get(), s_->completed, 2);
   }
   return {};
 }

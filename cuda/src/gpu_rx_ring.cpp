@@ -1,8 +1,6 @@
 #include "daqiri/gpu_rx_ring.hpp"
 
-#include <poll.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <cstring>
 
@@ -182,21 +180,11 @@ Result<uint32_t> GpuRxRing::wait(uint32_t seen, std::chrono::milliseconds timeou
     uint32_t p = producer();
     if (p != seen) return p;
     if (detached()) return fail(ErrorCode::kUnavailable, "the GPU ring is detached");
-    s_->control_ring.set_need_wakeup(true);
-    if (s_->control_ring.load_producer_seq_cst() == seen) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) {
-        s_->control_ring.set_need_wakeup(false);
-        return seen;
-      }
-      pollfd pfd{s_->fds.eventfd.get(), POLLIN, 0};
-      if (::poll(&pfd, 1, static_cast<int>(left.count())) > 0) {
-        uint64_t v = 0;
-        [[maybe_unused]] auto r = ::read(s_->fds.eventfd.get(), &v, sizeof v);
-      }
-    }
-    s_->control_ring.set_need_wakeup(false);
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return seen;
+    s_->control_ring.sleep_for_producer(s_->fds.eventfd.get(), seen,
+                                        static_cast<int>(left.count()));
   }
 }
 

@@ -1,8 +1,5 @@
 #include "capture/capture_job.hpp"
 
-#include <poll.h>
-#include <unistd.h>
-
 #include <algorithm>
 
 namespace daqiri::capture_service {
@@ -73,18 +70,9 @@ void CaptureJob::run() {
         error = "the flow's attachment was detached (flow deleted?)";
         break;
       }
-      // Sleep as clients do: NEED_WAKEUP, re-check, then the eventfd (100 ms at most, to see
-      // stop requests and the deadline).
-      ring.set_need_wakeup(true);
-      if (ring.load_producer_seq_cst() == cons) {
-        pollfd p{eventfd_.get(), POLLIN, 0};
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-        if (::poll(&p, 1, int(std::clamp<int64_t>(left.count(), 0, 100))) > 0) {
-          uint64_t v = 0;
-          [[maybe_unused]] auto r = ::read(eventfd_.get(), &v, sizeof v);
-        }
-      }
-      ring.set_need_wakeup(false);
+      // Sleep as clients do, 100 ms at most, to see stop requests and the deadline.
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      ring.sleep_for_producer(eventfd_.get(), cons, int(std::clamp<int64_t>(left.count(), 0, 100)));
       continue;
     }
     for (; cons != prod; ++cons) {

@@ -3,6 +3,9 @@
 // the ABI's rules; see the comment at the top of abi.h.
 #pragma once
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -88,6 +91,25 @@ class RingView {
   void set_need_wakeup(bool on) const {
     std::atomic_ref<uint32_t>(h_->consumer_flags)
         .store(on ? DAQIRI_RING_NEED_WAKEUP : 0u, std::memory_order_seq_cst);
+  }
+
+  // Sleeps until the producer index moves off `seen`, for at most `timeout_ms`, the way the
+  // ABI asks of a consumer: set NEED_WAKEUP, look again (the producer may have published in
+  // between and then not signalled), poll `eventfd` (and `hangup_fd` for a hang-up, when >= 0),
+  // drain it, clear the flag. Returns whether the producer index moved.
+  bool sleep_for_producer(int eventfd, uint32_t seen, int timeout_ms, int hangup_fd = -1) const {
+    set_need_wakeup(true);
+    bool moved = load_producer_seq_cst() != seen;
+    if (!moved) {
+      pollfd p[2] = {{eventfd, POLLIN, 0}, {hangup_fd, POLLRDHUP, 0}};
+      if (::poll(p, hangup_fd >= 0 ? 2 : 1, timeout_ms) > 0 && (p[0].revents & POLLIN) != 0) {
+        uint64_t v = 0;
+        [[maybe_unused]] auto r = ::read(eventfd, &v, sizeof v);
+      }
+      moved = load_producer() != seen;
+    }
+    set_need_wakeup(false);
+    return moved;
   }
 
   // Either side: whether the daemon still serves the ring.
