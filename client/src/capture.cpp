@@ -100,6 +100,14 @@ std::vector<std::byte> file_header(const WriterOptions& o) {
   return h;
 }
 
+Result<> check_writer_options(const WriterOptions& options) {
+  if (options.snaplen < 64) return fail(ErrorCode::kInvalidArgument, "capture: snaplen < 64");
+  if (rotates(options) && options.append) {
+    return fail(ErrorCode::kInvalidArgument, "capture: rotation and append do not go together");
+  }
+  return {};
+}
+
 Result<UniqueFd> open_file(const WriterOptions& options, const std::string& path, int flags) {
   if (options.open_file) return options.open_file(path, flags);
   UniqueFd f(::open(path.c_str(), flags, 0644));
@@ -279,18 +287,15 @@ struct FileWriter::State {
 
 Result<std::unique_ptr<FileWriter>> FileWriter::open(const std::string& path,
                                                      const WriterOptions& options) {
+  if (auto ok = check_writer_options(options); !ok) return std::unexpected(ok.error());
   auto s = std::make_unique<State>();
   s->path = path;
   s->options = options;
   s->options.max_chunks = std::max<size_t>(options.max_chunks, 2);
-  if (options.snaplen < 64) return fail(ErrorCode::kInvalidArgument, "capture: snaplen < 64");
   // A record must fit a chunk: header + snaplen + pcapng's padding and trailer.
   s->options.chunk_bytes = std::max<size_t>(options.chunk_bytes, size_t{options.snaplen} + 64);
   s->header = file_header(s->options);
-  s->rotating = options.rotate_bytes > 0 || options.rotate_interval.count() > 0;
-  if (s->rotating && options.append) {
-    return fail(ErrorCode::kInvalidArgument, "capture: rotation and append do not go together");
-  }
+  s->rotating = rotates(options);
   if (auto ok = s->open_file(0); !ok) return std::unexpected(ok.error());
   s->file_bytes = s->header.size();
   s->file_started = std::chrono::steady_clock::now();

@@ -304,11 +304,7 @@ Result<std::unique_ptr<GpuFileWriter>> GpuFileWriter::open(const std::string& pa
                                                            const GpuRingView& ring, int device,
                                                            const WriterOptions& options,
                                                            const GpuWriterOptions& gpu) {
-  if (options.snaplen < 64) return fail(ErrorCode::kInvalidArgument, "capture: snaplen < 64");
-  bool rotating = options.rotate_bytes > 0 || options.rotate_interval.count() > 0;
-  if (rotating && options.append) {
-    return fail(ErrorCode::kInvalidArgument, "capture: rotation and append do not go together");
-  }
+  if (auto ok = check_writer_options(options); !ok) return std::unexpected(ok.error());
   if (options.append && options.format == Format::kPcap) {
     return fail(ErrorCode::kInvalidArgument,
                 "capture: the GPU writer appends to pcapng and raw files, not pcap");
@@ -321,7 +317,7 @@ Result<std::unique_ptr<GpuFileWriter>> GpuFileWriter::open(const std::string& pa
   s->slot_size = ring.slot_size;
   s->path = path;
   s->options = options;
-  s->rotating = rotating;
+  s->rotating = rotates(options);
   s->header = file_header(options);
   s->capacity = std::max({options.chunk_bytes, kMinChunk, size_t{s->slot_size} + 64});
   CUdevice dev = 0;

@@ -88,6 +88,13 @@ class FileWriter {
   std::unique_ptr<State> s_;
 };
 
+// Whether the options start new files (by size or age).
+inline bool rotates(const WriterOptions& o) {
+  return o.rotate_bytes > 0 || o.rotate_interval.count() > 0;
+}
+// What every writer refuses: a snaplen under 64, rotation together with append.
+Result<> check_writer_options(const WriterOptions& options);
+
 // Opens a capture file as the writers do: options.open_file when set, else open(2), mode 0644.
 Result<UniqueFd> open_file(const WriterOptions& options, const std::string& path, int flags);
 
