@@ -257,7 +257,7 @@ Packet Burst::operator[](size_t i) const {
   const Mapping& m = s.attached.regions[d.region].map;
   if (d.offset > m.size() || d.length > m.size() - d.offset) return p;
   p.frame = {m.data() + d.offset, d.length};
-  if (d.flags & DAQIRI_DESC_STREAM) {
+  if (d.flags & (DAQIRI_DESC_STREAM | DAQIRI_DESC_MESSAGE)) {
     p.payload = p.frame;
   } else if (d.payload_offset != 0 && d.payload_offset <= d.length) {
     p.payload = p.frame.subspan(d.payload_offset);
@@ -322,6 +322,7 @@ struct TxStream::State {
   std::vector<uint8_t> mine;  // 1 while the client holds the buffer
   uint32_t produced = 0;
   uint32_t completed = 0;
+  uint64_t failed = 0;
 
   Result<> adopt(Attached a) {
     auto t = abi::RingView::open(a.rings.data() + a.ring_offset, a.completion_offset,
@@ -364,8 +365,10 @@ size_t TxStream::reclaim() {
   uint32_t p = s_->completion.load_producer();
   size_t n = 0;
   for (; s_->completed != p; ++s_->completed) {
-    uint32_t b = *s_->completion.slot<uint32_t>(s_->completed);
+    uint32_t e = *s_->completion.slot<uint32_t>(s_->completed);
+    uint32_t b = e & DAQIRI_COMPLETION_BUFFER;
     if (b < s_->mine.size() && s_->mine[b] == 0) {
+      if (e & DAQIRI_COMPLETION_FAILED) ++s_->failed;
       s_->mine[b] = 1;
       s_->free.push_back(b);
       ++n;
@@ -398,10 +401,15 @@ Result<size_t> TxStream::submit(std::span<const TxBuffer> buffers) {
       break;
     }
     s_->mine[b.index] = 0;
-    *s_->tx.slot<daqiri_tx_desc>(s_->produced++) = {b.index, b.length, 0, 0};
+    uint32_t flags = uint32_t(b.op) | uint32_t{b.connection} << DAQIRI_TX_CONNECTION_SHIFT;
+    *s_->tx.slot<daqiri_tx_desc>(s_->produced++) = {b.index, b.length, flags, b.remote_slot};
   }
   s_->tx.publish_producer(s_->produced);
   return n;
+}
+
+uint64_t TxStream::failed() const {
+  return s_->failed;
 }
 
 Result<> TxStream::flush(std::chrono::milliseconds timeout) {

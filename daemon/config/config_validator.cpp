@@ -101,6 +101,12 @@ class Validator {
       if (!regions_.emplace(r.name, &r).second) {
         error(r.where.at("name"), "a memory region named \"" + r.name + "\" is already defined");
       }
+      for (const auto& a : r.access) {
+        if (a != "local" && a != "rdma_read" && a != "rdma_write") {
+          error(r.where.at("access"),
+                "unknown access \"" + a + "\": expected local, rdma_read or rdma_write");
+        }
+      }
       bool gpu_kind = r.kind == RegionKind::kPinned || r.kind == RegionKind::kDevice;
       if (gpu_kind && !facts_.have_cuda) {
         error(r.where.at("kind"), std::string("kind ") + to_string(r.kind) +
@@ -368,6 +374,14 @@ class Validator {
   }
 
   void check_catch_all(const FlowConfig& f) {
+    for (const auto& itf : c_.interfaces) {
+      if (itf.name != f.interface || itf.backend != Backend::kRdma) continue;
+      bool server = itf.rdma.value_or(RdmaConfig{}).mode == RdmaConfig::Mode::kServer;
+      if (auto ok = core::check_rdma_flow(f.match, f.connect, server); !ok) {
+        error(f.where.at(ok.error().field), ok.error().message);
+      }
+      return;
+    }
     if (!f.match.any) return;
     for (const auto& itf : c_.interfaces) {
       if (itf.name == f.interface && itf.backend != Backend::kDpdk) {

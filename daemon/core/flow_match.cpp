@@ -141,4 +141,26 @@ Result<Endpoint> parse_endpoint(std::string_view text) {
   return Endpoint{addr->address, static_cast<uint16_t>(port)};
 }
 
+Result<> check_rdma_flow(const FlowMatch& match, const std::optional<Endpoint>& connect,
+                         bool server) {
+  if (!server) {
+    if (connect) return {};
+    return fail(ErrorCode::kInvalidArgument,
+                "a flow on an RDMA client interface connects to an endpoint: connect: HOST:PORT",
+                "connect");
+  }
+  if (connect) {
+    return fail(ErrorCode::kInvalidArgument,
+                "an RDMA server interface takes connections; connect is for client interfaces",
+                "connect");
+  }
+  if (match.udp_src || match.udp_dst || match.ipv4_dst || match.tcp_dst ||
+      (!match.any && !match.ipv4_src)) {
+    return fail(ErrorCode::kInvalidArgument,
+                "a flow on an RDMA server interface matches its peers: any: true, or ipv4_src",
+                "match");
+  }
+  return {};
+}
+
 }  // namespace daqiri::core

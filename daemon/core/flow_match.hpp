@@ -79,4 +79,9 @@ struct Endpoint {
 };
 Result<Endpoint> parse_endpoint(std::string_view text);
 
+// What a flow on an RDMA interface may say: on a server, which peers' connections it takes
+// (match any, or ipv4_src); on a client, the endpoint its one connection dials (connect).
+Result<> check_rdma_flow(const FlowMatch& match, const std::optional<Endpoint>& connect,
+                         bool server);
+
 }  // namespace daqiri::core

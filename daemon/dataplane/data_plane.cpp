@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "daqiri/frame.hpp"
+
 namespace daqiri::dataplane {
 namespace {
 
@@ -41,11 +43,6 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config
   const config::Config& c = dp->config_;
   bool need_dpdk = false;
   for (const auto& itf : c.interfaces) {
-    if (itf.backend == config::Backend::kRdma) {
-      return fail(ErrorCode::kFailedPrecondition,
-                  "interface \"" + itf.name +
-                      "\": the rdma backend is not available in this version of daqirid");
-    }
     need_dpdk |= itf.backend == config::Backend::kDpdk;
   }
   if (need_dpdk) {
@@ -59,11 +56,18 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config
   }
   for (const auto& itf : c.interfaces) {
     bool dpdk = itf.backend == config::Backend::kDpdk;
+    // RDMA: one task per interface does all its verbs work, on one poller.
+    Poller* rdma_poller = nullptr;
+    if (itf.backend == config::Backend::kRdma) {
+      auto p = dp->start_rdma(itf);
+      if (!p) return std::unexpected(p.error());
+      rdma_poller = *p;
+    }
     for (const auto& q : itf.rx_queues) {
       std::string key = itf.name + "/" + q.name;
       auto region = queue_region(c, itf, q, true);
       if (!region) return std::unexpected(region.error());
-      auto poller = dp->poller_for("rx:" + key, q.core);
+      auto poller = rdma_poller ? rdma_poller : dp->poller_for("rx:" + key, q.core);
       if (!poller) return std::unexpected(poller.error());
       dp->rx_queues_[key] = {*poller, &itf, &q, *region};
       // DPDK: the queue itself is the poll task; socket flows become tasks as they come.
@@ -73,7 +77,7 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config
       std::string key = itf.name + "/" + q.name;
       auto region = queue_region(c, itf, q, false);
       if (!region) return std::unexpected(region.error());
-      auto poller = dp->poller_for("tx:" + key, q.core);
+      auto poller = rdma_poller ? rdma_poller : dp->poller_for("tx:" + key, q.core);
       if (!poller) return std::unexpected(poller.error());
       auto home = std::make_unique<TxQueueHome>();
       home->poller = *poller;
@@ -82,16 +86,38 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config
       home->region = *region;
       if (dpdk) {
         home->poller->add_task(dp->dpdk_task(itf, q, false), {});
+      } else if (rdma_poller) {
+#ifdef DAQIRI_HAVE_RDMA
+        home->task = dp->rdma(itf.name);
+#endif
       } else {
         auto task = backends::socket::SocketTxQueue::create(ipv4_of(itf), q.batch_size);
         if (!task) return std::unexpected(task.error());
-        home->task = std::move(*task);
-        home->poller->add_task(home->task.get(), {});
+        home->owned = std::move(*task);
+        home->task = home->owned.get();
+        home->poller->add_task(home->task, {});
       }
       dp->tx_queues_[key] = std::move(home);
     }
   }
   return dp;
+}
+
+Result<Poller*> DataPlane::start_rdma(const config::InterfaceConfig& itf) {
+#ifdef DAQIRI_HAVE_RDMA
+  const auto& queues = itf.rx_queues.empty() ? itf.tx_queues : itf.rx_queues;
+  uint32_t batch = queues.empty() ? 64 : queues.front().batch_size;
+  auto task = backends::rdma::RdmaInterface::create(itf, batch);
+  if (!task) return std::unexpected(task.error());
+  auto poller = poller_for("rdma:" + itf.name, queues.empty() ? -1 : queues.front().core);
+  if (!poller) return std::unexpected(poller.error());
+  (*poller)->add_task(task->get(), (*task)->fds());
+  rdma_[itf.name] = std::move(*task);
+  return *poller;
+#else
+  return fail(ErrorCode::kFailedPrecondition,
+              "interface \"" + itf.name + "\": this daqirid was built without rdma-core");
+#endif
 }
 
 PollTask* DataPlane::dpdk_task(const config::InterfaceConfig& itf, const config::QueueConfig& q,
@@ -115,6 +141,9 @@ DataPlane::~DataPlane() {
   // Pollers first: nothing may be polled while it is destroyed. Then flows (their NIC rules
   // need the port open), then the ports (they unregister client TX memory, still mapped).
   pollers_.clear();
+#ifdef DAQIRI_HAVE_RDMA
+  rdma_.clear();  // queue pairs first: they return buffers to flows and TX attachments
+#endif
   attachments_.clear();
 #ifdef DAQIRI_HAVE_CUDA
   pinned_pools_.clear();  // before the pools they pin
@@ -157,14 +186,25 @@ Result<> DataPlane::add_flow(const core::Flow& flow) {
     return {};
   }
 #endif
-  if (flow.match.any) {
-    return fail(ErrorCode::kFailedPrecondition,
-                "match any (a queue's catch-all) needs a dpdk interface", "match");
-  }
   bool huge = h.region->kind == config::RegionKind::kHuge;
   memory::PageArena* arena = nullptr;
   if (h.region->share_pages) {
     arena = &arenas_.try_emplace(h.region->name, "region-" + h.region->name, huge).first->second;
+  }
+#ifdef DAQIRI_HAVE_RDMA
+  if (auto* rdma = this->rdma(h.itf->name)) {
+    bool server =
+        h.itf->rdma.value_or(config::RdmaConfig{}).mode == config::RdmaConfig::Mode::kServer;
+    if (auto ok = core::check_rdma_flow(flow.match, flow.connect, server); !ok) return ok;
+    auto f = rdma->add_flow(flow, *h.region, arena, h.poller->epoch());
+    if (!f) return std::unexpected(f.error());
+    flows_[flow.name] = {std::move(*f), h.poller};
+    return {};
+  }
+#endif
+  if (flow.match.any) {
+    return fail(ErrorCode::kFailedPrecondition,
+                "match any (a queue's catch-all) needs a dpdk interface", "match");
   }
   std::unique_ptr<RxFlowTask> task;
   if (flow.match.is_tcp() || flow.connect) {
@@ -204,6 +244,14 @@ Result<> DataPlane::remove_flow(std::string_view name) {
 #ifdef DAQIRI_HAVE_DPDK
   if (dpdk_ && is_dpdk(it->second.flow->flow().interface)) {
     dpdk_->remove_flow(it->second.flow.get(), it->second.poller->epoch());
+    flows_.erase(it);
+    return {};
+  }
+#endif
+#ifdef DAQIRI_HAVE_RDMA
+  if (auto* rdma = this->rdma(it->second.flow->flow().interface)) {
+    rdma->remove_flow(static_cast<backends::rdma::RdmaRxFlow*>(it->second.flow.get()),
+                      it->second.poller->epoch());
     flows_.erase(it);
     return {};
   }
@@ -347,6 +395,7 @@ Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std
     if (std::find(pools.begin(), pools.end(), &f.flow->pool()) == pools.end()) {
       pools.push_back(&f.flow->pool());
     }
+    if (memory::BufferPool* window = f.flow->remote_window()) pools.push_back(window);
   }
   if (ring < 64 || ring > (1u << 20) || (ring & (ring - 1)) != 0) {
     return fail(ErrorCode::kInvalidArgument,
@@ -380,9 +429,11 @@ Result<uint64_t> DataPlane::create_tx(std::string_view interface, std::string_vi
                 "queue");
   }
   uint64_t id = next_id_++;
-  auto tx =
-      TxAttachment::create(id, home->region->buf_size, home->region->num_bufs,
-                           home->queue->ring_size, home->region->kind == config::RegionKind::kHuge);
+  // DPDK queues take Ethernet/IPv4/UDP frames, as socket queues do.
+  TxRules rules = home->task ? home->task->rules() : TxRules{frame::kUdpHeaders, false};
+  auto tx = TxAttachment::create(id, home->region->buf_size, home->region->num_bufs,
+                                 home->queue->ring_size,
+                                 home->region->kind == config::RegionKind::kHuge, rules);
   if (!tx) return std::unexpected(tx.error());
   Attachment a;
   a.tx = std::move(*tx);
@@ -447,7 +498,8 @@ Result<AttachmentShare> DataPlane::activate(uint64_t id) {
         {std::move(*buf_fd), a.tx->buffers().size(), a.tx->buf_size(), a.tx->num_bufs(), true});
     if (!a.active) {
       if (a.tx_home->task) {
-        a.tx_home->task->add(a.tx.get(), a.tx_home->poller->epoch());
+        auto ok = a.tx_home->task->add(a.tx.get(), a.tx_home->poller->epoch());
+        if (!ok) return std::unexpected(ok.error());
       } else {
 #ifdef DAQIRI_HAVE_DPDK
         auto ok = dpdk_->add_tx(a.tx_home->itf->name, a.tx_home->queue->name, a.tx.get(),
@@ -607,15 +659,23 @@ std::optional<Steering> DataPlane::steering(std::string_view flow) const {
 }
 
 std::vector<NicStats> DataPlane::nic_stats() const {
+  std::vector<NicStats> out;
 #ifdef DAQIRI_HAVE_DPDK
-  if (dpdk_) return dpdk_->nic_stats();
+  if (dpdk_) out = dpdk_->nic_stats();
 #endif
-  return {};
+#ifdef DAQIRI_HAVE_RDMA
+  for (const auto& [name, itf] : rdma_)
+    out.push_back(itf->stats());
+#endif
+  return out;
 }
 
 std::string DataPlane::interface_state(const std::string& interface) const {
 #ifdef DAQIRI_HAVE_DPDK
   if (dpdk_ && is_dpdk(interface)) return dpdk_->link_state(interface);
+#endif
+#ifdef DAQIRI_HAVE_RDMA
+  if (auto* rdma = this->rdma(interface)) return rdma->state();
 #endif
   (void)interface;
   return "configured";
@@ -636,6 +696,9 @@ std::optional<config::RegionKind> DataPlane::rx_region_kind(uint64_t id) const {
 std::string DataPlane::delivery(const std::string& interface, const std::string& queue) const {
 #ifdef DAQIRI_HAVE_DPDK
   if (dpdk_ && is_dpdk(interface)) return dpdk_->delivery(interface, queue);
+#endif
+#ifdef DAQIRI_HAVE_RDMA
+  if (rdma(interface)) return "zero-copy (RDMA)";
 #endif
   (void)queue;
   (void)interface;

@@ -16,6 +16,9 @@
 #ifdef DAQIRI_HAVE_DPDK
 #include "backends/dpdk/dpdk_backend.hpp"
 #endif
+#ifdef DAQIRI_HAVE_RDMA
+#include "backends/rdma/rdma_interface.hpp"
+#endif
 #include "config/config.hpp"
 #include "core/flow_table.hpp"
 #include "dataplane/latency_histogram.hpp"
@@ -155,7 +158,8 @@ class DataPlane {
     const config::InterfaceConfig* itf = nullptr;
     const config::QueueConfig* queue = nullptr;
     const config::MemoryRegionConfig* region = nullptr;
-    std::unique_ptr<backends::socket::SocketTxQueue> task;  // null on DPDK interfaces
+    std::unique_ptr<TxQueueTask> owned;
+    TxQueueTask* task = nullptr;  // socket: `owned`; rdma: the interface's task; DPDK: null
   };
   struct FlowEntry {
     std::unique_ptr<RxFlowTask> flow;
@@ -182,6 +186,8 @@ class DataPlane {
 
   explicit DataPlane(config::Config config) : config_(std::move(config)) {}
   Result<Poller*> poller_for(const std::string& name, int core);
+  // Creates an rdma interface's task and the poller it runs on.
+  Result<Poller*> start_rdma(const config::InterfaceConfig& itf);
   // The DPDK backend's poll task for a queue.
   [[nodiscard]] PollTask* dpdk_task(const config::InterfaceConfig& itf,
                                     const config::QueueConfig& q, bool rx) const;
@@ -205,6 +211,13 @@ class DataPlane {
   mutable std::mutex mutex_;
 #ifdef DAQIRI_HAVE_DPDK
   std::unique_ptr<backends::dpdk::DpdkBackend> dpdk_;  // outlives pollers, flows, attachments
+#endif
+#ifdef DAQIRI_HAVE_RDMA
+  std::map<std::string, std::unique_ptr<backends::rdma::RdmaInterface>> rdma_;
+  [[nodiscard]] backends::rdma::RdmaInterface* rdma(const std::string& interface) const {
+    auto it = rdma_.find(interface);
+    return it == rdma_.end() ? nullptr : it->second.get();
+  }
 #endif
   std::vector<std::unique_ptr<Poller>> pollers_;
   std::map<int, Poller*> pinned_;

@@ -41,6 +41,8 @@ class RxFlowTask : public PollTask {
   // Drops the kernel counted on the flow's sockets (control side; may read /proc).
   [[nodiscard]] virtual uint64_t kernel_drops() const { return 0; }
   [[nodiscard]] virtual Steering steering() const { return Steering::kSoftware; }
+  // RDMA: the pool peers WRITE into, delivered as a second region of the flow's attachments.
+  [[nodiscard]] virtual memory::BufferPool* remote_window() { return nullptr; }
   FlowCounters counters;
 };
 

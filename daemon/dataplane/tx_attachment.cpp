@@ -11,7 +11,7 @@ namespace daqiri::dataplane {
 
 Result<std::unique_ptr<TxAttachment>> TxAttachment::create(uint64_t id, uint32_t buf_size,
                                                            uint32_t num_bufs, uint32_t ring_size,
-                                                           bool huge) {
+                                                           bool huge, TxRules rules) {
   // The completion ring holds every buffer at once: it can never overflow.
   uint32_t completion_size = std::bit_ceil(num_bufs);
   size_t tx_bytes = abi::RingView::bytes_for(ring_size, sizeof(daqiri_tx_desc));
@@ -31,12 +31,13 @@ Result<std::unique_ptr<TxAttachment>> TxAttachment::create(uint64_t id, uint32_t
                                     completion_size, sizeof(uint32_t));
   return std::unique_ptr<TxAttachment>(new TxAttachment(id, std::move(*rings), std::move(*buffers),
                                                         std::move(efd), tx, comp, tx_bytes,
-                                                        buf_size, num_bufs));
+                                                        buf_size, num_bufs, rules));
 }
 
 TxAttachment::TxAttachment(uint64_t id, memory::SharedMemory rings, memory::SharedMemory buffers,
                            UniqueFd eventfd, abi::RingView tx, abi::RingView completion,
-                           size_t completion_offset, uint32_t buf_size, uint32_t num_bufs)
+                           size_t completion_offset, uint32_t buf_size, uint32_t num_bufs,
+                           TxRules rules)
     : id_(id),
       rings_(std::move(rings)),
       buffers_(std::move(buffers)),
@@ -46,6 +47,7 @@ TxAttachment::TxAttachment(uint64_t id, memory::SharedMemory rings, memory::Shar
       completion_offset_(completion_offset),
       buf_size_(buf_size),
       num_bufs_(num_bufs),
+      rules_(rules),
       with_daemon_(num_bufs, 0) {}
 
 uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max) {
@@ -60,9 +62,7 @@ uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max) {
   uint32_t taken = 0;
   for (; taken < n; ++taken) {
     daqiri_tx_desc d = *tx_.slot<daqiri_tx_desc>(tx_cons_);  // read once: the client may change it
-    bool ok = d.buffer < num_bufs_ && with_daemon_[d.buffer] == 0 && d.flags == 0 &&
-              d.length >= frame::kUdpHeaders && d.length <= buf_size_;
-    if (!ok) {
+    if (!valid(d)) {
       bump(counters.bad_descriptor, 1);
       lifecycle.violated.store(true, std::memory_order_release);
       break;
@@ -75,11 +75,21 @@ uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max) {
   return taken;
 }
 
-void TxAttachment::complete(const daqiri_tx_desc* done, uint32_t n) {
+bool TxAttachment::valid(const daqiri_tx_desc& d) const {
+  if (d.buffer >= num_bufs_ || with_daemon_[d.buffer] != 0) return false;
+  if (d.length < rules_.min_length || d.length > buf_size_) return false;
+  if (!rules_.rdma_ops) return d.flags == 0 && d.remote == 0;
+  // The connection and the slot are the backend's to check: they name the peer's state.
+  uint32_t op = d.flags & DAQIRI_TX_OP_MASK;
+  return op < DAQIRI_TX_RDMA_OPS && (d.flags & ~(DAQIRI_TX_OP_MASK | 0xffff0000u)) == 0;
+}
+
+void TxAttachment::complete(const daqiri_tx_desc* done, uint32_t n, bool failed) {
   if (n == 0) return;
+  uint32_t flag = failed ? DAQIRI_COMPLETION_FAILED : 0;
   for (uint32_t i = 0; i < n; ++i) {
     with_daemon_[done[i].buffer] = 0;
-    *completion_.slot<uint32_t>(comp_prod_++) = done[i].buffer;
+    *completion_.slot<uint32_t>(comp_prod_++) = done[i].buffer | flag;
   }
   completion_.publish_producer(comp_prod_);
   if (completion_.consumer_wants_wakeup()) {

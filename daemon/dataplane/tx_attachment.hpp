@@ -15,11 +15,17 @@
 
 namespace daqiri::dataplane {
 
+// What a queue's backend accepts in a descriptor; anything else cuts the client.
+struct TxRules {
+  uint32_t min_length = 0;
+  bool rdma_ops = false;  // flags carry an RDMA operation and connection, `remote` a slot
+};
+
 class TxAttachment {
  public:
   static Result<std::unique_ptr<TxAttachment>> create(uint64_t id, uint32_t buf_size,
                                                       uint32_t num_bufs, uint32_t ring_size,
-                                                      bool huge);
+                                                      bool huge, TxRules rules);
 
   [[nodiscard]] uint64_t id() const { return id_; }
   [[nodiscard]] memory::SharedMemory& rings() { return rings_; }
@@ -36,8 +42,9 @@ class TxAttachment {
   // Up to `max` descriptors the client submitted, copied out of shared memory and validated;
   // returns how many. Stops at the first invalid one and marks the attachment violated.
   uint32_t take(daqiri_tx_desc* out, uint32_t max);
-  // Hands buffers back through the completion ring (and wakes the client if it sleeps).
-  void complete(const daqiri_tx_desc* done, uint32_t n);
+  // Hands buffers back through the completion ring (and wakes the client if it sleeps);
+  // `failed`: without their work done.
+  void complete(const daqiri_tx_desc* done, uint32_t n, bool failed = false);
   [[nodiscard]] const std::byte* buffer(uint32_t index) const {
     return buffers_.data() + uint64_t{index} * buf_size_;
   }
@@ -46,7 +53,8 @@ class TxAttachment {
  private:
   TxAttachment(uint64_t id, memory::SharedMemory rings, memory::SharedMemory buffers,
                UniqueFd eventfd, abi::RingView tx, abi::RingView completion,
-               size_t completion_offset, uint32_t buf_size, uint32_t num_bufs);
+               size_t completion_offset, uint32_t buf_size, uint32_t num_bufs, TxRules rules);
+  [[nodiscard]] bool valid(const daqiri_tx_desc& d) const;
 
   uint64_t id_;
   memory::SharedMemory rings_;
@@ -57,6 +65,7 @@ class TxAttachment {
   size_t completion_offset_;
   uint32_t buf_size_;
   uint32_t num_bufs_;
+  TxRules rules_;
   std::vector<uint8_t> with_daemon_;  // 1 while a buffer is submitted and not yet completed
   uint32_t tx_cons_ = 0;
   uint32_t comp_prod_ = 0;

@@ -55,6 +55,14 @@ class BufferPool {
   void unref(uint32_t index) {
     if (--refs_[index] == 0) push_free(index);
   }
+  [[nodiscard]] uint16_t refs(uint32_t index) const { return refs_[index]; }
+  // For a pool whose owner picks the buffers itself (an RDMA remote window, where the peer
+  // names the slot it wrote): empties the free queue for good; a buffer is free when its
+  // references are 0, and alloc() finds none.
+  void make_owner_managed() {
+    owner_managed_ = true;
+    count_ = 0;
+  }
 
  private:
   BufferPool(std::shared_ptr<SharedMemory> memory, uint64_t base, uint32_t buf_size,
@@ -65,6 +73,7 @@ class BufferPool {
   uint32_t buf_size_ = 0;
   uint32_t num_bufs_ = 0;
   void push_free(uint32_t index) {
+    if (owner_managed_) return;
     uint32_t tail = head_ + count_;
     free_[tail >= num_bufs_ ? tail - num_bufs_ : tail] = index;
     ++count_;
@@ -74,6 +83,7 @@ class BufferPool {
   uint32_t head_ = 0;
   uint32_t count_ = 0;
   std::vector<uint16_t> refs_;
+  bool owner_managed_ = false;
 };
 
 }  // namespace daqiri::memory

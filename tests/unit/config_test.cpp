@@ -472,3 +472,56 @@ TEST(DaqiriConfig, TheOlderAdvancedNetworkNameIsAccepted) {
 
 }  // namespace
 }  // namespace daqiri::config
+
+namespace daqiri::config {
+namespace {
+
+const char* kRdmaInterfaces = R"(memory_regions:
+  - {name: r, kind: host, buf_size: 2048, num_bufs: 4096, access: [local, rdma_write]}
+interfaces:
+  - name: srv
+    backend: rdma
+    address: 10.0.0.1
+    rdma: {mode: server, port: 7471}
+    rx: {queues: [{name: q, regions: [r]}]}
+  - name: cli
+    backend: rdma
+    address: 10.0.0.2
+    rdma: {mode: client}
+    rx: {queues: [{name: q, regions: [r]}]}
+flows:
+)";
+
+TEST(Config, RdmaServerFlowsMatchPeersAndClientFlowsConnect) {
+  std::string good = std::string(kRdmaInterfaces) +
+                     "  - {name: any, interface: srv, match: {any: true}}\n"
+                     "  - {name: lab, interface: srv, match: {ipv4_src: 10.1.0.0/16}}\n"
+                     "  - {name: out, interface: cli, connect: \"10.0.0.1:7471\"}\n";
+  auto p = parse(good);
+  ASSERT_TRUE(p.config) << p.diags.render();
+  EXPECT_EQ(p.config->interfaces[0].rdma->mode, RdmaConfig::Mode::kServer);
+  EXPECT_EQ(p.config->interfaces[0].rdma->port, 7471);
+  EXPECT_EQ(p.config->memory_regions[0].access, (std::vector<std::string>{"local", "rdma_write"}));
+
+  EXPECT_THAT(only_error(std::string(kRdmaInterfaces) +
+                         "  - {name: a, interface: srv, match: {udp_dst: 5000}}\n"),
+              HasSubstr("t.yaml:15:38: error: flows[0].match: a flow on an RDMA server "
+                        "interface matches its peers: any: true, or ipv4_src"));
+  EXPECT_THAT(only_error(std::string(kRdmaInterfaces) +
+                         "  - {name: a, interface: cli, match: {any: true}}\n"),
+              HasSubstr("connects to an endpoint: connect: HOST:PORT"));
+  EXPECT_THAT(only_error(std::string(kRdmaInterfaces) +
+                         "  - {name: a, interface: srv, connect: \"10.0.0.9:1\"}\n"),
+              HasSubstr("connect is for client interfaces"));
+}
+
+TEST(Config, RegionAccessFlagsAreChecked) {
+  std::string text = kRdmaInterfaces;
+  text.replace(text.find("rdma_write"), 10, "remote_all");
+  EXPECT_THAT(only_error(text + "  - {name: any, interface: srv, match: {any: true}}\n"),
+              HasSubstr("memory_regions[0].access: unknown access \"remote_all\": expected "
+                        "local, rdma_read or rdma_write"));
+}
+
+}  // namespace
+}  // namespace daqiri::config

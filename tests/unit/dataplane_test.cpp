@@ -188,8 +188,10 @@ TEST(RxFanout, OneBufferManyReferencesFullRingsDropAlone) {
   EXPECT_TRUE((*tight)->lifecycle.released.load());
 }
 
+constexpr TxRules kUdpRules{frame::kUdpHeaders, false};
+
 TEST(TxAttachment, ValidDescriptorsAreTakenAndCompleted) {
-  auto a = TxAttachment::create(1, 2048, 16, 64, false);
+  auto a = TxAttachment::create(1, 2048, 16, 64, false, kUdpRules);
   ASSERT_TRUE(a);
   auto tx = *abi::RingView::open((*a)->rings().data(), (*a)->completion_offset(), DAQIRI_RING_TX,
                                  sizeof(daqiri_tx_desc));
@@ -215,9 +217,10 @@ TEST(TxAttachment, BadDescriptorsAreViolations) {
       {1, 41, 0, 0},    // shorter than the headers of a UDP frame
       {1, 2049, 0, 0},  // longer than a buffer
       {1, 100, 1, 0},   // undefined flags
+      {1, 100, 0, 3},   // a remote slot, on a queue without RDMA
   };
   for (const auto& d : bad) {
-    auto a = TxAttachment::create(1, 2048, 16, 64, false);
+    auto a = TxAttachment::create(1, 2048, 16, 64, false, kUdpRules);
     auto tx = *abi::RingView::open((*a)->rings().data(), (*a)->completion_offset(), DAQIRI_RING_TX,
                                    sizeof(daqiri_tx_desc));
     *tx.slot<daqiri_tx_desc>(0) = d;
@@ -228,7 +231,7 @@ TEST(TxAttachment, BadDescriptorsAreViolations) {
     EXPECT_EQ((*a)->counters.bad_descriptor.load(), 1u);
   }
   // The same buffer twice while the daemon has it.
-  auto a = TxAttachment::create(1, 2048, 16, 64, false);
+  auto a = TxAttachment::create(1, 2048, 16, 64, false, kUdpRules);
   auto tx = *abi::RingView::open((*a)->rings().data(), (*a)->completion_offset(), DAQIRI_RING_TX,
                                  sizeof(daqiri_tx_desc));
   *tx.slot<daqiri_tx_desc>(0) = {5, 100, 0, 0};
@@ -238,12 +241,60 @@ TEST(TxAttachment, BadDescriptorsAreViolations) {
   EXPECT_EQ((*a)->take(out, 4), 1u);
   EXPECT_TRUE((*a)->lifecycle.violated.load());
   // A producer index that runs ahead by more than the ring is a violation too.
-  auto b = TxAttachment::create(2, 2048, 16, 64, false);
+  auto b = TxAttachment::create(2, 2048, 16, 64, false, kUdpRules);
   auto tx2 = *abi::RingView::open((*b)->rings().data(), (*b)->completion_offset(), DAQIRI_RING_TX,
                                   sizeof(daqiri_tx_desc));
   tx2.publish_producer(65);
   EXPECT_EQ((*b)->take(out, 4), 0u);
   EXPECT_EQ((*b)->counters.bad_index.load(), 1u);
+}
+
+TEST(TxAttachment, RdmaQueuesTakeOperationsAndNothingElse) {
+  const TxRules rdma{1, true};
+  const uint32_t conn2 = 2u << DAQIRI_TX_CONNECTION_SHIFT;
+  const daqiri_tx_desc good[] = {{0, 1, DAQIRI_RDMA_SEND, 0},
+                                 {1, 2048, DAQIRI_RDMA_WRITE | conn2, 9},
+                                 {2, 64, DAQIRI_RDMA_WRITE_IMM, 1},
+                                 {3, 64, DAQIRI_RDMA_READ | conn2, 0}};
+  auto a = TxAttachment::create(1, 2048, 16, 64, false, rdma);
+  ASSERT_TRUE(a);
+  auto tx = *abi::RingView::open((*a)->rings().data(), (*a)->completion_offset(), DAQIRI_RING_TX,
+                                 sizeof(daqiri_tx_desc));
+  for (uint32_t i = 0; i < 4; ++i)
+    *tx.slot<daqiri_tx_desc>(i) = good[i];
+  tx.publish_producer(4);
+  daqiri_tx_desc out[8];
+  EXPECT_EQ((*a)->take(out, 8), 4u);
+  EXPECT_FALSE((*a)->lifecycle.violated.load());
+  const daqiri_tx_desc bad[] = {
+      {0, 0, DAQIRI_RDMA_SEND, 0},  // empty
+      {0, 8, 4, 0},                 // no such operation
+      {0, 8, 0x100, 0},             // bits between the operation and the connection
+  };
+  for (const auto& d : bad) {
+    auto b = TxAttachment::create(1, 2048, 16, 64, false, rdma);
+    auto t = *abi::RingView::open((*b)->rings().data(), (*b)->completion_offset(), DAQIRI_RING_TX,
+                                  sizeof(daqiri_tx_desc));
+    *t.slot<daqiri_tx_desc>(0) = d;
+    t.publish_producer(1);
+    EXPECT_EQ((*b)->take(out, 4), 0u);
+    EXPECT_TRUE((*b)->lifecycle.violated.load());
+  }
+}
+
+TEST(BufferPool, OwnerManagedPoolsNeverReturnBuffersToTheFreeQueue) {
+  auto p = memory::BufferPool::create("window", 256, 4, false);
+  ASSERT_TRUE(p);
+  p->make_owner_managed();
+  uint32_t b = 0;
+  EXPECT_EQ(p->alloc(&b, 1), 0u);
+  p->set_refs(2, 2);
+  p->unref(2);
+  EXPECT_EQ(p->refs(2), 1u);
+  p->unref(2);
+  EXPECT_EQ(p->refs(2), 0u);
+  EXPECT_EQ(p->available(), 0u);
+  EXPECT_EQ(p->alloc(&b, 1), 0u);
 }
 
 TEST(SharedMemory, ReadOnlyFdsCannotBecomeWritable) {

@@ -333,8 +333,9 @@ std::map<std::string, Rates> rates_between(const v1::Stats& before, const v1::St
 }
 
 void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rates) {
-  std::vector<std::string> fh{"FLOW",     "PACKETS",   "BYTES",        "NO_CLIENT", "RINGS_FULL",
-                              "FILTERED", "TRUNCATED", "KERNEL_DROPS", "NO_BUFFER", "CLIENTS"};
+  std::vector<std::string> fh{"FLOW",       "PACKETS",  "BYTES",     "NO_CLIENT",
+                              "RINGS_FULL", "FILTERED", "TRUNCATED", "KERNEL_DROPS",
+                              "NO_BUFFER",  "CLIENTS",  "ON_LOAN"};
   if (rates) fh.push_back("RATE");
   Table flows(fh);
   for (const auto& f : stats.flows()) {
@@ -347,7 +348,8 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
                                  std::to_string(f.truncated()),
                                  std::to_string(f.kernel_drops()),
                                  std::to_string(f.dropped_no_buffer()),
-                                 std::to_string(f.attachments())};
+                                 std::to_string(f.attachments()),
+                                 std::to_string(f.buffers_on_loan())};
     if (rates) {
       auto it = rates->find("flow " + f.name());
       row.push_back(it == rates->end() ? "-" : rate_text(it->second));

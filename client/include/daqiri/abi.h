@@ -55,7 +55,7 @@
 enum daqiri_ring_kind {
   DAQIRI_RING_RX = 1,         /* daqiri_rx_desc, daemon -> client */
   DAQIRI_RING_TX = 2,         /* daqiri_tx_desc, client -> daemon */
-  DAQIRI_RING_COMPLETION = 3, /* uint32_t buffer index, daemon -> client */
+  DAQIRI_RING_COMPLETION = 3, /* uint32_t buffer index (| COMPLETION_FAILED), daemon -> client */
   DAQIRI_RING_GPU = 4,        /* host control block of a GPU ring: no slots (desc_size 0) */
 };
 
@@ -95,6 +95,9 @@ struct daqiri_ring_header {
 #define DAQIRI_DESC_HEADERS_SYNTHESIZED 0x1u /* socket backend: eth/ipv4/udp rebuilt by daqirid */
 #define DAQIRI_DESC_TRUNCATED 0x2u           /* the frame did not fit its buffer */
 #define DAQIRI_DESC_STREAM 0x4u              /* TCP: `length` bytes of a byte stream, not a frame */
+#define DAQIRI_DESC_MESSAGE \
+  0x8u /* RDMA: a whole message (SEND, or WRITE with immediate), no headers */
+#define DAQIRI_DESC_REMOTE_WRITE 0x10u /* RDMA: written by the peer into the remote window */
 
 /* One received frame. The frame starts at `offset` in region `region` of the attachment. */
 struct daqiri_rx_desc {
@@ -105,16 +108,36 @@ struct daqiri_rx_desc {
   uint16_t region;         /* index in the attachment's region table */
   uint16_t flags;          /* DAQIRI_DESC_* */
   uint16_t payload_offset; /* of the UDP payload within the frame; 0 when not UDP */
-  uint16_t stream;         /* STREAM: which TCP connection of the flow (1, 2, ...); else 0 */
+  uint16_t stream; /* STREAM / MESSAGE: which connection of the flow or interface (1, 2, ...) */
 };
 
-/* One frame to send: `length` bytes from the start of TX buffer `buffer`. */
+/* One frame to send: `length` bytes from the start of TX buffer `buffer`. On socket and DPDK
+ * queues `flags` and `remote` must be 0. On RDMA queues `flags` holds the operation (low byte)
+ * and the connection (high 16 bits, as RX descriptors name it in `stream`; 0: the first
+ * connected), and `remote` the slot of the peer's remote window that WRITE and READ address
+ * (WRITE_IMM sends it as the immediate, so the peer knows where the data landed). */
 struct daqiri_tx_desc {
   uint32_t buffer; /* index in the TX region */
-  uint32_t length; /* frame bytes, Ethernet header included */
-  uint32_t flags;  /* none defined: must be 0 */
-  uint32_t reserved;
+  uint32_t length; /* frame bytes, Ethernet header included; RDMA: message bytes */
+  uint32_t flags;
+  uint32_t remote;
 };
+
+/* In a completion ring entry: the buffer came back without its work done (the kernel refused
+ * the frame; RDMA: no such connection, window or slot, or the work request failed). */
+#define DAQIRI_COMPLETION_FAILED 0x80000000u
+#define DAQIRI_COMPLETION_BUFFER 0x7fffffffu
+
+/* daqiri_tx_desc.flags on RDMA queues */
+enum daqiri_rdma_op {
+  DAQIRI_RDMA_SEND = 0,      /* the buffer becomes a message in the peer's receive queue */
+  DAQIRI_RDMA_WRITE = 1,     /* into the peer's window slot `remote`; the peer is not told */
+  DAQIRI_RDMA_WRITE_IMM = 2, /* the same, and the peer gets a descriptor naming the slot */
+  DAQIRI_RDMA_READ = 3       /* the peer's window slot `remote` into the buffer */
+};
+#define DAQIRI_TX_OP_MASK 0xffu
+#define DAQIRI_TX_CONNECTION_SHIFT 16u
+#define DAQIRI_TX_RDMA_OPS 4u
 
 /* ---- session protocol (SOCK_SEQPACKET, one message per datagram) ---------------------------
  * client: connect -> HELLO        daemon: WELCOME (session id)

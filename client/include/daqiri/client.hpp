@@ -51,12 +51,14 @@ struct TxOptions {
 };
 
 struct Packet {
-  std::span<const std::byte> frame;    // Ethernet frame; for a TCP stream, the bytes received
-  std::span<const std::byte> payload;  // its UDP payload; for a TCP stream, the bytes again
+  // Ethernet frame; for a TCP stream, the bytes received; for RDMA, the message
+  std::span<const std::byte> frame;
+  std::span<const std::byte> payload;  // its UDP payload; for a stream or message, all of it
   uint32_t flow_id = 0;
   uint64_t timestamp_ns = 0;
-  uint16_t flags = 0;   // DAQIRI_DESC_*
-  uint16_t stream = 0;  // TCP flows: which connection (1, 2, ...), in the order they opened
+  uint16_t flags = 0;  // DAQIRI_DESC_*
+  // TCP and RDMA: which connection (1, 2, ...), in the order they opened
+  uint16_t stream = 0;
 };
 
 class RxStream;
@@ -126,7 +128,14 @@ class RxStream {
 struct TxBuffer {
   uint32_t index = 0;
   std::span<std::byte> data;  // the whole buffer, writable
-  uint32_t length = 0;        // bytes of frame to send
+  uint32_t length = 0;        // bytes of frame to send (RDMA: of message, or to READ)
+  // RDMA queues only (socket and DPDK queues cut a client that sets them): the operation, the
+  // connection (as Packet::stream names it; 0: the first connected) and the slot of the
+  // peer's remote window that WRITE, WRITE_IMM and READ address. A READ's data is in the
+  // buffer when it comes back through reclaim().
+  daqiri_rdma_op op = DAQIRI_RDMA_SEND;
+  uint16_t connection = 0;
+  uint32_t remote_slot = 0;
 };
 
 class TxStream {
@@ -140,6 +149,9 @@ class TxStream {
   size_t reclaim();
   // Waits until every submitted buffer is back, up to `timeout`.
   Result<> flush(std::chrono::milliseconds timeout);
+  // Buffers that came back without their work done, since the stream was attached: frames the
+  // kernel refused; RDMA operations with no such connection, window or slot, or that failed.
+  [[nodiscard]] uint64_t failed() const;
   [[nodiscard]] uint32_t buf_size() const;
   [[nodiscard]] bool detached() const;
   [[nodiscard]] uint64_t id() const;

@@ -39,7 +39,9 @@ RX_DESC = np.dtype([
     ("payload_offset", "<u2"),
     ("stream", "<u2"),
 ])
-TX_DESC = np.dtype([("buffer", "<u4"), ("length", "<u4"), ("flags", "<u4"), ("reserved", "<u4")])
+COMPLETION_FAILED = 0x80000000  # in a completion ring entry: the buffer came back unsent
+COMPLETION_BUFFER = 0x7FFFFFFF
+TX_DESC = np.dtype([("buffer", "<u4"), ("length", "<u4"), ("flags", "<u4"), ("remote", "<u4")])
 COMPLETION = np.dtype("<u4")
 
 # Ring header fields, as indices of uint32 words (byte offset / 4).

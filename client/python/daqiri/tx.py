@@ -52,6 +52,7 @@ class TxStream(Stream):
         self._produced = 0
         self._completed = 0
         self._in_flight = 0
+        self.failed = 0  # buffers that came back without their work done
 
     @property
     def free(self):
@@ -64,8 +65,11 @@ class TxStream(Stream):
         p = c.producer
         n = 0
         while self._completed != p:
-            b = int(c.slots[self._completed & c.mask])
+            e = int(c.slots[self._completed & c.mask])
+            b = e & abi.COMPLETION_BUFFER
             if b < self.num_bufs and not self._mine[b]:
+                if e & abi.COMPLETION_FAILED:
+                    self.failed += 1
                 self._mine[b] = True
                 self._free.append(b)
                 n += 1

@@ -107,7 +107,7 @@ bool DpdkTxQueue::send(Binding& b) {
     if (d.length > max_frame_) {
       dataplane::bump(counters.oversize, 1);
       dataplane::bump(a.counters.send_errors, 1);
-      a.complete(&d, 1);
+      a.complete(&d, 1, true);
       continue;
     }
     rte_mbuf* m = stash_[--stash_count_];

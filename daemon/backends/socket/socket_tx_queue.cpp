@@ -85,14 +85,16 @@ bool SocketTxQueue::drain(dataplane::TxAttachment& a) {
   good = sent;
   dataplane::bump(a.counters.packets, good);
   dataplane::bump(a.counters.bytes, bytes);
-  a.complete(descs_.data(), n);
+  a.complete(descs_.data(), sent);
+  a.complete(descs_.data() + sent, n - sent, true);
   return true;
 }
 
-void SocketTxQueue::add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
+Result<> SocketTxQueue::add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
   auto next = std::make_unique<Set>(set_.load());
   next->push_back(a);
   set_.replace(std::move(next), epoch);
+  return {};
 }
 
 void SocketTxQueue::remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {

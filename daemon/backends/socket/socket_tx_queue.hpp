@@ -12,21 +12,20 @@
 #include <vector>
 
 #include "daqiri/common/unique_fd.hpp"
-#include "dataplane/poller.hpp"
-#include "dataplane/snapshot.hpp"
-#include "dataplane/tx_attachment.hpp"
+#include "daqiri/frame.hpp"
+#include "dataplane/tx_queue_task.hpp"
 
 namespace daqiri::backends::socket {
 
-class SocketTxQueue final : public dataplane::PollTask {
+class SocketTxQueue final : public dataplane::TxQueueTask {
  public:
   static Result<std::unique_ptr<SocketTxQueue>> create(uint32_t source_ipv4, uint32_t batch);
 
   bool poll() override;
 
-  // Control side (callers serialise); `epoch` is the owning poller's.
-  void add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch);
-  void remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch);
+  [[nodiscard]] dataplane::TxRules rules() const override { return {frame::kUdpHeaders, false}; }
+  Result<> add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
+  void remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
 
  private:
   using Set = std::vector<dataplane::TxAttachment*>;

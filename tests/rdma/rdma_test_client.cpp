@@ -1,0 +1,193 @@
+// daqiri-rdma-test-client: a client of an RDMA interface, for the tests in the Soft-RoCE VM.
+//   send SOCKET IF OP COUNT SIZE [CONNECTION [FAILED]]
+//       OP is send, write, write-imm or read. Messages 0..COUNT-1 carry daqiri-gen's pattern
+//       (stream 7, sequence i); write and write-imm put message i into the peer's window slot i;
+//       read fetches slot i and checks it holds message i. Prints what was done; exit 0 only
+//       when exactly FAILED buffers (default 0) came back with their work not done.
+//   recv SOCKET FLOW COUNT SECONDS
+//       receives until COUNT messages arrived (or SECONDS passed), checks each, prints counts;
+//       exit 0 only when messages 0..COUNT-1 each arrived once, intact.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daqiri/client.hpp"
+#include "daqiri/test_pattern.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+void say(const char* fmt, auto... args) {
+  std::printf(fmt, args...);
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+std::unique_ptr<daqiri::Client> connect(const std::string& socket) {
+  auto c = daqiri::Client::connect({socket, "rdma-test", 5s});
+  if (!c) {
+    say("connect failed: %s", c.error().message.c_str());
+    std::exit(3);
+  }
+  return std::move(*c);
+}
+
+int send(const std::string& socket, const std::string& itf, const std::string& op_name,
+         uint64_t count, uint32_t size, uint16_t connection, uint64_t expect_failed) {
+  std::map<std::string, daqiri_rdma_op> ops{{"send", DAQIRI_RDMA_SEND},
+                                            {"write", DAQIRI_RDMA_WRITE},
+                                            {"write-imm", DAQIRI_RDMA_WRITE_IMM},
+                                            {"read", DAQIRI_RDMA_READ}};
+  if (!ops.contains(op_name) || size < daqiri::pattern::kHeaderSize) {
+    say("bad operation or size");
+    return 2;
+  }
+  daqiri_rdma_op op = ops[op_name];
+  auto client = connect(socket);
+  auto tx = client->attach_tx({itf, ""});
+  if (!tx) {
+    say("attach failed: %s", tx.error().message.c_str());
+    return 3;
+  }
+  daqiri::TxStream& s = **tx;
+  std::vector<daqiri::TxBuffer> bufs(64);
+  std::vector<int64_t> read_into;  // READ: which message each buffer should hold at the end
+  auto start = std::chrono::steady_clock::now();
+  uint64_t next = 0;
+  uint64_t bytes = 0;
+  while (next < count) {
+    size_t n = s.reserve(std::span(bufs).first(std::min<uint64_t>(64, count - next)));
+    if (n == 0) {
+      if (s.detached()) {
+        say("detached");
+        return 3;
+      }
+      std::this_thread::sleep_for(50us);
+      continue;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      daqiri::TxBuffer& b = bufs[i];
+      uint64_t seq = next + i;
+      if (op == DAQIRI_RDMA_READ) {
+        std::memset(b.data.data(), 0, size);
+        if (read_into.size() <= b.index) read_into.resize(b.index + 1, -1);
+        read_into[b.index] = int64_t(seq);
+      } else {
+        daqiri::pattern::fill(b.data.first(size), 7, seq);
+      }
+      b.length = size;
+      b.op = op;
+      b.connection = connection;
+      b.remote_slot = static_cast<uint32_t>(seq);
+    }
+    // The ring may take fewer than we filled: offer the rest again until it takes them.
+    for (size_t done = 0; done < n;) {
+      auto sent = s.submit(std::span(bufs).subspan(done, n - done));
+      if (!sent) {
+        say("submit failed: %s", sent.error().message.c_str());
+        return 3;
+      }
+      if (*sent == 0) std::this_thread::sleep_for(20us);
+      done += *sent;
+    }
+    next += n;
+    bytes += uint64_t(n) * size;
+  }
+  if (auto ok = s.flush(10s); !ok) {
+    std::vector<daqiri::TxBuffer> back(1u << 16);
+    say("flush failed: %s (%zu buffers back)", ok.error().message.c_str(), s.reserve(back));
+    return 3;
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  say("%s: %llu messages, %llu bytes in %.3f s (%.1f MB/s), %llu failed", op_name.c_str(),
+      (unsigned long long)count, (unsigned long long)bytes, secs, bytes / secs / 1e6,
+      (unsigned long long)s.failed());
+  if (s.failed() != expect_failed) return 1;
+  if (op != DAQIRI_RDMA_READ) return 0;
+  // READ: every buffer holds the last message read into it (the buffers are reused in turn).
+  std::vector<daqiri::TxBuffer> all(1u << 16);
+  size_t held = s.reserve(all);
+  uint64_t used = 0, good = 0;
+  for (size_t i = 0; i < held; ++i) {
+    if (all[i].index >= read_into.size() || read_into[all[i].index] < 0) continue;
+    ++used;
+    daqiri::pattern::Header h{};
+    good += daqiri::pattern::check(all[i].data.first(size), h) == daqiri::pattern::Check::kOk &&
+            h.sequence == uint64_t(read_into[all[i].index]);
+  }
+  say("read back: %llu of %llu buffers hold the message last read into them",
+      (unsigned long long)good, (unsigned long long)used);
+  return good == used && used > 0 ? 0 : 1;
+}
+
+int recv(const std::string& socket, const std::string& flow, uint64_t count, int seconds) {
+  auto client = connect(socket);
+  daqiri::RxOptions o;
+  o.flow = flow;
+  auto rx = client->attach_rx(o);
+  if (!rx) {
+    say("attach failed: %s", rx.error().message.c_str());
+    return 3;
+  }
+  say("attached");
+  daqiri::RxStream& s = **rx;
+  std::vector<uint8_t> seen(count, 0);
+  uint64_t got = 0, bytes = 0, corrupt = 0, duplicate = 0, foreign = 0, remote_writes = 0;
+  std::map<uint16_t, uint64_t> streams;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (got < count && std::chrono::steady_clock::now() < deadline) {
+    auto burst = s.wait_burst(100ms);
+    if (!burst) {
+      say("detached: %s", burst.error().message.c_str());
+      break;
+    }
+    for (size_t i = 0; i < burst->size(); ++i) {
+      daqiri::Packet p = (*burst)[i];
+      ++got;
+      bytes += p.payload.size();
+      ++streams[p.stream];
+      if (p.flags & DAQIRI_DESC_REMOTE_WRITE) ++remote_writes;
+      daqiri::pattern::Header h{};
+      auto c = daqiri::pattern::check(p.payload, h);
+      if (c != daqiri::pattern::Check::kOk || (p.flags & DAQIRI_DESC_MESSAGE) == 0) {
+        ++corrupt;
+      } else if (h.sequence >= count) {
+        ++foreign;
+      } else if (seen[h.sequence]++ != 0) {
+        ++duplicate;
+      }
+    }
+    s.release(*burst);
+  }
+  uint64_t missing = 0;
+  for (uint8_t v : seen)
+    missing += v == 0;
+  say("received %llu messages, %llu bytes: %llu corrupt, %llu duplicate, %llu foreign, %llu "
+      "missing, %llu remote writes, %zu connections",
+      (unsigned long long)got, (unsigned long long)bytes, (unsigned long long)corrupt,
+      (unsigned long long)duplicate, (unsigned long long)foreign, (unsigned long long)missing,
+      (unsigned long long)remote_writes, streams.size());
+  return got == count && corrupt + duplicate + foreign + missing == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> a(argv + 1, argv + argc);
+  if (a.size() >= 6 && a.size() <= 8 && a[0] == "send") {
+    uint16_t conn = a.size() >= 7 ? static_cast<uint16_t>(std::stoul(a[6])) : 0;
+    uint64_t failed = a.size() == 8 ? std::stoull(a[7]) : 0;
+    return send(a[1], a[2], a[3], std::stoull(a[4]), static_cast<uint32_t>(std::stoul(a[5])), conn,
+                failed);
+  }
+  if (a.size() == 5 && a[0] == "recv") {
+    return recv(a[1], a[2], std::stoull(a[3]), std::stoi(a[4]));
+  }
+  std::fprintf(stderr, "usage: see the comment at the top of rdma_test_client.cpp\n");
+  return 2;
+}
