@@ -32,6 +32,16 @@ bool RxFanout::must_wait(uint32_t burst) const {
   return wait;
 }
 
+uint32_t RxFanout::blocking_room() const {
+  uint32_t room = UINT32_MAX;
+  for (size_t i = 0; i < active_count_; ++i) {
+    if (active_[i]->backpressure() == Backpressure::kBlock) {
+      room = std::min(room, active_[i]->free_slots());
+    }
+  }
+  return room;
+}
+
 void RxFanout::count_no_buffer(uint64_t n) const {
   for (size_t i = 0; i < active_count_; ++i)
     bump(active_[i]->counters.dropped_no_buffer, n);

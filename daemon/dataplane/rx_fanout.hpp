@@ -25,6 +25,8 @@ class RxFanout {
   [[nodiscard]] size_t active() const { return active_count_; }
   // Whether an attachment with blocking backpressure lacks room for `burst` more packets.
   [[nodiscard]] bool must_wait(uint32_t burst) const;
+  // The free slots of the fullest attachment with blocking backpressure (UINT32_MAX: none).
+  [[nodiscard]] uint32_t blocking_room() const;
   // Packets every active attachment lost because the flow's pool was empty.
   void count_no_buffer(uint64_t n) const;
   // Hands one buffer to every active attachment with room; returns the references taken.

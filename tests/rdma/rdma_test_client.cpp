@@ -5,8 +5,13 @@
 //       read fetches slot i and checks it holds message i. Prints what was done; exit 0 only
 //       when exactly FAILED buffers (default 0) came back with their work not done.
 //   recv SOCKET FLOW COUNT SECONDS
-//       receives until COUNT messages arrived (or SECONDS passed), checks each, prints counts;
-//       exit 0 only when messages 0..COUNT-1 each arrived once, intact.
+//       receives (blocking backpressure) until COUNT messages arrived (or SECONDS passed),
+//       checks each, prints counts; exit 0 only when messages 0..COUNT-1 each arrived once,
+//       intact.
+//   bench SOCKET IF OP COUNT SIZE SLOTS      (tools/bench/run-rdma)
+//       as send, without writing or checking the pattern; message i goes to slot i % SLOTS.
+//   drain SOCKET FLOW COUNT SECONDS          (tools/bench/run-rdma)
+//       as recv, counting only; prints the rate from the first message to the last.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -37,13 +42,25 @@ std::unique_ptr<daqiri::Client> connect(const std::string& socket) {
   return std::move(*c);
 }
 
-int send(const std::string& socket, const std::string& itf, const std::string& op_name,
-         uint64_t count, uint32_t size, uint16_t connection, uint64_t expect_failed) {
+struct SendPlan {
+  std::string op;
+  uint64_t count = 0;
+  uint32_t size = 0;
+  uint16_t connection = 0;
+  uint64_t expect_failed = 0;
+  uint32_t slots = 0;  // message i goes to remote slot i % slots (0: slot i)
+  bool pattern = true;
+};
+
+int send(const std::string& socket, const std::string& itf, const SendPlan& plan) {
+  const std::string& op_name = plan.op;
+  uint64_t count = plan.count;
+  uint32_t size = plan.size;
   std::map<std::string, daqiri_rdma_op> ops{{"send", DAQIRI_RDMA_SEND},
                                             {"write", DAQIRI_RDMA_WRITE},
                                             {"write-imm", DAQIRI_RDMA_WRITE_IMM},
                                             {"read", DAQIRI_RDMA_READ}};
-  if (!ops.contains(op_name) || size < daqiri::pattern::kHeaderSize) {
+  if (!ops.contains(op_name) || (plan.pattern && size < daqiri::pattern::kHeaderSize)) {
     say("bad operation or size");
     return 2;
   }
@@ -73,7 +90,9 @@ int send(const std::string& socket, const std::string& itf, const std::string& o
     for (size_t i = 0; i < n; ++i) {
       daqiri::TxBuffer& b = bufs[i];
       uint64_t seq = next + i;
-      if (op == DAQIRI_RDMA_READ) {
+      if (!plan.pattern) {
+        // bench: the bytes are whatever the buffer holds
+      } else if (op == DAQIRI_RDMA_READ) {
         std::memset(b.data.data(), 0, size);
         if (read_into.size() <= b.index) read_into.resize(b.index + 1, -1);
         read_into[b.index] = int64_t(seq);
@@ -82,8 +101,8 @@ int send(const std::string& socket, const std::string& itf, const std::string& o
       }
       b.length = size;
       b.op = op;
-      b.connection = connection;
-      b.remote_slot = static_cast<uint32_t>(seq);
+      b.connection = plan.connection;
+      b.remote_slot = static_cast<uint32_t>(plan.slots ? seq % plan.slots : seq);
     }
     // The ring may take fewer than we filled: offer the rest again until it takes them.
     for (size_t done = 0; done < n;) {
@@ -107,8 +126,8 @@ int send(const std::string& socket, const std::string& itf, const std::string& o
   say("%s: %llu messages, %llu bytes in %.3f s (%.1f MB/s), %llu failed", op_name.c_str(),
       (unsigned long long)count, (unsigned long long)bytes, secs, bytes / secs / 1e6,
       (unsigned long long)s.failed());
-  if (s.failed() != expect_failed) return 1;
-  if (op != DAQIRI_RDMA_READ) return 0;
+  if (s.failed() != plan.expect_failed) return 1;
+  if (op != DAQIRI_RDMA_READ || !plan.pattern) return 0;
   // READ: every buffer holds the last message read into it (the buffers are reused in turn).
   std::vector<daqiri::TxBuffer> all(1u << 16);
   size_t held = s.reserve(all);
@@ -125,10 +144,14 @@ int send(const std::string& socket, const std::string& itf, const std::string& o
   return good == used && used > 0 ? 0 : 1;
 }
 
-int recv(const std::string& socket, const std::string& flow, uint64_t count, int seconds) {
+int recv(const std::string& socket, const std::string& flow, uint64_t count, int seconds,
+         bool verify) {
   auto client = connect(socket);
   daqiri::RxOptions o;
   o.flow = flow;
+  // Blocking backpressure: a full ring stops the daemon reposting RECVs, and RC flow control
+  // (receiver not ready, retried without limit) holds the sender. Nothing is dropped.
+  o.block = true;
   auto rx = client->attach_rx(o);
   if (!rx) {
     say("attach failed: %s", rx.error().message.c_str());
@@ -140,18 +163,23 @@ int recv(const std::string& socket, const std::string& flow, uint64_t count, int
   uint64_t got = 0, bytes = 0, corrupt = 0, duplicate = 0, foreign = 0, remote_writes = 0;
   std::map<uint16_t, uint64_t> streams;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  std::chrono::steady_clock::time_point first{}, last{};
   while (got < count && std::chrono::steady_clock::now() < deadline) {
     auto burst = s.wait_burst(100ms);
     if (!burst) {
       say("detached: %s", burst.error().message.c_str());
       break;
     }
+    if (burst->empty()) continue;
+    last = std::chrono::steady_clock::now();
+    if (got == 0) first = last;
     for (size_t i = 0; i < burst->size(); ++i) {
       daqiri::Packet p = (*burst)[i];
       ++got;
       bytes += p.payload.size();
       ++streams[p.stream];
       if (p.flags & DAQIRI_DESC_REMOTE_WRITE) ++remote_writes;
+      if (!verify) continue;
       daqiri::pattern::Header h{};
       auto c = daqiri::pattern::check(p.payload, h);
       if (c != daqiri::pattern::Check::kOk || (p.flags & DAQIRI_DESC_MESSAGE) == 0) {
@@ -163,6 +191,12 @@ int recv(const std::string& socket, const std::string& flow, uint64_t count, int
       }
     }
     s.release(*burst);
+  }
+  if (!verify) {
+    double secs = std::chrono::duration<double>(last - first).count();
+    say("drained %llu messages, %llu bytes in %.3f s (%.1f MB/s)", (unsigned long long)got,
+        (unsigned long long)bytes, secs, secs > 0 ? bytes / secs / 1e6 : 0.0);
+    return got == count ? 0 : 1;
   }
   uint64_t missing = 0;
   for (uint8_t v : seen)
@@ -179,14 +213,19 @@ int recv(const std::string& socket, const std::string& flow, uint64_t count, int
 
 int main(int argc, char** argv) {
   std::vector<std::string> a(argv + 1, argv + argc);
-  if (a.size() >= 6 && a.size() <= 8 && a[0] == "send") {
-    uint16_t conn = a.size() >= 7 ? static_cast<uint16_t>(std::stoul(a[6])) : 0;
-    uint64_t failed = a.size() == 8 ? std::stoull(a[7]) : 0;
-    return send(a[1], a[2], a[3], std::stoull(a[4]), static_cast<uint32_t>(std::stoul(a[5])), conn,
-                failed);
+  if ((a.size() >= 6 && a.size() <= 8 && a[0] == "send") || (a.size() == 7 && a[0] == "bench")) {
+    SendPlan plan{a[3], std::stoull(a[4]), static_cast<uint32_t>(std::stoul(a[5]))};
+    if (a[0] == "bench") {
+      plan.slots = static_cast<uint32_t>(std::stoul(a[6]));
+      plan.pattern = false;
+    } else {
+      if (a.size() >= 7) plan.connection = static_cast<uint16_t>(std::stoul(a[6]));
+      if (a.size() == 8) plan.expect_failed = std::stoull(a[7]);
+    }
+    return send(a[1], a[2], plan);
   }
-  if (a.size() == 5 && a[0] == "recv") {
-    return recv(a[1], a[2], std::stoull(a[3]), std::stoi(a[4]));
+  if (a.size() == 5 && (a[0] == "recv" || a[0] == "drain")) {
+    return recv(a[1], a[2], std::stoull(a[3]), std::stoi(a[4]), a[0] == "recv");
   }
   std::fprintf(stderr, "usage: see the comment at the top of rdma_test_client.cpp\n");
   return 2;

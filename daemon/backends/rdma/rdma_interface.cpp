@@ -539,8 +539,16 @@ void RdmaInterface::post_receives(Connection& c) {
   RdmaRxFlow& flow = *c.flow->flow;
   uint32_t want = kRecvDepth - c.recvs.size();
   if (want < kRepostBatch && c.recvs.size() > 0) return;
-  // Blocking backpressure: no RECVs, and RC flow control (RNR) holds the sender back.
-  if (flow.fanout().active() > 0 && flow.fanout().must_wait(want)) return;
+  // Blocking backpressure: never more RECVs posted than the fullest such client has ring
+  // slots (each may become a descriptor); without RECVs, RC flow control (receiver not ready)
+  // holds the sender back.
+  if (uint32_t room = flow.fanout().blocking_room(); room != UINT32_MAX) {
+    want = room > c.flow->posted ? std::min(want, room - c.flow->posted) : 0;
+    if (want == 0) {
+      (void)flow.fanout().must_wait(c.flow->posted + 1);  // counts the stall
+      return;
+    }
+  }
   memory::BufferPool& pool = flow.pool();
   uint32_t got = pool.alloc(bufs_.data(), want);
   if (got == 0) return;
@@ -565,6 +573,7 @@ void RdmaInterface::post_receives(Connection& c) {
       pool.set_refs(bufs_[i], 0);
     }
   }
+  c.flow->posted += posted;
 }
 
 bool RdmaInterface::poll_completions(uint64_t& now_ns) {
@@ -602,6 +611,7 @@ bool RdmaInterface::poll_completions(uint64_t& now_ns) {
       continue;
     }
     uint32_t buf = c.recvs.pop();
+    --c.flow->posted;
     if (ok && w.opcode == IBV_WC_RECV) {
       deliver(c, buf, w.byte_len, stamp);
       continue;
@@ -764,6 +774,7 @@ void RdmaInterface::teardown(Connection& c, uint64_t now_ns) {
   c.id.reset();
   // The queue pair is gone and its completions with it: everything it held comes back now.
   memory::BufferPool& pool = c.flow->flow->pool();
+  c.flow->posted -= c.recvs.size();
   while (c.recvs.size() > 0)
     pool.set_refs(c.recvs.pop(), 0);
   while (c.sends.size() > 0) {

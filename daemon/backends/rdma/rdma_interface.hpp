@@ -89,6 +89,7 @@ class RdmaInterface final : public dataplane::TxQueueTask {
     int slot = -1;
     uint64_t retry_at_ns = 0;
     uint64_t retry_delay_ns = 0;
+    uint32_t posted = 0;  // RECVs posted from its pool, all connections
   };
   struct TxRecord {
     dataplane::TxAttachment* a = nullptr;
