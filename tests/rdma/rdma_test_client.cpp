@@ -10,6 +10,9 @@
 //       intact.
 //   bench SOCKET IF OP COUNT SIZE SLOTS      (tools/bench/run-rdma)
 //       as send, without writing or checking the pattern; message i goes to slot i % SLOTS.
+//   echo SOCKET FLOW IF COUNT SECONDS
+//       sends each message of FLOW back, byte for byte, on the connection it came on (through
+//       IF's TX queue) until COUNT were; exit 0 when all COUNT went back, none failed.
 //   drain SOCKET FLOW COUNT SECONDS          (tools/bench/run-rdma)
 //       as recv, counting only; prints the rate from the first message to the last.
 #include <chrono>
@@ -209,6 +212,50 @@ int recv(const std::string& socket, const std::string& flow, uint64_t count, int
   return got == count && corrupt + duplicate + foreign + missing == 0 ? 0 : 1;
 }
 
+int echo(const std::string& socket, const std::string& flow, const std::string& itf, uint64_t count,
+         int seconds) {
+  auto client = connect(socket);
+  daqiri::RxOptions o;
+  o.flow = flow;
+  o.block = true;
+  auto rx = client->attach_rx(o);
+  auto tx = client->attach_tx({itf, ""});
+  if (!rx || !tx) {
+    say("attach failed: %s", (!rx ? rx.error() : tx.error()).message.c_str());
+    return 3;
+  }
+  say("attached");
+  daqiri::RxStream& r = **rx;
+  daqiri::TxStream& t = **tx;
+  uint64_t echoed = 0, bytes = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (echoed < count && std::chrono::steady_clock::now() < deadline) {
+    auto burst = r.wait_burst(100ms);
+    if (!burst) {
+      say("detached: %s", burst.error().message.c_str());
+      return 3;
+    }
+    for (size_t i = 0; i < burst->size(); ++i) {
+      daqiri::Packet p = (*burst)[i];
+      daqiri::TxBuffer b;
+      while (t.reserve(std::span(&b, 1)) == 0)
+        std::this_thread::sleep_for(20us);
+      std::memcpy(b.data.data(), p.payload.data(), p.payload.size());
+      b.length = static_cast<uint32_t>(p.payload.size());
+      b.connection = p.stream;
+      while (t.submit(std::span(&b, 1)).value_or(0) == 0)
+        std::this_thread::sleep_for(20us);
+      ++echoed;
+      bytes += p.payload.size();
+    }
+    r.release(*burst);
+  }
+  auto flushed = t.flush(10s);
+  say("echoed %llu messages, %llu bytes, %llu failed%s", (unsigned long long)echoed,
+      (unsigned long long)bytes, (unsigned long long)t.failed(), flushed ? "" : ", not flushed");
+  return echoed == count && t.failed() == 0 && flushed ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -226,6 +273,9 @@ int main(int argc, char** argv) {
   }
   if (a.size() == 5 && (a[0] == "recv" || a[0] == "drain")) {
     return recv(a[1], a[2], std::stoull(a[3]), std::stoi(a[4]), a[0] == "recv");
+  }
+  if (a.size() == 6 && a[0] == "echo") {
+    return echo(a[1], a[2], a[3], std::stoull(a[4]), std::stoi(a[5]));
   }
   std::fprintf(stderr, "usage: see the comment at the top of rdma_test_client.cpp\n");
   return 2;

@@ -408,7 +408,10 @@ void RdmaInterface::handle_cm_events(uint64_t now_ns) {
         break;
       }
       case RDMA_CM_EVENT_ESTABLISHED:
-        if (c->flow->flow->flow().connect) c->peer = peer;  // the server's, in its reply
+        if (c->flow->flow->flow().connect) {
+          c->peer = peer;  // the server's, in its reply
+          c->stream = next_stream();
+        }
         c->state = State::kEstablished;
         c->flow->retry_delay_ns = 0;
         bump(counters_.opened);
@@ -469,8 +472,7 @@ void RdmaInterface::on_connect_request(rdma_cm_id* id, const std::optional<Hands
   id->context = &c;
   c.flow = flow;
   c.peer = peer;
-  c.stream = next_stream_++;
-  if (next_stream_ == 0) next_stream_ = 1;
+  c.stream = next_stream();
   c.state = State::kConnecting;
   if (!open_queue_pair(c)) {
     rdma_reject(id, nullptr, 0);
@@ -502,8 +504,7 @@ void RdmaInterface::dial(FlowRecord& f, uint64_t now_ns) {
   if (rdma_create_id(channel_.get(), &id, &c, RDMA_PS_TCP) != 0) return retry_later();
   c.id.reset(id);
   c.flow = &f;
-  c.stream = next_stream_++;
-  if (next_stream_ == 0) next_stream_ = 1;
+  c.stream = 0;  // numbered when established: failed dials use up no numbers
   c.state = State::kResolving;
   f.slot = slot;
   sockaddr_in src = address(address_, 0);
@@ -750,6 +751,12 @@ RdmaInterface::Connection* RdmaInterface::find_stream(uint16_t stream) {
     if (c.state == State::kEstablished && (stream == 0 || c.stream == stream)) return &c;
   }
   return nullptr;
+}
+
+uint16_t RdmaInterface::next_stream() {
+  uint16_t s = next_stream_++;
+  if (next_stream_ == 0) next_stream_ = 1;  // 0 means "the first connected" in TX descriptors
+  return s;
 }
 
 int RdmaInterface::free_slot() const {

@@ -142,6 +142,7 @@ class RdmaInterface final : public dataplane::TxQueueTask {
   void teardown(Connection& c, uint64_t now_ns);
   Connection* find_stream(uint16_t stream);
   int free_slot() const;
+  uint16_t next_stream();
 
   std::string name_;
   config::RdmaConfig::Mode mode_;
