@@ -30,24 +30,16 @@
 #include "daqiri/ring.hpp"
 #include "daqiri/test_pattern.hpp"
 #include "daqiri/v1/control.grpc.pb.h"
+#include "support/test_client_support.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 
-void say(const char* fmt, auto... args) {
-  std::printf(fmt, args...);
-  std::printf("\n");
-  std::fflush(stdout);
-}
+using daqiri::test::say;
 
 std::unique_ptr<daqiri::Client> connect(const std::string& socket, const char* name) {
-  auto c = daqiri::Client::connect({socket, name, 5s});
-  if (!c) {
-    say("connect failed: %s", c.error().message.c_str());
-    std::exit(3);
-  }
-  return std::move(*c);
+  return daqiri::test::connect_or_exit(socket, name);
 }
 
 // The attachment, or exit 3 saying why.

@@ -25,24 +25,16 @@
 
 #include "daqiri/client.hpp"
 #include "daqiri/test_pattern.hpp"
+#include "support/test_client_support.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 
-void say(const char* fmt, auto... args) {
-  std::printf(fmt, args...);
-  std::printf("\n");
-  std::fflush(stdout);
-}
+using daqiri::test::say;
 
 std::unique_ptr<daqiri::Client> connect(const std::string& socket) {
-  auto c = daqiri::Client::connect({socket, "rdma-test", 5s});
-  if (!c) {
-    say("connect failed: %s", c.error().message.c_str());
-    std::exit(3);
-  }
-  return std::move(*c);
+  return daqiri::test::connect_or_exit(socket, "rdma-test");
 }
 
 struct SendPlan {

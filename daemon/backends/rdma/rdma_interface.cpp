@@ -17,8 +17,6 @@ namespace {
 using dataplane::bump;
 
 constexpr int kResolveTimeoutMs = 2000;
-constexpr uint64_t kRetryMinNs = 50'000'000;     // dial again after 50 ms ...
-constexpr uint64_t kRetryMaxNs = 2'000'000'000;  // ... doubling up to 2 s
 constexpr int kCqSize = int(RdmaInterface::kMaxConnections) *
                         int(RdmaInterface::kRecvDepth + RdmaInterface::kSendDepth);
 constexpr uint32_t kRepostBatch = 16;  // post RECVs in chains of at least this many
@@ -36,14 +34,6 @@ size_t wr_slot(uint64_t id) {
 }
 uint32_t wr_generation(uint64_t id) {
   return uint32_t(id >> 32) & 0xffffff;
-}
-
-sockaddr_in address(uint32_t ipv4, uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(ipv4);
-  return a;
 }
 
 std::string to_string(uint32_t ipv4, uint16_t port) {
@@ -106,7 +96,7 @@ Result<std::unique_ptr<RdmaInterface>> RdmaInterface::create(const config::Inter
   }
   r->bound_.reset(id);
   bool server = r->mode_ == config::RdmaConfig::Mode::kServer;
-  sockaddr_in bind_to = address(r->address_, server ? r->port_ : 0);
+  sockaddr_in bind_to = ipv4_address(r->address_, server ? r->port_ : 0);
   if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&bind_to)) != 0) {
     int err = errno;
     return fail(err == EADDRINUSE ? ErrorCode::kFailedPrecondition : ErrorCode::kInternal,
@@ -296,7 +286,7 @@ bool RdmaInterface::poll() {
         flow->released.store(true, std::memory_order_release);
         continue;
       }
-      if (flow->flow().connect && f->slot < 0 && now >= f->retry_at_ns) dial(*f, now);
+      if (flow->flow().connect && f->slot < 0 && f->redial.due(now)) dial(*f, now);
     }
   }
   if (armed_) {
@@ -413,7 +403,7 @@ void RdmaInterface::handle_cm_events(uint64_t now_ns) {
           c->stream = next_stream();
         }
         c->state = State::kEstablished;
-        c->flow->retry_delay_ns = 0;
+        c->flow->redial.connected();
         bump(counters_.opened);
         bump(counters_.established);
         spdlog::info("rdma interface {}: connection {} of flow {} established ({})", name_,
@@ -494,21 +484,17 @@ void RdmaInterface::on_connect_request(rdma_cm_id* id, const std::optional<Hands
 
 void RdmaInterface::dial(FlowRecord& f, uint64_t now_ns) {
   int slot = free_slot();
-  auto retry_later = [&] {
-    f.retry_delay_ns = std::min(std::max(f.retry_delay_ns * 2, kRetryMinNs), kRetryMaxNs);
-    f.retry_at_ns = now_ns + f.retry_delay_ns;
-  };
-  if (slot < 0) return retry_later();
+  if (slot < 0) return f.redial.failed(now_ns);
   Connection& c = conns_[size_t(slot)];
   rdma_cm_id* id = nullptr;
-  if (rdma_create_id(channel_.get(), &id, &c, RDMA_PS_TCP) != 0) return retry_later();
+  if (rdma_create_id(channel_.get(), &id, &c, RDMA_PS_TCP) != 0) return f.redial.failed(now_ns);
   c.id.reset(id);
   c.flow = &f;
   c.stream = 0;  // numbered when established: failed dials use up no numbers
   c.state = State::kResolving;
   f.slot = slot;
-  sockaddr_in src = address(address_, 0);
-  sockaddr_in dst = address(f.flow->flow().connect->ipv4, f.flow->flow().connect->port);
+  sockaddr_in src = ipv4_address(address_, 0);
+  sockaddr_in dst = ipv4_address(f.flow->flow().connect->ipv4, f.flow->flow().connect->port);
   if (rdma_resolve_addr(id, reinterpret_cast<sockaddr*>(&src), reinterpret_cast<sockaddr*>(&dst),
                         kResolveTimeoutMs) != 0) {
     bump(counters_.connect_failures);
@@ -791,10 +777,8 @@ void RdmaInterface::teardown(Connection& c, uint64_t now_ns) {
     --f.tx->in_flight;
   }
   if (c.flow->flow->flow().connect) {
-    FlowRecord& f = *c.flow;
-    f.slot = -1;
-    f.retry_delay_ns = std::min(std::max(f.retry_delay_ns * 2, kRetryMinNs), kRetryMaxNs);
-    f.retry_at_ns = now_ns + f.retry_delay_ns;
+    c.flow->slot = -1;
+    c.flow->redial.failed(now_ns);
   }
   c.flow = nullptr;
   c.peer.reset();

@@ -20,6 +20,7 @@
 #include "backends/rdma/rdma_handshake.hpp"
 #include "backends/rdma/rdma_rx_flow.hpp"
 #include "backends/rdma/verbs.hpp"
+#include "backends/redial.hpp"
 #include "config/config.hpp"
 #include "dataplane/nic_stats.hpp"
 #include "dataplane/tx_queue_task.hpp"
@@ -87,8 +88,7 @@ class RdmaInterface final : public dataplane::TxQueueTask {
     Handshake ours;
     // Poller side, client flows: the connection it has (-1: none) and when to dial again.
     int slot = -1;
-    uint64_t retry_at_ns = 0;
-    uint64_t retry_delay_ns = 0;
+    RedialBackoff redial;
     uint32_t posted = 0;  // RECVs posted from its pool, all connections
   };
   struct TxRecord {

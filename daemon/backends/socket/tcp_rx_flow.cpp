@@ -12,20 +12,6 @@
 #include <ctime>
 
 namespace daqiri::backends::socket {
-namespace {
-
-sockaddr_in address(uint32_t ipv4, uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(ipv4);
-  return a;
-}
-
-constexpr uint64_t kRetryMinNs = 50'000'000;     // reconnect after 50 ms ...
-constexpr uint64_t kRetryMaxNs = 2'000'000'000;  // ... doubling up to 2 s
-
-}  // namespace
 
 Result<std::unique_ptr<TcpRxFlow>> TcpRxFlow::create(const core::Flow& flow, uint32_t bind_ipv4,
                                                      uint32_t buf_size, uint32_t num_bufs,
@@ -49,7 +35,7 @@ Result<std::unique_ptr<TcpRxFlow>> TcpRxFlow::create(const core::Flow& flow, uin
       if (!fd) return fail_errno("socket(TCP)");
       int one = 1;
       ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      sockaddr_in a = address(addr, static_cast<uint16_t>(p));
+      sockaddr_in a = ipv4_address(addr, static_cast<uint16_t>(p));
       if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
           ::listen(fd.get(), 64) != 0) {
         int err = errno;
@@ -109,12 +95,11 @@ void TcpRxFlow::close_connection(size_t index) {
 void TcpRxFlow::start_connect(uint64_t now_ns) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return;
-  sockaddr_in a = address(flow_.connect->ipv4, flow_.connect->port);
+  sockaddr_in a = ipv4_address(flow_.connect->ipv4, flow_.connect->port);
   int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
   if (rc != 0 && errno != EINPROGRESS) {
     ::close(fd);
-    retry_delay_ns_ = std::min(std::max(retry_delay_ns_ * 2, kRetryMinNs), kRetryMaxNs);
-    retry_at_ns_ = now_ns + retry_delay_ns_;
+    redial_.failed(now_ns);
     return;
   }
   conns_[count_++] = {fd, next_stream_++, rc != 0};
@@ -156,7 +141,7 @@ bool TcpRxFlow::poll() {
   uint64_t now = 0;
   if (flow_.connect && count_ == 0) {
     now = dataplane::realtime_ns();
-    if (now >= retry_at_ns_) start_connect(now);
+    if (redial_.due(now)) start_connect(now);
   }
   bool work = false;
   if (skip_ > 0) {
@@ -182,7 +167,7 @@ bool TcpRxFlow::poll() {
           c->fd = -c->fd - 1;
         } else {
           c->connecting = false;
-          retry_delay_ns_ = 0;
+          redial_.connected();
           watch(fd, EPOLLIN | EPOLLRDHUP, false);
         }
         continue;
@@ -204,8 +189,7 @@ bool TcpRxFlow::poll() {
       close_connection(i);
       if (flow_.connect) {
         if (now == 0) now = dataplane::realtime_ns();
-        retry_delay_ns_ = std::min(std::max(retry_delay_ns_ * 2, kRetryMinNs), kRetryMaxNs);
-        retry_at_ns_ = now + retry_delay_ns_;
+        redial_.failed(now);
       }
     } else {
       ++i;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "backends/redial.hpp"
 #include "daqiri/common/unique_fd.hpp"
 #include "dataplane/rx_flow_task.hpp"
 
@@ -55,8 +56,7 @@ class TcpRxFlow final : public dataplane::RxFlowTask {
   std::array<Connection, kMaxConnections> conns_{};
   size_t count_ = 0;
   uint16_t next_stream_ = 1;
-  uint64_t retry_at_ns_ = 0;  // client: when to try connecting again
-  uint64_t retry_delay_ns_ = 0;
+  RedialBackoff redial_;  // client: when to try connecting again
   uint32_t idle_ = 0;
   uint32_t skip_ = 0;
   dataplane::RxFanout fanout_;
