@@ -23,6 +23,8 @@ RING_NEED_WAKEUP = 0x1
 DESC_HEADERS_SYNTHESIZED = 0x1
 DESC_TRUNCATED = 0x2
 DESC_STREAM = 0x4
+DESC_MESSAGE = 0x8  # RDMA: a whole message
+DESC_REMOTE_WRITE = 0x10  # RDMA: a peer's WRITE with immediate into the remote window
 
 # enum daqiri_msg_type
 MSG_HELLO, MSG_WELCOME, MSG_CLAIM, MSG_ATTACHED, MSG_DETACH, MSG_DETACHED, MSG_ERROR = range(1, 8)
@@ -39,6 +41,9 @@ RX_DESC = np.dtype([
     ("payload_offset", "<u2"),
     ("stream", "<u2"),
 ])
+# daqiri_tx_desc.flags on RDMA queues: the operation, and the connection above bit 16
+RDMA_SEND, RDMA_WRITE, RDMA_WRITE_IMM, RDMA_READ = range(4)
+TX_CONNECTION_SHIFT = 16
 COMPLETION_FAILED = 0x80000000  # in a completion ring entry: the buffer came back unsent
 COMPLETION_BUFFER = 0x7FFFFFFF
 TX_DESC = np.dtype([("buffer", "<u4"), ("length", "<u4"), ("flags", "<u4"), ("remote", "<u4")])

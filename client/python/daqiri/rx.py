@@ -16,12 +16,12 @@ def map_fd(fd, size, writable):
 
 
 class Packet(NamedTuple):
-    frame: np.ndarray    # uint8, the Ethernet frame (TCP flows: the bytes of the stream)
-    payload: np.ndarray  # uint8, its UDP payload (TCP flows: the same bytes)
+    frame: np.ndarray    # uint8, the Ethernet frame (TCP: the stream's bytes; RDMA: the message)
+    payload: np.ndarray  # uint8, its UDP payload (TCP, RDMA: the same bytes)
     flow_id: int
     timestamp_ns: int
     flags: int           # abi.DESC_*
-    stream: int          # TCP flows: which connection (1, 2, ...)
+    stream: int          # TCP and RDMA flows: which connection (1, 2, ...)
 
 
 class Burst:
@@ -52,7 +52,8 @@ class Burst:
         frame = self._stream._region(int(d["region"]))[int(d["offset"]):int(d["offset"]) + int(d["length"])]
         flags = int(d["flags"])
         po = int(d["payload_offset"])
-        payload = frame if flags & abi.DESC_STREAM else frame[po:] if 0 < po <= len(frame) else frame[:0]
+        whole = flags & (abi.DESC_STREAM | abi.DESC_MESSAGE)  # a stream's bytes, an RDMA message
+        payload = frame if whole else frame[po:] if 0 < po <= len(frame) else frame[:0]
         return Packet(frame, payload, int(d["flow_id"]), int(d["timestamp_ns"]), flags, int(d["stream"]))
 
     # Metadata of every packet, as arrays.

@@ -11,14 +11,20 @@ from .stream import Stream
 
 
 class TxBuffer:
-    """A TX buffer the client holds: write a frame into `data`, set `length`, submit it."""
+    """A TX buffer the client holds: write a frame into `data`, set `length`, submit it.
+    On RDMA queues `op` (abi.RDMA_SEND, _WRITE, _WRITE_IMM, _READ), `connection` (0: the first
+    connected) and `remote_slot` (the peer's window slot) say what to do with it; socket and
+    DPDK queues cut a client that sets them."""
 
-    __slots__ = ("index", "data", "length")
+    __slots__ = ("index", "data", "length", "op", "connection", "remote_slot")
 
     def __init__(self, index, data):
         self.index = index
         self.data = data  # writable uint8 view of the whole buffer
         self.length = 0
+        self.op = abi.RDMA_SEND
+        self.connection = 0
+        self.remote_slot = 0
 
 
 class TxStream(Stream):
@@ -99,11 +105,14 @@ class TxStream(Stream):
         for b in take:
             if not (0 <= b.index < self.num_bufs) or not self._mine[b.index] or not 0 < b.length <= self.buf_size:
                 raise ValueError(f"buffer {b.index}: not one this stream holds, or length {b.length} out of range")
+            if not (0 <= b.op <= abi.RDMA_READ and 0 <= b.connection <= 0xFFFF and 0 <= b.remote_slot <= 0xFFFFFFFF):
+                raise ValueError(f"buffer {b.index}: op, connection or remote_slot out of range")
         if len(set(indices)) != len(indices):
             raise ValueError("a buffer appears twice")
         for b in take:
             self._mine[b.index] = False
-            tx.slots[self._produced & tx.mask] = (b.index, b.length, 0, 0)
+            flags = b.op | b.connection << abi.TX_CONNECTION_SHIFT
+            tx.slots[self._produced & tx.mask] = (b.index, b.length, flags, b.remote_slot)
             self._produced = (self._produced + 1) & 0xFFFFFFFF
         n = len(take)
         self._in_flight += n

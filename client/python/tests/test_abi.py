@@ -24,6 +24,14 @@ int main(void) {
   F(daqiri_ring_header, consumer_flags);
   printf("DAQIRI_ABI_VERSION %u\nDAQIRI_RING_MAGIC %u\nDAQIRI_MSG_MAGIC %u\n", DAQIRI_ABI_VERSION,
          DAQIRI_RING_MAGIC, DAQIRI_MSG_MAGIC);
+  F(daqiri_tx_desc, buffer); F(daqiri_tx_desc, length); F(daqiri_tx_desc, flags);
+  F(daqiri_tx_desc, remote);
+  printf("DAQIRI_DESC_MESSAGE %u\nDAQIRI_DESC_REMOTE_WRITE %u\n", DAQIRI_DESC_MESSAGE,
+         DAQIRI_DESC_REMOTE_WRITE);
+  printf("DAQIRI_RDMA_WRITE_IMM %u\nDAQIRI_RDMA_READ %u\nDAQIRI_TX_CONNECTION_SHIFT %u\n",
+         DAQIRI_RDMA_WRITE_IMM, DAQIRI_RDMA_READ, DAQIRI_TX_CONNECTION_SHIFT);
+  printf("DAQIRI_COMPLETION_FAILED %u\nDAQIRI_COMPLETION_BUFFER %u\n", DAQIRI_COMPLETION_FAILED,
+         DAQIRI_COMPLETION_BUFFER);
   return 0;
 }
 """
@@ -65,3 +73,12 @@ def test_offsets_and_constants_match_the_header(c_layout):
     assert c_layout["DAQIRI_ABI_VERSION"] == abi.ABI_VERSION
     assert c_layout["DAQIRI_RING_MAGIC"] == abi.RING_MAGIC
     assert c_layout["DAQIRI_MSG_MAGIC"] == abi.MSG_MAGIC
+    for name in abi.TX_DESC.names:
+        assert c_layout[f"daqiri_tx_desc.{name}"] == abi.TX_DESC.fields[name][1], name
+    assert c_layout["DAQIRI_DESC_MESSAGE"] == abi.DESC_MESSAGE
+    assert c_layout["DAQIRI_DESC_REMOTE_WRITE"] == abi.DESC_REMOTE_WRITE
+    assert c_layout["DAQIRI_RDMA_WRITE_IMM"] == abi.RDMA_WRITE_IMM
+    assert c_layout["DAQIRI_RDMA_READ"] == abi.RDMA_READ
+    assert c_layout["DAQIRI_TX_CONNECTION_SHIFT"] == abi.TX_CONNECTION_SHIFT
+    assert c_layout["DAQIRI_COMPLETION_FAILED"] == abi.COMPLETION_FAILED
+    assert c_layout["DAQIRI_COMPLETION_BUFFER"] == abi.COMPLETION_BUFFER

@@ -1,5 +1,6 @@
 """TX through the real daemon: frames written in place leave as UDP datagrams, byte-exact."""
 import socket
+import time
 
 import numpy as np
 import pytest
@@ -62,3 +63,17 @@ def test_buffers_not_held_are_refused_before_the_daemon_sees_them(daemon):
             tx.submit([forged])
         tx.flush()
         assert client.connected
+
+
+def test_an_rdma_operation_on_a_socket_queue_cuts_the_client(daemon):
+    with daemon.client() as client, client.attach_tx("lo") as tx:
+        b = tx.reserve(1)[0]
+        b.length = frames.write_udp(b.data, ("127.0.0.1", 40003), ("127.0.0.1", 9), b"x" * 18)
+        b.op = daqiri.abi.RDMA_WRITE  # only RDMA queues take operations
+        b.remote_slot = 3
+        tx.submit([b])
+        deadline = time.monotonic() + 5
+        while not tx.detached and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert tx.detached
+        assert tx.failed == 0
