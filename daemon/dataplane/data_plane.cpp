@@ -107,7 +107,7 @@ Result<Poller*> DataPlane::start_rdma(const config::InterfaceConfig& itf) {
 #ifdef DAQIRI_HAVE_RDMA
   const auto& queues = itf.rx_queues.empty() ? itf.tx_queues : itf.rx_queues;
   uint32_t batch = queues.empty() ? 64 : queues.front().batch_size;
-  auto task = backends::rdma::RdmaInterface::create(itf, batch);
+  auto task = backends::rdma::RdmaInterface::create(itf, ipv4_of(itf), batch);
   if (!task) return std::unexpected(task.error());
   auto poller = poller_for("rdma:" + itf.name, queues.empty() ? -1 : queues.front().core);
   if (!poller) return std::unexpected(poller.error());
@@ -193,9 +193,6 @@ Result<> DataPlane::add_flow(const core::Flow& flow) {
   }
 #ifdef DAQIRI_HAVE_RDMA
   if (auto* rdma = this->rdma(h.itf->name)) {
-    bool server =
-        h.itf->rdma.value_or(config::RdmaConfig{}).mode == config::RdmaConfig::Mode::kServer;
-    if (auto ok = core::check_rdma_flow(flow.match, flow.connect, server); !ok) return ok;
     auto f = rdma->add_flow(flow, *h.region, arena, h.poller->epoch());
     if (!f) return std::unexpected(f.error());
     flows_[flow.name] = {std::move(*f), h.poller};

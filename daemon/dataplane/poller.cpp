@@ -56,19 +56,15 @@ void Poller::add_task(PollTask* task, const std::vector<int>& wake_fds) {
     ev.data.fd = fd;
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev);
   }
-  auto next = std::make_unique<Tasks>(tasks_.load());
-  next->push_back(task);
-  tasks_.replace(std::move(next), epoch_);
+  publish_added(tasks_, task, epoch_);
 }
 
 void Poller::remove_task(PollTask* task, const std::vector<int>& wake_fds) {
   for (int fd : wake_fds)
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
-  auto next = std::make_unique<Tasks>(tasks_.load());
-  next->erase(std::remove(next->begin(), next->end(), task), next->end());
   uint64_t one = 1;  // get it out of a park so the epoch moves promptly
   [[maybe_unused]] auto w = ::write(wake_.get(), &one, sizeof one);
-  tasks_.replace(std::move(next), epoch_);
+  publish_removed(tasks_, task, epoch_);
 }
 
 double Poller::busy_ratio() const {

@@ -70,15 +70,11 @@ void RxFanout::publish() {
 }
 
 void RxFanout::add(RxAttachment* a, const Epoch& epoch) {
-  auto next = std::make_unique<Set>(set_.load());
-  next->push_back(a);
-  set_.replace(std::move(next), epoch);
+  publish_added(set_, a, epoch);
 }
 
 void RxFanout::remove(RxAttachment* a, const Epoch& epoch) {
-  auto next = std::make_unique<Set>(set_.load());
-  next->erase(std::remove(next->begin(), next->end(), a), next->end());
-  set_.replace(std::move(next), epoch);
+  publish_removed(set_, a, epoch);
 }
 
 }  // namespace daqiri::dataplane

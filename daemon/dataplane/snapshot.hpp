@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <thread>
+#include <vector>
 
 namespace daqiri::dataplane {
 
@@ -52,5 +53,20 @@ class Published {
  private:
   std::atomic<const T*> ptr_;
 };
+
+// The usual published value: a set of pointers that control threads change one member at a
+// time (callers serialise); each change waits until the poller no longer sees the old set.
+template <typename T>
+void publish_added(Published<std::vector<T*>>& set, T* item, const Epoch& epoch) {
+  auto next = std::make_unique<std::vector<T*>>(set.load());
+  next->push_back(item);
+  set.replace(std::move(next), epoch);
+}
+template <typename T>
+void publish_removed(Published<std::vector<T*>>& set, const T* item, const Epoch& epoch) {
+  auto next = std::make_unique<std::vector<T*>>(set.load());
+  std::erase(*next, item);
+  set.replace(std::move(next), epoch);
+}
 
 }  // namespace daqiri::dataplane

@@ -139,15 +139,19 @@ int send(const std::string& socket, const std::string& itf, const SendPlan& plan
   return good == used && used > 0 ? 0 : 1;
 }
 
+// Blocking backpressure: a full ring stops the daemon reposting RECVs, and RC flow control
+// (receiver not ready, retried without limit) holds the sender. Nothing is dropped.
+daqiri::Result<daqiri::RxStream*> attach_blocking(daqiri::Client& client, const std::string& flow) {
+  daqiri::RxOptions o;
+  o.flow = flow;
+  o.block = true;
+  return client.attach_rx(o);
+}
+
 int recv(const std::string& socket, const std::string& flow, uint64_t count, int seconds,
          bool verify) {
   auto client = connect(socket);
-  daqiri::RxOptions o;
-  o.flow = flow;
-  // Blocking backpressure: a full ring stops the daemon reposting RECVs, and RC flow control
-  // (receiver not ready, retried without limit) holds the sender. Nothing is dropped.
-  o.block = true;
-  auto rx = client->attach_rx(o);
+  auto rx = attach_blocking(*client, flow);
   if (!rx) {
     say("attach failed: %s", rx.error().message.c_str());
     return 3;
@@ -207,10 +211,7 @@ int recv(const std::string& socket, const std::string& flow, uint64_t count, int
 int echo(const std::string& socket, const std::string& flow, const std::string& itf, uint64_t count,
          int seconds) {
   auto client = connect(socket);
-  daqiri::RxOptions o;
-  o.flow = flow;
-  o.block = true;
-  auto rx = client->attach_rx(o);
+  auto rx = attach_blocking(*client, flow);
   auto tx = client->attach_tx({itf, ""});
   if (!rx || !tx) {
     say("attach failed: %s", (!rx ? rx.error() : tx.error()).message.c_str());

@@ -193,9 +193,7 @@ void DpdkRxQueue::add(DpdkRxFlow* flow, const dataplane::Epoch& epoch) {
 }
 
 void DpdkRxQueue::remove(DpdkRxFlow* flow, const dataplane::Epoch& epoch) {
-  auto next = std::make_unique<Flows>(flows_.load());
-  next->erase(std::remove(next->begin(), next->end(), flow), next->end());
-  flows_.replace(std::move(next), epoch);
+  dataplane::publish_removed(flows_, flow, epoch);
 }
 
 }  // namespace daqiri::backends::dpdk

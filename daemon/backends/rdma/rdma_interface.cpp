@@ -36,13 +36,6 @@ uint32_t wr_generation(uint64_t id) {
   return uint32_t(id >> 32) & 0xffffff;
 }
 
-std::string to_string(uint32_t ipv4, uint16_t port) {
-  in_addr a{htonl(ipv4)};
-  char text[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &a, text, sizeof text);
-  return std::string(text) + ":" + std::to_string(port);
-}
-
 bool set_nonblocking(int fd) {
   int flags = ::fcntl(fd, F_GETFL);
   return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
@@ -60,7 +53,7 @@ int access_flags(const config::MemoryRegionConfig& region) {
 }  // namespace
 
 Result<std::unique_ptr<RdmaInterface>> RdmaInterface::create(const config::InterfaceConfig& itf,
-                                                             uint32_t batch) {
+                                                             uint32_t ipv4, uint32_t batch) {
   config::RdmaConfig rc = itf.rdma.value_or(config::RdmaConfig{});
   if (rc.transport == config::RdmaConfig::Transport::kUc) {
     // librdmacm connects RC queue pairs (RDMA_PS_TCP); UC would need our own CM exchange.
@@ -71,9 +64,7 @@ Result<std::unique_ptr<RdmaInterface>> RdmaInterface::create(const config::Inter
                 "rdma.transport");
   }
   std::unique_ptr<RdmaInterface> r(new RdmaInterface(itf, batch));
-  in_addr a{};
-  inet_pton(AF_INET, itf.address.c_str(), &a);
-  r->address_ = ntohl(a.s_addr);
+  r->address_ = ipv4;
   r->port_ = rc.port;
   std::string where = "interface \"" + itf.name + "\": ";
 
@@ -96,13 +87,13 @@ Result<std::unique_ptr<RdmaInterface>> RdmaInterface::create(const config::Inter
   }
   r->bound_.reset(id);
   bool server = r->mode_ == config::RdmaConfig::Mode::kServer;
-  sockaddr_in bind_to = ipv4_address(r->address_, server ? r->port_ : 0);
+  core::Endpoint local{r->address_, server ? r->port_ : uint16_t{0}};
+  std::string bind_to_text = local.to_string();
+  sockaddr_in bind_to = ipv4_address(local.ipv4, local.port);
   if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&bind_to)) != 0) {
     int err = errno;
     return fail(err == EADDRINUSE ? ErrorCode::kFailedPrecondition : ErrorCode::kInternal,
-                where + "cannot bind RDMA CM to " +
-                    to_string(r->address_, bind_to.sin_port ? r->port_ : 0) + ": " +
-                    std::strerror(err) +
+                where + "cannot bind RDMA CM to " + bind_to_text + ": " + std::strerror(err) +
                     " (is there an RDMA device on the netdev with this address? `rdma link`)",
                 "address");
   }
@@ -114,7 +105,7 @@ Result<std::unique_ptr<RdmaInterface>> RdmaInterface::create(const config::Inter
                 "address");
   }
   if (server && rdma_listen(id, int(kMaxConnections)) != 0) {
-    return fail_errno(where + "rdma_listen on " + to_string(r->address_, r->port_));
+    return fail_errno(where + "rdma_listen on " + bind_to_text);
   }
   r->context_ = id->verbs;
   r->device_ = ibv_get_device_name(r->context_->device);
@@ -133,8 +124,8 @@ Result<std::unique_ptr<RdmaInterface>> RdmaInterface::create(const config::Inter
   r->cq_.reset(ibv_create_cq(r->context_, cqe, nullptr, r->completions_.get(), 0));
   if (!r->cq_) return fail_errno(where + "ibv_create_cq");
   spdlog::info("rdma interface {}: {} {} on {} ({})", itf.name,
-               server ? "listening on" : "bound to", to_string(r->address_, server ? r->port_ : 0),
-               r->device_, rc.transport == config::RdmaConfig::Transport::kRc ? "RC" : "UC");
+               server ? "listening on" : "bound to", bind_to_text, r->device_,
+               rc.transport == config::RdmaConfig::Transport::kRc ? "RC" : "UC");
   return r;
 }
 
@@ -163,6 +154,10 @@ std::vector<int> RdmaInterface::fds() const {
 Result<std::unique_ptr<RdmaRxFlow>> RdmaInterface::add_flow(
     const core::Flow& flow, const config::MemoryRegionConfig& region, memory::PageArena* arena,
     const dataplane::Epoch& epoch) {
+  bool server = mode_ == config::RdmaConfig::Mode::kServer;
+  if (auto ok = core::check_rdma_flow(flow.match, flow.connect, server); !ok) {
+    return std::unexpected(ok.error());
+  }
   int access = access_flags(region);
   bool window = (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) != 0;
   auto f = RdmaRxFlow::create(flow, region.buf_size, region.num_bufs,
@@ -188,10 +183,8 @@ Result<std::unique_ptr<RdmaRxFlow>> RdmaInterface::add_flow(
     rec->ours.access = uint16_t(((access & IBV_ACCESS_REMOTE_WRITE) ? kWindowWritable : 0) |
                                 ((access & IBV_ACCESS_REMOTE_READ) ? kWindowReadable : 0));
   }
-  auto next = std::make_unique<Flows>(flows_.load());
-  next->push_back(rec.get());
+  dataplane::publish_added(flows_, rec.get(), epoch);
   flow_records_[f->get()] = std::move(rec);
-  flows_.replace(std::move(next), epoch);
   return f;
 }
 
@@ -202,9 +195,7 @@ void RdmaInterface::remove_flow(RdmaRxFlow* flow, const dataplane::Epoch& epoch)
   while (!flow->released.load(std::memory_order_acquire)) {
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
-  auto next = std::make_unique<Flows>(flows_.load());
-  next->erase(std::remove(next->begin(), next->end(), it->second.get()), next->end());
-  flows_.replace(std::move(next), epoch);
+  dataplane::publish_removed(flows_, it->second.get(), epoch);
   flow_records_.erase(it);
 }
 
@@ -214,19 +205,15 @@ Result<> RdmaInterface::add(dataplane::TxAttachment* a, const dataplane::Epoch& 
   // LOCAL_WRITE: a READ's data lands in the client's buffer.
   rec->mr.reset(ibv_reg_mr(pd_.get(), a->buffers().data(), a->buffers().size(), kLocalWrite));
   if (!rec->mr) return fail_errno("ibv_reg_mr of a TX attachment's buffers");
-  auto next = std::make_unique<TxSet>(tx_.load());
-  next->push_back(rec.get());
+  dataplane::publish_added(tx_, rec.get(), epoch);
   tx_records_[a] = std::move(rec);
-  tx_.replace(std::move(next), epoch);
   return {};
 }
 
 void RdmaInterface::remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
   auto it = tx_records_.find(a);
   if (it == tx_records_.end()) return;
-  auto next = std::make_unique<TxSet>(tx_.load());
-  next->erase(std::remove(next->begin(), next->end(), it->second.get()), next->end());
-  tx_.replace(std::move(next), epoch);
+  dataplane::publish_removed(tx_, it->second.get(), epoch);
   tx_records_.erase(it);
 }
 
@@ -271,8 +258,10 @@ bool RdmaInterface::poll() {
     if (!f->flow->released.load(std::memory_order_relaxed)) f->flow->fanout().begin();
   }
   uint64_t now = 0;
-  // Connection events are rare: look every 64th poll while busy, every poll while idle.
-  if (idle_ > 0 || (++tick_ & 63) == 0) {
+  // Connection and device events, and the completion channel, are rare and cost syscalls:
+  // every 64th poll, busy or idle (a woken poller spins 2048 polls before it parks again).
+  bool slow_path = (++tick_ & 63) == 0;
+  if (slow_path) {
     now = dataplane::monotonic_ns();
     handle_device_events();
     handle_cm_events(now);
@@ -286,10 +275,10 @@ bool RdmaInterface::poll() {
         flow->released.store(true, std::memory_order_release);
         continue;
       }
-      if (flow->flow().connect && f->slot < 0 && f->redial.due(now)) dial(*f, now);
+      if (flow->flow().connect && f->redial.due(now) && !has_connection(*f)) dial(*f, now);
     }
   }
-  if (armed_) {
+  if (armed_ && slow_path) {
     ibv_cq* cq = nullptr;
     void* ctx = nullptr;
     if (ibv_get_cq_event(completions_.get(), &cq, &ctx) == 0) {
@@ -297,7 +286,7 @@ bool RdmaInterface::poll() {
       armed_ = false;
     }
   }
-  bool work = poll_completions(now);
+  bool work = poll_completions();
   work |= drain_tx();
   for (auto& c : conns_) {
     if (c.state == State::kFree) continue;
@@ -449,7 +438,8 @@ void RdmaInterface::on_connect_request(rdma_cm_id* id, const std::optional<Hands
   int slot = free_slot();
   if (flow == nullptr || slot < 0 || id->verbs != context_) {
     bump(counters_.rejected);
-    spdlog::warn("rdma interface {}: refused a connection from {}: {}", name_, to_string(from, 0),
+    spdlog::warn("rdma interface {}: refused a connection from {}: {}", name_,
+                 core::Ipv4Prefix{from, 32}.to_string(),
                  flow == nullptr ? "no flow matches it"
                  : slot < 0      ? "all " + std::to_string(kMaxConnections) + " connections in use"
                                  : "it arrived on another device");
@@ -492,7 +482,6 @@ void RdmaInterface::dial(FlowRecord& f, uint64_t now_ns) {
   c.flow = &f;
   c.stream = 0;  // numbered when established: failed dials use up no numbers
   c.state = State::kResolving;
-  f.slot = slot;
   sockaddr_in src = ipv4_address(address_, 0);
   sockaddr_in dst = ipv4_address(f.flow->flow().connect->ipv4, f.flow->flow().connect->port);
   if (rdma_resolve_addr(id, reinterpret_cast<sockaddr*>(&src), reinterpret_cast<sockaddr*>(&dst),
@@ -563,11 +552,10 @@ void RdmaInterface::post_receives(Connection& c) {
   c.flow->posted += posted;
 }
 
-bool RdmaInterface::poll_completions(uint64_t& now_ns) {
+bool RdmaInterface::poll_completions() {
   ibv_wc wc[32];
   int n = ibv_poll_cq(cq_.get(), 32, wc);
   if (n <= 0) return false;
-  if (now_ns == 0) now_ns = dataplane::monotonic_ns();
   uint64_t stamp = dataplane::realtime_ns();
   for (int i = 0; i < n; ++i) {
     const ibv_wc& w = wc[i];
@@ -600,7 +588,7 @@ bool RdmaInterface::poll_completions(uint64_t& now_ns) {
     uint32_t buf = c.recvs.pop();
     --c.flow->posted;
     if (ok && w.opcode == IBV_WC_RECV) {
-      deliver(c, buf, w.byte_len, stamp);
+      deliver(c, c.flow->flow->pool(), buf, w.byte_len, DAQIRI_DESC_MESSAGE, stamp);
       continue;
     }
     c.flow->flow->pool().set_refs(buf, 0);
@@ -611,30 +599,8 @@ bool RdmaInterface::poll_completions(uint64_t& now_ns) {
   return true;
 }
 
-void RdmaInterface::deliver(Connection& c, uint32_t buffer, uint32_t length, uint64_t now_ns) {
-  RdmaRxFlow& flow = *c.flow->flow;
-  memory::BufferPool& pool = flow.pool();
-  daqiri_rx_desc d{};
-  d.offset = pool.offset(buffer);
-  d.timestamp_ns = now_ns;
-  d.length = length;
-  d.flow_id = flow.flow().id;
-  d.flags = DAQIRI_DESC_MESSAGE;
-  d.stream = c.stream;
-  uint16_t refs = flow.fanout().deliver(d, buffer, &pool);
-  if (refs == 0) {
-    bump(flow.fanout().active() == 0 ? flow.counters.no_attachment : flow.counters.rings_full);
-  }
-  pool.set_refs(buffer, refs);
-  bump(flow.counters.packets);
-  bump(flow.counters.bytes, length);
-  bump(counters_.messages);
-  bump(counters_.message_bytes, length);
-}
-
 void RdmaInterface::deliver_window(Connection& c, uint32_t slot, uint32_t length, uint64_t now_ns) {
-  RdmaRxFlow& flow = *c.flow->flow;
-  memory::BufferPool* window = flow.remote_window();
+  memory::BufferPool* window = c.flow->flow->remote_window();
   if (window == nullptr || slot >= window->num_bufs() || length > window->buf_size()) {
     bump(counters_.bad_immediates);
     return;
@@ -645,18 +611,24 @@ void RdmaInterface::deliver_window(Connection& c, uint32_t slot, uint32_t length
     bump(counters_.window_overruns);
     return;
   }
+  deliver(c, *window, slot, length, DAQIRI_DESC_MESSAGE | DAQIRI_DESC_REMOTE_WRITE, now_ns);
+}
+
+void RdmaInterface::deliver(Connection& c, memory::BufferPool& pool, uint32_t buffer,
+                            uint32_t length, uint16_t flags, uint64_t now_ns) {
+  RdmaRxFlow& flow = *c.flow->flow;
   daqiri_rx_desc d{};
-  d.offset = window->offset(slot);
+  d.offset = pool.offset(buffer);
   d.timestamp_ns = now_ns;
   d.length = length;
   d.flow_id = flow.flow().id;
-  d.flags = DAQIRI_DESC_MESSAGE | DAQIRI_DESC_REMOTE_WRITE;
+  d.flags = flags;
   d.stream = c.stream;
-  uint16_t refs = flow.fanout().deliver(d, slot, window);
+  uint16_t refs = flow.fanout().deliver(d, buffer, &pool);
   if (refs == 0) {
     bump(flow.fanout().active() == 0 ? flow.counters.no_attachment : flow.counters.rings_full);
   }
-  window->set_refs(slot, refs);
+  pool.set_refs(buffer, refs);
   bump(flow.counters.packets);
   bump(flow.counters.bytes, length);
   bump(counters_.messages);
@@ -745,6 +717,11 @@ uint16_t RdmaInterface::next_stream() {
   return s;
 }
 
+bool RdmaInterface::has_connection(const FlowRecord& f) const {
+  return std::any_of(conns_.begin(), conns_.end(),
+                     [&f](const Connection& c) { return c.state != State::kFree && c.flow == &f; });
+}
+
 int RdmaInterface::free_slot() const {
   for (size_t i = 0; i < conns_.size(); ++i) {
     if (conns_[i].state == State::kFree) return int(i);
@@ -777,7 +754,6 @@ void RdmaInterface::teardown(Connection& c, uint64_t now_ns) {
     --f.tx->in_flight;
   }
   if (c.flow->flow->flow().connect) {
-    c.flow->slot = -1;
     c.flow->redial.failed(now_ns);
   }
   c.flow = nullptr;

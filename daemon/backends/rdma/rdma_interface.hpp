@@ -54,8 +54,9 @@ class RdmaInterface final : public dataplane::TxQueueTask {
   static constexpr uint32_t kRecvDepth = 128;  // RECVs kept posted per connection
   static constexpr uint32_t kSendDepth = 128;  // work requests in flight per connection
 
+  // `ipv4`: the interface's address, host byte order.
   static Result<std::unique_ptr<RdmaInterface>> create(const config::InterfaceConfig& itf,
-                                                       uint32_t batch);
+                                                       uint32_t ipv4, uint32_t batch);
   ~RdmaInterface() override;
   RdmaInterface(const RdmaInterface&) = delete;
   RdmaInterface& operator=(const RdmaInterface&) = delete;
@@ -69,7 +70,8 @@ class RdmaInterface final : public dataplane::TxQueueTask {
   Result<> add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
   void remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
   // A flow's pool (and remote window, when `region` allows remote access), registered with
-  // the device; its connections open from the next poll on.
+  // the device; its connections open from the next poll on. INVALID_ARGUMENT for a flow the
+  // interface's mode does not take (core::check_rdma_flow).
   Result<std::unique_ptr<RdmaRxFlow>> add_flow(const core::Flow& flow,
                                                const config::MemoryRegionConfig& region,
                                                memory::PageArena* arena,
@@ -86,8 +88,7 @@ class RdmaInterface final : public dataplane::TxQueueTask {
     MemoryRegistration pool_mr;
     MemoryRegistration window_mr;
     Handshake ours;
-    // Poller side, client flows: the connection it has (-1: none) and when to dial again.
-    int slot = -1;
+    // Poller side, client flows: when to dial again.
     RedialBackoff redial;
     uint32_t posted = 0;  // RECVs posted from its pool, all connections
   };
@@ -132,8 +133,11 @@ class RdmaInterface final : public dataplane::TxQueueTask {
   void on_connect_request(rdma_cm_id* id, const std::optional<Handshake>& peer);
   void dial(FlowRecord& f, uint64_t now_ns);
   bool open_queue_pair(Connection& c);
-  bool poll_completions(uint64_t& now_ns);
-  void deliver(Connection& c, uint32_t buffer, uint32_t length, uint64_t now_ns);
+  bool poll_completions();
+  // A buffer of the flow's pool or remote window to the flow's clients.
+  void deliver(Connection& c, memory::BufferPool& pool, uint32_t buffer, uint32_t length,
+               uint16_t flags, uint64_t now_ns);
+  // A peer's WRITE with immediate into window slot `slot`, checked first.
   void deliver_window(Connection& c, uint32_t slot, uint32_t length, uint64_t now_ns);
   bool drain_tx();
   void post(TxRecord& t, const daqiri_tx_desc& d);
@@ -142,6 +146,7 @@ class RdmaInterface final : public dataplane::TxQueueTask {
   void teardown(Connection& c, uint64_t now_ns);
   Connection* find_stream(uint16_t stream);
   int free_slot() const;
+  [[nodiscard]] bool has_connection(const FlowRecord& f) const;
   uint16_t next_stream();
 
   std::string name_;

@@ -91,16 +91,12 @@ bool SocketTxQueue::drain(dataplane::TxAttachment& a) {
 }
 
 Result<> SocketTxQueue::add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
-  auto next = std::make_unique<Set>(set_.load());
-  next->push_back(a);
-  set_.replace(std::move(next), epoch);
+  dataplane::publish_added(set_, a, epoch);
   return {};
 }
 
 void SocketTxQueue::remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
-  auto next = std::make_unique<Set>(set_.load());
-  next->erase(std::remove(next->begin(), next->end(), a), next->end());
-  set_.replace(std::move(next), epoch);
+  dataplane::publish_removed(set_, a, epoch);
 }
 
 }  // namespace daqiri::backends::socket
