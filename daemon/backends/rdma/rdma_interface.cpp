@@ -55,14 +55,6 @@ int access_flags(const config::MemoryRegionConfig& region) {
 Result<std::unique_ptr<RdmaInterface>> RdmaInterface::create(const config::InterfaceConfig& itf,
                                                              uint32_t ipv4, uint32_t batch) {
   config::RdmaConfig rc = itf.rdma.value_or(config::RdmaConfig{});
-  if (rc.transport == config::RdmaConfig::Transport::kUc) {
-    // librdmacm connects RC queue pairs (RDMA_PS_TCP); UC would need our own CM exchange.
-    return fail(ErrorCode::kFailedPrecondition,
-                "interface \"" + itf.name +
-                    "\": rdma.transport UC is not supported by this version of daqirid "
-                    "(its connections are RDMA CM RC queue pairs); use RC",
-                "rdma.transport");
-  }
   std::unique_ptr<RdmaInterface> r(new RdmaInterface(itf, batch));
   r->address_ = ipv4;
   r->port_ = rc.port;
@@ -81,22 +73,19 @@ Result<std::unique_ptr<RdmaInterface>> RdmaInterface::create(const config::Inter
     return fail_errno(where + "rdma_create_event_channel", err);
   }
   if (!set_nonblocking(r->channel_->fd)) return fail_errno(where + "CM channel O_NONBLOCK");
-  rdma_cm_id* id = nullptr;
-  if (rdma_create_id(r->channel_.get(), &id, nullptr, RDMA_PS_TCP) != 0) {
-    return fail_errno(where + "rdma_create_id");
-  }
-  r->bound_.reset(id);
   bool server = r->mode_ == config::RdmaConfig::Mode::kServer;
   core::Endpoint local{r->address_, server ? r->port_ : uint16_t{0}};
   std::string bind_to_text = local.to_string();
-  sockaddr_in bind_to = ipv4_address(local.ipv4, local.port);
-  if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&bind_to)) != 0) {
+  auto bound = r->bound_id(local.port, nullptr);
+  if (!bound) {
     int err = errno;
     return fail(err == EADDRINUSE ? ErrorCode::kFailedPrecondition : ErrorCode::kInternal,
                 where + "cannot bind RDMA CM to " + bind_to_text + ": " + std::strerror(err) +
                     " (is there an RDMA device on the netdev with this address? `rdma link`)",
                 "address");
   }
+  r->bound_ = std::move(*bound);
+  rdma_cm_id* id = r->bound_.get();
   if (id->verbs == nullptr) {
     return fail(ErrorCode::kFailedPrecondition,
                 where + "no RDMA device owns " + itf.address +
@@ -111,8 +100,11 @@ Result<std::unique_ptr<RdmaInterface>> RdmaInterface::create(const config::Inter
   r->device_ = ibv_get_device_name(r->context_->device);
   ibv_device_attr attr{};
   if (ibv_query_device(r->context_, &attr) != 0) return fail_errno(where + "ibv_query_device");
+  // UC has no READ, so no responder resources.
   r->rd_atomic_ =
-      static_cast<uint8_t>(std::min({attr.max_qp_rd_atom, attr.max_qp_init_rd_atom, 16}));
+      r->qp_type_ == IBV_QPT_UC
+          ? uint8_t{0}
+          : static_cast<uint8_t>(std::min({attr.max_qp_rd_atom, attr.max_qp_init_rd_atom, 16}));
   r->pd_.reset(ibv_alloc_pd(r->context_));
   if (!r->pd_) return fail_errno(where + "ibv_alloc_pd on " + r->device_);
   r->completions_.reset(ibv_create_comp_channel(r->context_));
@@ -125,13 +117,17 @@ Result<std::unique_ptr<RdmaInterface>> RdmaInterface::create(const config::Inter
   if (!r->cq_) return fail_errno(where + "ibv_create_cq");
   spdlog::info("rdma interface {}: {} {} on {} ({})", itf.name,
                server ? "listening on" : "bound to", bind_to_text, r->device_,
-               rc.transport == config::RdmaConfig::Transport::kRc ? "RC" : "UC");
+               r->qp_type_ == IBV_QPT_UC ? "UC" : "RC");
   return r;
 }
 
 RdmaInterface::RdmaInterface(const config::InterfaceConfig& itf, uint32_t batch)
     : name_(itf.name),
       mode_(itf.rdma.value_or(config::RdmaConfig{}).mode),
+      qp_type_(itf.rdma.value_or(config::RdmaConfig{}).transport ==
+                       config::RdmaConfig::Transport::kUc
+                   ? IBV_QPT_UC
+                   : IBV_QPT_RC),
       batch_(std::min<uint32_t>(batch, 256)),
       flows_(std::make_unique<const Flows>()),
       tx_(std::make_unique<const TxSet>()) {}
@@ -147,6 +143,37 @@ RdmaInterface::~RdmaInterface() {
 
 std::vector<int> RdmaInterface::fds() const {
   return {channel_->fd, completions_->fd, context_->async_fd};
+}
+
+std::optional<CmId> RdmaInterface::bound_id(uint16_t port, void* context) {
+  sockaddr_in local = ipv4_address(address_, port);
+  rdma_cm_id* id = nullptr;
+  if (qp_type_ == IBV_QPT_RC) {
+    if (rdma_create_id(channel_.get(), &id, context, RDMA_PS_TCP) != 0) return std::nullopt;
+  } else {
+    // librdmacm's rdma_create_id makes every id of RDMA_PS_IB an RC one, and the kernel's CM
+    // then sets RC attributes on the queue pair. rdma_create_ep takes the queue pair type;
+    // its id is synchronous until it moves to our channel.
+    rdma_addrinfo ai{};
+    ai.ai_flags = RAI_PASSIVE;
+    ai.ai_family = AF_INET;
+    ai.ai_qp_type = IBV_QPT_UC;
+    ai.ai_port_space = RDMA_PS_IB;
+    ai.ai_src_addr = reinterpret_cast<sockaddr*>(&local);
+    ai.ai_src_len = sizeof(local);
+    if (rdma_create_ep(&id, &ai, nullptr, nullptr) != 0) return std::nullopt;
+    if (rdma_migrate_id(id, channel_.get()) != 0) {
+      int err = errno;
+      rdma_destroy_ep(id);
+      errno = err;
+      return std::nullopt;
+    }
+    id->context = context;
+    return CmId(id);
+  }
+  CmId owned(id);
+  if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&local)) != 0) return std::nullopt;
+  return owned;
 }
 
 // ---- control side ------------------------------------------------------------------------
@@ -180,8 +207,9 @@ Result<std::unique_ptr<RdmaRxFlow>> RdmaInterface::add_flow(
     rec->ours.window_rkey = rec->window_mr->rkey;
     rec->ours.slot_size = w->buf_size();
     rec->ours.slots = w->num_bufs();
+    bool readable = (access & IBV_ACCESS_REMOTE_READ) != 0 && qp_type_ == IBV_QPT_RC;
     rec->ours.access = uint16_t(((access & IBV_ACCESS_REMOTE_WRITE) ? kWindowWritable : 0) |
-                                ((access & IBV_ACCESS_REMOTE_READ) ? kWindowReadable : 0));
+                                (readable ? kWindowReadable : 0));
   }
   dataplane::publish_added(flows_, rec.get(), epoch);
   flow_records_[f->get()] = std::move(rec);
@@ -476,15 +504,14 @@ void RdmaInterface::dial(FlowRecord& f, uint64_t now_ns) {
   int slot = free_slot();
   if (slot < 0) return f.redial.failed(now_ns);
   Connection& c = conns_[size_t(slot)];
-  rdma_cm_id* id = nullptr;
-  if (rdma_create_id(channel_.get(), &id, &c, RDMA_PS_TCP) != 0) return f.redial.failed(now_ns);
-  c.id.reset(id);
+  auto id = bound_id(0, &c);
+  if (!id) return f.redial.failed(now_ns);
+  c.id = std::move(*id);
   c.flow = &f;
   c.stream = 0;  // numbered when established: failed dials use up no numbers
   c.state = State::kResolving;
-  sockaddr_in src = ipv4_address(address_, 0);
   sockaddr_in dst = ipv4_address(f.flow->flow().connect->ipv4, f.flow->flow().connect->port);
-  if (rdma_resolve_addr(id, reinterpret_cast<sockaddr*>(&src), reinterpret_cast<sockaddr*>(&dst),
+  if (rdma_resolve_addr(c.id.get(), nullptr, reinterpret_cast<sockaddr*>(&dst),
                         kResolveTimeoutMs) != 0) {
     bump(counters_.connect_failures);
     teardown(c, now_ns);
@@ -496,7 +523,7 @@ bool RdmaInterface::open_queue_pair(Connection& c) {
   ibv_qp_init_attr attr{};
   attr.send_cq = cq_.get();
   attr.recv_cq = cq_.get();
-  attr.qp_type = IBV_QPT_RC;
+  attr.qp_type = qp_type_;
   attr.sq_sig_all = 1;
   attr.cap.max_send_wr = kSendDepth;
   attr.cap.max_recv_wr = kRecvDepth;
@@ -668,6 +695,7 @@ void RdmaInterface::post(TxRecord& t, const daqiri_tx_desc& d) {
   Connection* c = find_stream(uint16_t(d.flags >> DAQIRI_TX_CONNECTION_SHIFT));
   if (c == nullptr || c->sends.full()) return refuse(t, d);
   auto op = static_cast<daqiri_rdma_op>(d.flags & DAQIRI_TX_OP_MASK);
+  if (op == DAQIRI_RDMA_READ && qp_type_ == IBV_QPT_UC) return refuse(t, d);
   ibv_send_wr wr{};
   if (op != DAQIRI_RDMA_SEND) {
     uint16_t need = op == DAQIRI_RDMA_READ ? kWindowReadable : kWindowWritable;

@@ -128,6 +128,9 @@ class RdmaInterface final : public dataplane::TxQueueTask {
   using TxSet = std::vector<TxRecord*>;
 
   RdmaInterface(const config::InterfaceConfig& itf, uint32_t batch);
+  // A CM id of the interface's transport bound to its address and `port` (0: any), on its
+  // event channel; nullopt with errno set.
+  std::optional<CmId> bound_id(uint16_t port, void* context);
   void handle_cm_events(uint64_t now_ns);
   void handle_device_events();
   void on_connect_request(rdma_cm_id* id, const std::optional<Handshake>& peer);
@@ -151,6 +154,7 @@ class RdmaInterface final : public dataplane::TxQueueTask {
 
   std::string name_;
   config::RdmaConfig::Mode mode_;
+  ibv_qp_type qp_type_;   // RC, or UC: no READ, no receiver-not-ready flow control
   uint32_t address_ = 0;  // host byte order
   uint16_t port_ = 0;
   uint32_t batch_;
