@@ -48,6 +48,8 @@ Result<DriverApi> load_all() {
   step("cuMemHostRegister", a.mem_host_register);
   step("cuMemHostUnregister", a.mem_host_unregister);
   step("cuMemHostGetDevicePointer", a.mem_host_get_device_pointer);
+  step("cuMemGetHandleForAddressRange", a.mem_get_handle_for_address_range);
+  step("cuDeviceGetAttribute", a.device_get_attribute);
   step("cuStreamWriteValue32", a.stream_write_value32);
   step("cuStreamWaitValue32", a.stream_wait_value32);
   step("cuDeviceGet", a.device_get);

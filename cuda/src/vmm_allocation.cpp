@@ -5,8 +5,9 @@
 namespace daqiri::cuda {
 namespace {
 
-CUmemAllocationProp device_prop(CUdevice device) {
+CUmemAllocationProp device_prop(CUdevice device, bool rdma = false) {
   CUmemAllocationProp prop{};
+  prop.allocFlags.gpuDirectRDMACapable = rdma ? 1 : 0;
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = device;
@@ -16,8 +17,20 @@ CUmemAllocationProp device_prop(CUdevice device) {
 
 }  // namespace
 
-Result<VmmAllocation> VmmAllocation::create(const DriverApi& api, CUdevice device, size_t bytes) {
-  CUmemAllocationProp prop = device_prop(device);
+Result<VmmAllocation> VmmAllocation::create(const DriverApi& api, CUdevice device, size_t bytes,
+                                            bool rdma) {
+  if (rdma) {
+    int capable = 0;
+    api.device_get_attribute(&capable, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+                             device);
+    if (capable == 0) {
+      return fail(ErrorCode::kFailedPrecondition,
+                  "GPU " + std::to_string(device) +
+                      " does not support GPUDirect RDMA on CUDA VMM memory "
+                      "(CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED is 0)");
+    }
+  }
+  CUmemAllocationProp prop = device_prop(device, rdma);
   size_t granularity = 0;
   if (CUresult r = api.mem_get_allocation_granularity(&granularity, &prop,
                                                       CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
@@ -107,6 +120,20 @@ Result<UniqueFd> VmmAllocation::export_fd() const {
           &fd, handle_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
       r != CUDA_SUCCESS) {
     return std::unexpected(driver_error(*api_, r, "cuMemExportToShareableHandle"));
+  }
+  return UniqueFd(fd);
+}
+
+Result<UniqueFd> VmmAllocation::export_dmabuf() const {
+  int fd = -1;
+  if (CUresult r = api_->mem_get_handle_for_address_range(&fd, ptr_, size_,
+                                                          CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+      r != CUDA_SUCCESS) {
+    return std::unexpected(driver_error(
+        *api_, r,
+        "cuMemGetHandleForAddressRange (dma-buf; needs the NVIDIA open kernel modules and a "
+        "kernel with dma-buf)",
+        ErrorCode::kFailedPrecondition));
   }
   return UniqueFd(fd);
 }

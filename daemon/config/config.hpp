@@ -69,6 +69,7 @@ struct MemoryRegionConfig {
   std::optional<GpuCopy> gpu_copy;  // pinned/device: the engine's copy method (default gather)
   std::vector<std::string> access;  // RDMA access flags: local, rdma_read, rdma_write
   bool share_pages = false;         // huge: pack the RX pools cut from it into shared hugepages
+  bool gpudirect = false;  // device, RX of rdma interfaces: the NIC writes into the GPU (dma-buf)
   Located where;
 
   [[nodiscard]] uint64_t total_bytes() const { return uint64_t{buf_size} * num_bufs; }

@@ -121,6 +121,12 @@ class Validator {
             r.where.at("gpu_copy"),
             std::string("gpu_copy applies to pinned and device regions, not ") + to_string(r.kind));
       }
+      if (r.gpudirect && r.kind != RegionKind::kDevice) {
+        error(r.where.at("gpudirect"),
+              std::string("gpudirect puts a queue's pool in GPU memory: it applies to device "
+                          "regions, not ") +
+                  to_string(r.kind));
+      }
       if (r.share_pages && r.kind != RegionKind::kHuge) {
         error(r.where.at("share_pages"),
               std::string("share_pages packs pools into shared 2 MB hugepages: it applies to huge "
@@ -160,6 +166,13 @@ class Validator {
       } else {
         users_[name].push_back(&q);
         user_names_[&q] = itf.name + "/" + q.name;
+        if (regions_.at(name)->gpudirect &&
+            (itf.backend != Backend::kRdma || std::string_view(dir) != "RX")) {
+          error(q.where.at(regions_key),
+                "region \"" + name + "\" is gpudirect, which this daqirid drives on RX queues of " +
+                    "rdma interfaces only (the NIC writes into GPU memory registered through " +
+                    "dma-buf); use it without gpudirect to stage through host memory");
+        }
         if (regions_.at(name)->share_pages && itf.backend == Backend::kDpdk &&
             std::string_view(dir) == "RX") {
           error(q.where.at(regions_key),

@@ -94,6 +94,7 @@ MemoryRegionConfig read_region(const YamlNode& node) {
   map.read_int("gpu", r.gpu, 0, 63, r.where);
   if (GpuCopy copy{}; map.read_choice("gpu_copy", copy, kGpuCopies, r.where)) r.gpu_copy = copy;
   map.read_bool("share_pages", r.share_pages, r.where);
+  map.read_bool("gpudirect", r.gpudirect, r.where);
   map.read_string_list("access", r.access, r.where);
   map.finish();
   return r;

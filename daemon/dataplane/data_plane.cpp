@@ -193,7 +193,20 @@ Result<> DataPlane::add_flow(const core::Flow& flow) {
   }
 #ifdef DAQIRI_HAVE_RDMA
   if (auto* rdma = this->rdma(h.itf->name)) {
-    auto f = rdma->add_flow(flow, *h.region, arena, h.poller->epoch());
+    std::optional<memory::DeviceMemory> device;
+#ifdef DAQIRI_HAVE_CUDA
+    if (h.region->gpudirect) {
+      auto gpu = gpu_of(*h.region);
+      auto m = gpu ? gpu::DevicePoolMemory::create(**gpu, h.region->total_bytes())
+                   : Result<memory::DeviceMemory>(std::unexpected(gpu.error()));
+      if (!m) {
+        return fail(m.error().code, "flow \"" + flow.name + "\": region \"" + h.region->name +
+                                        "\" is gpudirect: " + m.error().message);
+      }
+      device = std::move(*m);
+    }
+#endif
+    auto f = rdma->add_flow(flow, *h.region, arena, h.poller->epoch(), device ? &*device : nullptr);
     if (!f) return std::unexpected(f.error());
     flows_[flow.name] = {std::move(*f), h.poller};
     return {};
@@ -292,6 +305,11 @@ Result<> DataPlane::check_delivery(const RxQueueHome& home, std::string_view flo
                 "gpu");
   };
   if (!options.gpu) {
+    if (home.region->gpudirect) {
+      return refuse(
+          "the NIC writes its packets into GPU memory (gpudirect): attach with a GPU "
+          "ring; host memory never holds them");
+    }
     if (kind == config::RegionKind::kDevice && !options.staging_pool) {
       return refuse("its packets go to GPU memory; attach with a GPU ring");
     }
@@ -308,8 +326,7 @@ Result<> DataPlane::check_delivery(const RxQueueHome& home, std::string_view flo
 }
 
 #ifdef DAQIRI_HAVE_CUDA
-Result<> DataPlane::add_gpu_engine(Attachment& a, const config::MemoryRegionConfig& region,
-                                   uint32_t slots) {
+Result<gpu::GpuDevice*> DataPlane::gpu_of(const config::MemoryRegionConfig& region) {
   int ordinal = region.gpu < 0 ? 0 : region.gpu;
   auto dev = gpus_.find(ordinal);
   if (dev == gpus_.end()) {
@@ -317,9 +334,22 @@ Result<> DataPlane::add_gpu_engine(Attachment& a, const config::MemoryRegionConf
     if (!opened) return std::unexpected(opened.error());
     dev = gpus_.emplace(ordinal, std::move(*opened)).first;
   }
-  if (auto ok = dev->second->make_current(); !ok) return ok;
+  return dev->second.get();
+}
+
+Result<> DataPlane::add_gpu_engine(Attachment& a, const config::MemoryRegionConfig& region,
+                                   uint32_t slots) {
+  auto dev = gpu_of(region);
+  if (!dev) return std::unexpected(dev.error());
+  if (auto ok = (*dev)->make_current(); !ok) return ok;
+  int ordinal = (*dev)->ordinal();
   std::vector<uint64_t> addresses;
   for (memory::BufferPool* pool : a.rx->pools()) {
+    if (pool->on_device()) {
+      // GPUDirect: the NIC wrote it into GPU memory; the engine gathers device to device.
+      addresses.push_back(reinterpret_cast<uintptr_t>(pool->data()));
+      continue;
+    }
     auto reg = pinned_pools_.find(pool);
     if (reg == pinned_pools_.end()) {
       auto r = gpu::HostRegistration::create(pool->memory().data(), pool->memory().size());
@@ -328,9 +358,8 @@ Result<> DataPlane::add_gpu_engine(Attachment& a, const config::MemoryRegionConf
     }
     addresses.push_back(reg->second.device_address());
   }
-  auto task =
-      gpu::GpuRxTask::create(*dev->second, *a.rx, std::move(addresses), slots, region.buf_size,
-                             region.gpu_copy.value_or(config::GpuCopy::kGather));
+  auto task = gpu::GpuRxTask::create(**dev, *a.rx, std::move(addresses), slots, region.buf_size,
+                                     region.gpu_copy.value_or(config::GpuCopy::kGather));
   if (!task) return std::unexpected(task.error());
   auto poller = gpu_pollers_.find(ordinal);
   if (poller == gpu_pollers_.end()) {
@@ -695,7 +724,11 @@ std::string DataPlane::delivery(const std::string& interface, const std::string&
   if (dpdk_ && is_dpdk(interface)) return dpdk_->delivery(interface, queue);
 #endif
 #ifdef DAQIRI_HAVE_RDMA
-  if (rdma(interface)) return "zero-copy (RDMA)";
+  if (rdma(interface)) {
+    auto home = rx_queues_.find(interface + "/" + queue);
+    bool gpudirect = home != rx_queues_.end() && home->second.region->gpudirect;
+    return gpudirect ? "zero-copy into GPU memory (RDMA, dma-buf)" : "zero-copy (RDMA)";
+  }
 #endif
   (void)queue;
   (void)interface;

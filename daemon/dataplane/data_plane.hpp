@@ -27,6 +27,7 @@
 #include "dataplane/rx_attachment.hpp"
 #include "dataplane/tx_attachment.hpp"
 #ifdef DAQIRI_HAVE_CUDA
+#include "gpu/device_pool_memory.hpp"
 #include "gpu/gpu_device.hpp"
 #include "gpu/gpu_rx_task.hpp"
 #include "gpu/host_registration.hpp"
@@ -201,6 +202,8 @@ class DataPlane {
                           const RxAttachOptions& options) const;
 #ifdef DAQIRI_HAVE_CUDA
   Result<> add_gpu_engine(Attachment& a, const config::MemoryRegionConfig& region, uint32_t slots);
+  // The region's GPU (its primary context retained on first use).
+  Result<gpu::GpuDevice*> gpu_of(const config::MemoryRegionConfig& region);
   std::map<int, std::unique_ptr<gpu::GpuDevice>> gpus_;
   std::map<int, Poller*> gpu_pollers_;
   // Flow pools the GPUs read from, registered on first use, dropped with the flow.

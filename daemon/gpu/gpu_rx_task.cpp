@@ -48,7 +48,7 @@ GpuRxTask::GpuRxTask(const GpuDevice& gpu, dataplane::RxAttachment& source,
       client_eventfd_(std::move(client_eventfd)),
       copy_(copy) {
   for (const memory::BufferPool* pool : source_.pools()) {
-    pool_bytes_.push_back(pool->memory().size());  // what is registered and mapped for the GPU
+    pool_bytes_.push_back(pool->mapped_bytes());  // what is registered and mapped for the GPU
   }
 }
 

@@ -23,9 +23,18 @@ Result<BufferPool> BufferPool::create(const std::string& name, uint32_t buf_size
   return BufferPool(std::move(memory), base, buf_size, num_bufs);
 }
 
+BufferPool BufferPool::over_device(std::byte* base, uint32_t buf_size, uint32_t num_bufs,
+                                   std::shared_ptr<void> owner) {
+  BufferPool pool(nullptr, 0, buf_size, num_bufs);
+  pool.device_owner_ = std::move(owner);
+  pool.data_ = base;
+  return pool;
+}
+
 BufferPool::BufferPool(std::shared_ptr<SharedMemory> memory, uint64_t base, uint32_t buf_size,
                        uint32_t num_bufs)
     : memory_(std::move(memory)),
+      data_(memory_ ? memory_->data() : nullptr),
       base_(base),
       buf_size_(buf_size),
       num_bufs_(num_bufs),

@@ -21,17 +21,29 @@ class BufferPool {
   // sealed read-only for everyone else (clients map it PROT_READ, reopened O_RDONLY).
   static Result<BufferPool> create(const std::string& name, uint32_t buf_size, uint32_t num_bufs,
                                    bool huge, PageArena* arena = nullptr);
+  // A pool over memory the host does not map (GPU memory a NIC writes into): the same
+  // bookkeeping, but buffer() is a device address and there is no memory() to share. `owner`
+  // keeps the memory alive as long as the pool.
+  static BufferPool over_device(std::byte* base, uint32_t buf_size, uint32_t num_bufs,
+                                std::shared_ptr<void> owner);
 
   [[nodiscard]] uint32_t buf_size() const { return buf_size_; }
   [[nodiscard]] uint32_t num_bufs() const { return num_bufs_; }
   [[nodiscard]] uint32_t available() const { return count_; }
-  [[nodiscard]] std::byte* buffer(uint32_t index) const { return memory_->data() + offset(index); }
+  [[nodiscard]] std::byte* buffer(uint32_t index) const { return data_ + offset(index); }
   // Where a buffer starts in memory(): what descriptors carry.
   [[nodiscard]] uint64_t offset(uint32_t index) const {
     return base_ + uint64_t{index} * buf_size_;
   }
-  // The memfd clients map: the pool's own, or the slab it shares (starting at base()).
+  // The memfd clients map: the pool's own, or the slab it shares (starting at base()). Not for
+  // a pool on_device().
   [[nodiscard]] SharedMemory& memory() const { return *memory_; }
+  [[nodiscard]] bool on_device() const { return memory_ == nullptr; }
+  // Where offsets count from (the memfd's mapping, or the device memory) and how far they reach.
+  [[nodiscard]] std::byte* data() const { return data_; }
+  [[nodiscard]] uint64_t mapped_bytes() const {
+    return memory_ ? memory_->size() : uint64_t{buf_size_} * num_bufs_;
+  }
   [[nodiscard]] uint64_t base() const { return base_; }
 
   // Takes up to n free buffers into `out`, oldest freed first; returns how many. Each starts
@@ -69,6 +81,8 @@ class BufferPool {
              uint32_t num_bufs);
 
   std::shared_ptr<SharedMemory> memory_;
+  std::shared_ptr<void> device_owner_;  // on_device() pools
+  std::byte* data_ = nullptr;
   uint64_t base_ = 0;
   uint32_t buf_size_ = 0;
   uint32_t num_bufs_ = 0;

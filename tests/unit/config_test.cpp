@@ -523,5 +523,25 @@ TEST(Config, RegionAccessFlagsAreChecked) {
                         "local, rdma_read or rdma_write"));
 }
 
+TEST(Config, GpudirectRegionsAreDeviceRegionsOnRdmaReceiveQueues) {
+  std::string text = kRdmaInterfaces;
+  text.replace(text.find("kind: host"), 10, "kind: device, gpudirect: true");
+  auto p = parse(text + "  - {name: any, interface: srv, match: {any: true}}\n");
+  ASSERT_TRUE(p.config) << p.diags.render();
+  EXPECT_TRUE(p.config->memory_regions[0].gpudirect);
+
+  std::string host = kRdmaInterfaces;
+  host.replace(host.find("access:"), 7, "gpudirect: true, access:");
+  EXPECT_THAT(only_error(host + "  - {name: any, interface: srv, match: {any: true}}\n"),
+              HasSubstr("memory_regions[0].gpudirect: gpudirect puts a queue's pool in GPU "
+                        "memory: it applies to device regions, not host"));
+
+  std::string socket = with_interface();
+  socket.replace(socket.find("kind: host"), 10, "kind: device, gpudirect: true");
+  EXPECT_THAT(only_error(socket),
+              HasSubstr("interfaces[0].rx.queues[0].regions: region \"r\" is gpudirect, which "
+                        "this daqirid drives on RX queues of rdma interfaces only"));
+}
+
 }  // namespace
 }  // namespace daqiri::config

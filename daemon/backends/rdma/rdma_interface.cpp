@@ -180,7 +180,7 @@ std::optional<CmId> RdmaInterface::bound_id(uint16_t port, void* context) {
 
 Result<std::unique_ptr<RdmaRxFlow>> RdmaInterface::add_flow(
     const core::Flow& flow, const config::MemoryRegionConfig& region, memory::PageArena* arena,
-    const dataplane::Epoch& epoch) {
+    const dataplane::Epoch& epoch, const memory::DeviceMemory* device) {
   bool server = mode_ == config::RdmaConfig::Mode::kServer;
   if (auto ok = core::check_rdma_flow(flow.match, flow.connect, server); !ok) {
     return std::unexpected(ok.error());
@@ -189,13 +189,30 @@ Result<std::unique_ptr<RdmaRxFlow>> RdmaInterface::add_flow(
   bool window = (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) != 0;
   auto f = RdmaRxFlow::create(flow, region.buf_size, region.num_bufs,
                               region.kind == config::RegionKind::kHuge, arena,
-                              window ? region.num_bufs : 0);
+                              window ? region.num_bufs : 0, device);
   if (!f) return std::unexpected(f.error());
   auto rec = std::make_unique<FlowRecord>();
   rec->flow = f->get();
   memory::BufferPool& pool = (*f)->pool();
   size_t pool_bytes = uint64_t{pool.buf_size()} * pool.num_bufs();
-  rec->pool_mr.reset(ibv_reg_mr(pd_.get(), pool.buffer(0), pool_bytes, kLocalWrite));
+  if (device != nullptr) {
+    // GPUDirect RDMA: the NIC maps the GPU memory through its dma-buf; work requests name it
+    // by its device address (the iova).
+    rec->pool_mr.reset(ibv_reg_dmabuf_mr(pd_.get(), 0, pool_bytes,
+                                         reinterpret_cast<uintptr_t>(pool.buffer(0)),
+                                         device->dmabuf_fd, kLocalWrite));
+    if (!rec->pool_mr) {
+      int err = errno;
+      return fail(ErrorCode::kFailedPrecondition,
+                  "flow \"" + flow.name + "\": ibv_reg_dmabuf_mr of its pool in GPU memory on " +
+                      device_ + ": " + std::strerror(err) +
+                      " (the device cannot DMA into GPU memory: GPUDirect RDMA needs a NIC "
+                      "such as ConnectX with dma-buf support)",
+                  "gpudirect");
+    }
+  } else {
+    rec->pool_mr.reset(ibv_reg_mr(pd_.get(), pool.buffer(0), pool_bytes, kLocalWrite));
+  }
   if (!rec->pool_mr) return fail_errno("flow \"" + flow.name + "\": ibv_reg_mr of its pool");
   if (memory::BufferPool* w = (*f)->remote_window()) {
     size_t bytes = uint64_t{w->buf_size()} * w->num_bufs();

@@ -71,11 +71,13 @@ class RdmaInterface final : public dataplane::TxQueueTask {
   void remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
   // A flow's pool (and remote window, when `region` allows remote access), registered with
   // the device; its connections open from the next poll on. INVALID_ARGUMENT for a flow the
-  // interface's mode does not take (core::check_rdma_flow).
+  // interface's mode does not take (core::check_rdma_flow). `device`: the pool lives in that
+  // GPU memory, registered through its dma-buf (GPUDirect RDMA).
   Result<std::unique_ptr<RdmaRxFlow>> add_flow(const core::Flow& flow,
                                                const config::MemoryRegionConfig& region,
                                                memory::PageArena* arena,
-                                               const dataplane::Epoch& epoch);
+                                               const dataplane::Epoch& epoch,
+                                               const memory::DeviceMemory* device = nullptr);
   // Closes the flow's connections (every buffer they held comes back) and forgets it.
   void remove_flow(RdmaRxFlow* flow, const dataplane::Epoch& epoch);
   [[nodiscard]] dataplane::NicStats stats() const;

@@ -5,8 +5,12 @@ namespace daqiri::backends::rdma {
 Result<std::unique_ptr<RdmaRxFlow>> RdmaRxFlow::create(const core::Flow& flow, uint32_t buf_size,
                                                        uint32_t num_bufs, bool huge,
                                                        memory::PageArena* arena,
-                                                       uint32_t window_slots) {
-  auto pool = memory::BufferPool::create("flow-" + flow.name, buf_size, num_bufs, huge, arena);
+                                                       uint32_t window_slots,
+                                                       const memory::DeviceMemory* device) {
+  auto pool = device != nullptr ? Result<memory::BufferPool>(memory::BufferPool::over_device(
+                                      device->base, buf_size, num_bufs, device->owner))
+                                : memory::BufferPool::create("flow-" + flow.name, buf_size,
+                                                             num_bufs, huge, arena);
   if (!pool) return std::unexpected(pool.error());
   std::optional<memory::BufferPool> window;
   if (window_slots > 0) {

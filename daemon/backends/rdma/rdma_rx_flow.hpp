@@ -11,15 +11,17 @@
 #include <optional>
 
 #include "dataplane/rx_flow_task.hpp"
+#include "memory/device_memory.hpp"
 
 namespace daqiri::backends::rdma {
 
 class RdmaRxFlow final : public dataplane::RxFlowTask {
  public:
+  // `device`: the pool in that GPU memory instead of a memfd (gpudirect regions).
   static Result<std::unique_ptr<RdmaRxFlow>> create(const core::Flow& flow, uint32_t buf_size,
                                                     uint32_t num_bufs, bool huge,
-                                                    memory::PageArena* arena,
-                                                    uint32_t window_slots);
+                                                    memory::PageArena* arena, uint32_t window_slots,
+                                                    const memory::DeviceMemory* device);
 
   bool poll() override { return false; }  // its interface's task polls for it
   [[nodiscard]] const core::Flow& flow() const override { return flow_; }

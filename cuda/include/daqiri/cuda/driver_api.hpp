@@ -25,6 +25,8 @@ struct DriverApi {
   decltype(&::cuMemHostRegister) mem_host_register = nullptr;
   decltype(&::cuMemHostUnregister) mem_host_unregister = nullptr;
   decltype(&::cuMemHostGetDevicePointer) mem_host_get_device_pointer = nullptr;
+  decltype(&::cuMemGetHandleForAddressRange) mem_get_handle_for_address_range = nullptr;
+  decltype(&::cuDeviceGetAttribute) device_get_attribute = nullptr;
   decltype(&::cuStreamWriteValue32) stream_write_value32 = nullptr;
   decltype(&::cuStreamWaitValue32) stream_wait_value32 = nullptr;
   decltype(&::cuDeviceGet) device_get = nullptr;

@@ -16,8 +16,10 @@ namespace daqiri::cuda {
 
 class VmmAllocation {
  public:
-  // `bytes` rounded up to the device's allocation granularity.
-  static Result<VmmAllocation> create(const DriverApi& api, CUdevice device, size_t bytes);
+  // `bytes` rounded up to the device's allocation granularity. `rdma`: memory a NIC may DMA
+  // into (GPUDirect RDMA capable; fails on devices without it).
+  static Result<VmmAllocation> create(const DriverApi& api, CUdevice device, size_t bytes,
+                                      bool rdma = false);
   // Maps `bytes` of an allocation another process exported (the fd is not consumed).
   static Result<VmmAllocation> import(const DriverApi& api, CUdevice device, int fd, size_t bytes);
 
@@ -32,6 +34,9 @@ class VmmAllocation {
   [[nodiscard]] size_t size() const { return size_; }
   // A new POSIX fd for the allocation, to pass to another process.
   [[nodiscard]] Result<UniqueFd> export_fd() const;
+  // A dma-buf fd for the whole mapping, for a NIC to register (ibv_reg_dmabuf_mr): needs a
+  // driver and kernel with dma-buf support (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED).
+  [[nodiscard]] Result<UniqueFd> export_dmabuf() const;
 
  private:
   static Result<VmmAllocation> map(const DriverApi& api, CUdevice device,
