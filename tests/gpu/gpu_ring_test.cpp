@@ -2,18 +2,23 @@
 // host memory and its copy engine fills a GPU ring; daqiri-gpu-receive (a separate client
 // process) checks every payload with a CUDA kernel. Skipped, saying why, where there is no GPU
 // (CI); tools/gpu-check runs it on a GPU host.
+#include <arpa/inet.h>
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -30,6 +35,10 @@ using namespace std::chrono_literals;
 
 std::string gpu_receive_path() {
   return built_program(DAQIRI_TEST_GPU_RECEIVE);
+}
+
+std::string gpu_reorder_path() {
+  return built_program(DAQIRI_TEST_GPU_REORDER);
 }
 
 // Empty when a GPU is usable, else why not.
@@ -293,6 +302,71 @@ TEST_F(GpuRingTest, KernelSeesExactlyWhatDaqiriGenSent) {
   ASSERT_EQ(gen(4096, 3000, 1000).exit_code, 0);
   EXPECT_EQ(rx->wait(60s), 0) << rx->output() << daemon_->log();
   EXPECT_EQ(parse(rx->output()), expected(4096, 3000, 1000)) << rx->output();
+}
+
+// Reorder on the GPU (daqiri::GpuReorder, via daqiri-gpu-reorder): 32 frames of 64 packets
+// sent two frames at a time in shuffled order, every sequence with seq % 37 == 5 left out,
+// every one with seq % 101 == 0 sent twice, and sequence 0 once more at the end (its frame is
+// long released: late). The client places them into frames by sequence number, converts their
+// int16 samples to fp32, then (a second run) fp16, and checks every sample of every frame:
+// placed ones exact, missing ones zero; the gaps, duplicates and late packets it reports are
+// those sent.
+TEST_F(GpuRingTest, ReorderPlacesShuffledPacketsIntoFramesAndReportsGaps) {
+  constexpr uint32_t kPerFrame = 64, kSamples = 256, kFrames = 32;
+  std::vector<uint64_t> order;
+  uint64_t missing = 0, duplicates = 0;
+  std::mt19937 rng(7);
+  for (uint64_t block = 0; block < kFrames / 2; ++block) {
+    std::vector<uint64_t> seqs;
+    for (uint64_t s = block * 2 * kPerFrame; s < (block + 1) * 2 * kPerFrame; ++s) {
+      if (s % 37 == 5) {
+        ++missing;
+        continue;
+      }
+      seqs.push_back(s);
+      if (s % 101 == 0) {
+        seqs.push_back(s);
+        ++duplicates;
+      }
+    }
+    std::shuffle(seqs.begin(), seqs.end(), rng);
+    order.insert(order.end(), seqs.begin(), seqs.end());
+  }
+  order.push_back(0);
+  UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  ASSERT_TRUE(sock);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(4096);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::vector<std::byte> payload(pattern::kHeaderSize + kSamples * 2);
+  uint64_t placed = uint64_t{kFrames} * kPerFrame - missing;
+  for (std::string convert : {"int16-fp32", "int16-fp16"}) {
+    SCOPED_TRACE(convert);
+    Spawned rx(dir_,
+               {gpu_reorder_path(), "--socket", socket_, "--flow", "stream0", "--packets-per-frame",
+                std::to_string(kPerFrame), "--samples", std::to_string(kSamples), "--convert",
+                convert, "--idle", "2", "--timeout", "60"});
+    ASSERT_TRUE(rx.wait_for_output("attached:", 20s)) << rx.output() << daemon_->log();
+    for (uint64_t seq : order) {
+      pattern::Header h{pattern::kMagic, 4096, seq, static_cast<uint32_t>(payload.size()), 0};
+      std::memcpy(payload.data(), &h, sizeof h);
+      for (uint32_t j = 0; j < kSamples; ++j) {
+        auto v = static_cast<int16_t>(static_cast<int>((seq * 7 + j * 13) % 4096) - 2048);
+        std::memcpy(payload.data() + pattern::kHeaderSize + 2 * j, &v, 2);
+      }
+      ASSERT_EQ(::sendto(sock.get(), payload.data(), payload.size(), 0,
+                         reinterpret_cast<sockaddr*>(&to), sizeof to),
+                static_cast<ssize_t>(payload.size()));
+      std::this_thread::sleep_for(20us);
+    }
+    EXPECT_EQ(rx.wait(60s), 0) << rx.output() << daemon_->log();
+    EXPECT_THAT(
+        rx.output(),
+        ::testing::HasSubstr("frames 32: " + std::to_string(placed) + " placed, " +
+                             std::to_string(missing) + " missing, " + std::to_string(duplicates) +
+                             " duplicates, 1 late, 0 ahead, 0 short, 0 wrong"));
+  }
 }
 
 // gpu_copy: batch (cudaMemcpyBatchAsync instead of the gather kernel) delivers the same bytes,
