@@ -409,6 +409,15 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
       }
     }
     nics.print(std::cout);
+    // The driver's own counters, as `ethtool -S` shows them: only those that moved.
+    Table xstats({"INTERFACE", "COUNTER", "VALUE"});
+    for (const auto& n : stats.nics()) {
+      for (const auto& x : n.xstats()) {
+        if (x.value() != 0) xstats.add({n.interface(), x.name(), std::to_string(x.value())});
+      }
+    }
+    std::cout << '\n';
+    xstats.print(std::cout);
     std::cout << '\n';
     queues.print(std::cout);
   }
