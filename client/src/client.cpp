@@ -485,7 +485,10 @@ Result<GpuRingFds> Client::attach_gpu_rx_fds(const RxOptions& options) {
   req.set_gpu(true);
   auto c = impl_->claim(req);
   if (!c) return std::unexpected(c.error());
-  if (c->msg.base.direction != DAQIRI_DIRECTION_GPU_RX || c->msg.base.region_count != 0) {
+  // No regions, or one: the header slots of a split ring.
+  uint32_t regions = c->msg.base.region_count;
+  if (c->msg.base.direction != DAQIRI_DIRECTION_GPU_RX || regions > 1 ||
+      (regions == 1) != (c->msg.gpu.header_size != 0)) {
     send_detach(impl_->session.get(), c->msg.base.attachment_id);
     return fail(ErrorCode::kInternal, "the daemon answered with something but a GPU ring");
   }
@@ -494,7 +497,11 @@ Result<GpuRingFds> Client::attach_gpu_rx_fds(const RxOptions& options) {
   out.control = std::move(c->fds[0]);
   out.control_size = c->msg.base.rings_size;
   out.eventfd = std::move(c->fds[1]);
-  out.ring = std::move(c->fds[2]);
+  if (regions == 1) {
+    out.headers = std::move(c->fds[2]);
+    out.headers_info = c->msg.base.regions[0];
+  }
+  out.ring = std::move(c->fds[2 + regions]);
   out.info = c->msg.gpu;
   return out;
 }

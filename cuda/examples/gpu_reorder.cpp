@@ -26,7 +26,7 @@
 namespace {
 
 float reorder_sample(uint64_t sequence, uint32_t j) {
-  return static_cast<float>(static_cast<int>((sequence * 7 + j * 13) % 4096) - 2048);
+  return static_cast<float>(static_cast<int>((sequence * 7 + uint64_t{j} * 13) % 4096) - 2048);
 }
 
 struct Tally {

@@ -21,6 +21,8 @@ struct GpuRxRing::State {
   cuda::VmmAllocation ring;
   void* control = nullptr;  // the host control block, mapped RW
   size_t control_size = 0;
+  const std::byte* headers = nullptr;  // header-data split: the header slots, mapped RO
+  size_t headers_size = 0;
   bool registered = false;
   CUdeviceptr consumer_device = 0;
   abi::RingView control_ring;
@@ -31,6 +33,7 @@ struct GpuRxRing::State {
         api->mem_host_unregister(control);
     }
     if (control != nullptr) ::munmap(control, control_size);
+    if (headers != nullptr) ::munmap(const_cast<std::byte*>(headers), headers_size);
   }
 };
 
@@ -117,6 +120,19 @@ Result<std::unique_ptr<GpuRxRing>> GpuRxRing::attach(Client& client, const RxOpt
     return fail_detach(cuda::driver_error(**api, r, "cuMemHostGetDevicePointer"));
   }
   s->consumer_device = base + offsetof(daqiri_ring_header, consumer);
+  if (info.header_size != 0) {
+    const daqiri_region_info& h = s->fds.headers_info;
+    if (h.buf_size != info.header_size || h.num_bufs != info.size ||
+        h.size < uint64_t{h.buf_size} * h.num_bufs) {
+      return fail_detach({ErrorCode::kInternal, "the daemon's header slots do not check out", {}});
+    }
+    void* hp = ::mmap(nullptr, h.size, PROT_READ, MAP_SHARED, s->fds.headers.get(), 0);
+    if (hp == MAP_FAILED) {
+      return fail_detach(Error{ErrorCode::kInternal, "mmap of the header slots", {}});
+    }
+    s->headers = static_cast<const std::byte*>(hp);
+    s->headers_size = h.size;
+  }
   return std::unique_ptr<GpuRxRing>(new GpuRxRing(std::move(s)));
 }
 
@@ -186,6 +202,16 @@ Result<uint32_t> GpuRxRing::wait(uint32_t seen, std::chrono::milliseconds timeou
     s_->control_ring.sleep_for_producer(s_->fds.eventfd.get(), seen,
                                         static_cast<int>(left.count()));
   }
+}
+
+uint32_t GpuRxRing::header_size() const {
+  return s_->fds.info.header_size;
+}
+
+std::span<const std::byte> GpuRxRing::header(uint32_t counter) const {
+  uint32_t size = s_->fds.info.header_size;
+  if (s_->headers == nullptr) return {};
+  return {s_->headers + uint64_t{counter & (s_->fds.info.size - 1)} * size, size};
 }
 
 }  // namespace daqiri

@@ -160,11 +160,14 @@ class Validator {
     if (q.regions.size() > 2) {
       error(q.where.at(regions_key), "a queue takes one region, or two for header-data split");
     }
+    if (q.regions.size() == 2) check_split(itf, q, dir, regions_key);
     for (const auto& name : q.regions) {
       if (!regions_.contains(name)) {
         error(q.where.at(regions_key), "no memory region named \"" + name + "\"");
       } else {
-        users_[name].push_back(&q);
+        // A split queue's header region holds header slots per GPU ring, not pools.
+        bool header_slots = q.regions.size() == 2 && &name == &q.regions.front();
+        if (!header_slots) users_[name].push_back(&q);
         user_names_[&q] = itf.name + "/" + q.name;
         if (regions_.at(name)->gpudirect &&
             (itf.backend != Backend::kRdma || std::string_view(dir) != "RX")) {
@@ -181,6 +184,29 @@ class Validator {
                     "memory of its own; use a region without share_pages");
         }
       }
+    }
+  }
+
+  // Header-data split (two regions): headers to host slots, payloads to GPU rings, as the gpu
+  // engine does it for staged RX queues. (A NIC's own buffer split on DPDK is not driven yet:
+  // the data plane says so at start.)
+  void check_split(const InterfaceConfig& itf, const QueueConfig& q, const char* dir,
+                   const char* key) {
+    auto headers = regions_.find(q.regions[0]);
+    auto payloads = regions_.find(q.regions[1]);
+    if (headers == regions_.end() || payloads == regions_.end()) return;  // said elsewhere
+    std::string why;
+    if (itf.backend == Backend::kDpdk) return;  // the NIC's buffer split: refused at start
+    if (std::string_view(dir) != "RX") {
+      why = "header-data split applies to RX queues";
+    } else if (headers->second->kind == RegionKind::kDevice) {
+      why = "the first region takes the headers: host, huge or pinned, not device";
+    } else if (payloads->second->kind != RegionKind::kDevice || payloads->second->gpudirect) {
+      why = "the second region takes the payloads: a device region (without gpudirect)";
+    }
+    if (!why.empty()) {
+      error(q.where.at(key), "two regions (\"" + q.regions[0] + "\", \"" + q.regions[1] +
+                                 "\") mean header-data split: " + why);
     }
   }
 

@@ -18,18 +18,20 @@ uint32_t ipv4_of(const config::InterfaceConfig& itf) {
   return ntohl(a.s_addr);
 }
 
-// The queue's one region. Both backends fill host memory: a device region's frames are
-// staged in host buffers of its geometry and copied into GPU rings by the gpu engine.
+// The region the queue's pools take their geometry from: its one region, or with two (header-
+// data split: headers, then payloads in a device region) the second. The backends fill host
+// memory: a device region's frames are staged in host buffers of its geometry and copied into
+// GPU rings by the gpu engine, which splits them when the queue has a header region.
 Result<const config::MemoryRegionConfig*> queue_region(const config::Config& c,
                                                        const config::InterfaceConfig& itf,
                                                        const config::QueueConfig& q, bool rx) {
   std::string key = itf.name + "/" + q.name;
-  if (q.regions.size() != 1) {
+  if (q.regions.size() == 2 && itf.backend == config::Backend::kDpdk) {
     return fail(ErrorCode::kFailedPrecondition,
-                "queue " + key + ": header-data split (two regions) needs a NIC with buffer " +
-                    "split, which this version of daqirid does not drive yet");
+                "queue " + key + ": header-data split (two regions) on a dpdk queue needs a NIC " +
+                    "with buffer split, which this version of daqirid does not drive yet");
   }
-  const config::MemoryRegionConfig* r = config::find_region(c, q.regions[0]);
+  const config::MemoryRegionConfig* r = config::find_region(c, q.regions.back());
   if (rx || r->kind != config::RegionKind::kDevice) return r;
   return fail(ErrorCode::kFailedPrecondition,
               "TX queue " + key + ": region \"" + r->name +
@@ -69,7 +71,9 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config
       if (!region) return std::unexpected(region.error());
       auto poller = rdma_poller ? rdma_poller : dp->poller_for("rx:" + key, q.core);
       if (!poller) return std::unexpected(poller.error());
-      dp->rx_queues_[key] = {*poller, &itf, &q, *region};
+      const config::MemoryRegionConfig* headers =
+          q.regions.size() == 2 ? config::find_region(c, q.regions[0]) : nullptr;
+      dp->rx_queues_[key] = {*poller, &itf, &q, *region, headers};
       // DPDK: the queue itself is the poll task; socket flows become tasks as they come.
       if (dpdk) (*poller)->add_task(dp->dpdk_task(itf, q, true), {});
     }
@@ -286,7 +290,8 @@ Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptio
   auto id = create_rx_locked({std::string(flow)}, std::move(target), ring, options.backpressure);
   if (!id || !options.gpu) return id;
 #ifdef DAQIRI_HAVE_CUDA
-  if (auto ok = add_gpu_engine(attachments_.at(*id), *home.region, ring); !ok) {
+  uint32_t header_size = home.headers ? home.headers->buf_size : 0;
+  if (auto ok = add_gpu_engine(attachments_.at(*id), *home.region, ring, header_size); !ok) {
     attachments_.erase(*id);
     return std::unexpected(ok.error());
   }
@@ -338,7 +343,7 @@ Result<gpu::GpuDevice*> DataPlane::gpu_of(const config::MemoryRegionConfig& regi
 }
 
 Result<> DataPlane::add_gpu_engine(Attachment& a, const config::MemoryRegionConfig& region,
-                                   uint32_t slots) {
+                                   uint32_t slots, uint32_t header_size) {
   auto dev = gpu_of(region);
   if (!dev) return std::unexpected(dev.error());
   if (auto ok = (*dev)->make_current(); !ok) return ok;
@@ -358,8 +363,9 @@ Result<> DataPlane::add_gpu_engine(Attachment& a, const config::MemoryRegionConf
     }
     addresses.push_back(reg->second.device_address());
   }
-  auto task = gpu::GpuRxTask::create(**dev, *a.rx, std::move(addresses), slots, region.buf_size,
-                                     region.gpu_copy.value_or(config::GpuCopy::kGather));
+  auto task =
+      gpu::GpuRxTask::create(**dev, *a.rx, std::move(addresses), slots, region.buf_size,
+                             region.gpu_copy.value_or(config::GpuCopy::kGather), header_size);
   if (!task) return std::unexpected(task.error());
   auto poller = gpu_pollers_.find(ordinal);
   if (poller == gpu_pollers_.end()) {
@@ -490,6 +496,14 @@ Result<AttachmentShare> DataPlane::activate(uint64_t id) {
     share.event_fd.reset(::fcntl(a.gpu->client_eventfd(), F_DUPFD_CLOEXEC, 0));
     auto vmm = a.gpu->ring().export_fd();
     if (!vmm) return std::unexpected(vmm.error());
+    if (const memory::SharedMemory* h = a.gpu->headers()) {
+      // Header-data split: the header slots, read-only, as the attachment's one region.
+      auto ro = h->read_only_fd();
+      if (!ro) return std::unexpected(ro.error());
+      uint32_t slots = a.gpu->ring().info().size;
+      share.regions.push_back(
+          {std::move(*ro), h->size(), a.gpu->ring().info().header_size, slots, false});
+    }
     share.gpu_fd = std::move(*vmm);
     share.gpu = a.gpu->ring().info();
     if (!a.active) {

@@ -153,6 +153,7 @@ class DataPlane {
     const config::InterfaceConfig* itf = nullptr;
     const config::QueueConfig* queue = nullptr;
     const config::MemoryRegionConfig* region = nullptr;
+    const config::MemoryRegionConfig* headers = nullptr;  // header-data split: header slots
   };
   struct TxQueueHome {
     Poller* poller = nullptr;
@@ -201,7 +202,10 @@ class DataPlane {
   Result<> check_delivery(const RxQueueHome& home, std::string_view flow,
                           const RxAttachOptions& options) const;
 #ifdef DAQIRI_HAVE_CUDA
-  Result<> add_gpu_engine(Attachment& a, const config::MemoryRegionConfig& region, uint32_t slots);
+  // `header_size` > 0: header-data split (the first header_size bytes of each frame to host
+  // header slots, the rest to the GPU ring).
+  Result<> add_gpu_engine(Attachment& a, const config::MemoryRegionConfig& region, uint32_t slots,
+                          uint32_t header_size);
   // The region's GPU (its primary context retained on first use).
   Result<gpu::GpuDevice*> gpu_of(const config::MemoryRegionConfig& region);
   std::map<int, std::unique_ptr<gpu::GpuDevice>> gpus_;

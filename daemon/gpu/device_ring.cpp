@@ -15,7 +15,8 @@ uint64_t align_up(uint64_t v) {
 
 }  // namespace
 
-Result<DeviceRing> DeviceRing::create(const GpuDevice& gpu, uint32_t slots, uint32_t slot_size) {
+Result<DeviceRing> DeviceRing::create(const GpuDevice& gpu, uint32_t slots, uint32_t slot_size,
+                                      uint32_t header_size) {
   if (slots == 0 || (slots & (slots - 1)) != 0) {
     return fail(ErrorCode::kInvalidArgument, "GPU ring slots must be a power of two");
   }
@@ -24,6 +25,7 @@ Result<DeviceRing> DeviceRing::create(const GpuDevice& gpu, uint32_t slots, uint
   info.size = slots;
   info.slot_size = static_cast<uint32_t>(align_up(slot_size));
   info.gpu = static_cast<uint32_t>(gpu.ordinal());
+  info.header_size = header_size;
   info.doorbell_offset = 0;
   info.desc_offset = kAlign;
   info.payload_offset = align_up(info.desc_offset + uint64_t{slots} * sizeof(daqiri_rx_desc));

@@ -11,7 +11,9 @@ namespace daqiri::gpu {
 class DeviceRing {
  public:
   // Zero-filled. `slots` a power of two; `slot_size` rounded up to 256 bytes.
-  static Result<DeviceRing> create(const GpuDevice& gpu, uint32_t slots, uint32_t slot_size);
+  // `header_size`: recorded in info() for clients (header-data split), 0 without.
+  static Result<DeviceRing> create(const GpuDevice& gpu, uint32_t slots, uint32_t slot_size,
+                                   uint32_t header_size = 0);
 
   [[nodiscard]] const daqiri_gpu_ring_info& info() const { return info_; }
   // The driver API hands out device addresses as integers.

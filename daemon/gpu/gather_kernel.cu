@@ -14,7 +14,7 @@ __global__ void gather(const GatherJob* jobs, uint8_t* ring_base, daqiri_rx_desc
   const GatherJob& job = jobs[blockIdx.x];
   const uint8_t* src = reinterpret_cast<const uint8_t*>(job.src);
   uint8_t* dst = ring_base + job.desc.offset;
-  uint32_t len = job.desc.length;
+  uint32_t len = job.bytes;
   uint32_t done = 0;
   if (((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) & 15) == 0) {
     uint32_t vecs = len / 16;

@@ -10,12 +10,13 @@
 
 namespace daqiri::gpu {
 
-// One frame to place: `desc.length` bytes from device address `src` (mapped host memory) to
-// ring offset `desc.offset`; `desc` lands in descriptor slot `slot`.
+// One frame to place: `bytes` bytes from device address `src` (mapped host memory, or a pool in
+// GPU memory) to ring offset `desc.offset`; `desc` lands in descriptor slot `slot`. (`bytes`
+// is desc.length, less the header bytes of a split frame.)
 struct GatherJob {
   uint64_t src;
   uint32_t slot;
-  uint32_t reserved;
+  uint32_t bytes;
   daqiri_rx_desc desc;
 };
 static_assert(sizeof(GatherJob) == 48);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace daqiri::gpu {
 namespace {
@@ -17,9 +18,17 @@ Result<std::unique_ptr<GpuRxTask>> GpuRxTask::create(const GpuDevice& gpu,
                                                      dataplane::RxAttachment& source,
                                                      std::vector<uint64_t> pool_device_addresses,
                                                      uint32_t slots, uint32_t slot_size,
-                                                     config::GpuCopy copy) {
-  auto ring = DeviceRing::create(gpu, slots, slot_size);
+                                                     config::GpuCopy copy, uint32_t header_size) {
+  auto ring = DeviceRing::create(gpu, slots, slot_size, header_size);
   if (!ring) return std::unexpected(ring.error());
+  std::optional<memory::SharedMemory> headers;
+  if (header_size != 0) {
+    auto h = memory::SharedMemory::create("gpu-ring-headers-" + std::to_string(source.id()),
+                                          uint64_t{slots} * header_size, false);
+    if (!h) return std::unexpected(h.error());
+    if (auto ok = h->seal_read_only_for_others(); !ok) return std::unexpected(ok.error());
+    headers = std::move(*h);
+  }
   auto control = memory::SharedMemory::create("gpu-ring-" + std::to_string(source.id()),
                                               abi::RingView::bytes_for(slots, 0), false);
   if (!control) return std::unexpected(control.error());
@@ -30,6 +39,8 @@ Result<std::unique_ptr<GpuRxTask>> GpuRxTask::create(const GpuDevice& gpu,
   std::unique_ptr<GpuRxTask> t(new GpuRxTask(gpu, source, std::move(pool_device_addresses),
                                              std::move(*ring), std::move(*control), control_ring,
                                              std::move(efd), copy));
+  t->headers_ = std::move(headers);
+  t->header_size_ = header_size;
   if (auto ok = t->init_cuda(); !ok) return std::unexpected(ok.error());
   return t;
 }
@@ -205,16 +216,27 @@ bool GpuRxTask::launch() {
                            d.length <= pool_bytes_[d.region] - d.offset
                        ? d.length
                        : 0;
-    if (len > slot_size) {
-      len = slot_size;
+    j.slot = (produced_ + i) & (ring_.info().size - 1);
+    // Header-data split: the frame's first bytes to its header slot, here on the CPU (host
+    // to host, a cache line or two), the rest to the GPU.
+    uint32_t head = 0;
+    if (headers_ && len != 0) {
+      head = std::min(len, header_size_);
+      std::memcpy(headers_->data() + uint64_t{j.slot} * header_size_,
+                  source_.pools()[d.region]->data() + d.offset, head);
+      j.desc.flags |= DAQIRI_DESC_SPLIT;
+    }
+    uint32_t copy = len - head;
+    if (copy > slot_size) {
+      copy = slot_size;
       j.desc.flags |= DAQIRI_DESC_TRUNCATED;
     }
-    j.src = len != 0 ? pool_device_[d.region] + d.offset : 0;
-    j.slot = (produced_ + i) & (ring_.info().size - 1);
+    j.src = copy != 0 ? pool_device_[d.region] + d.offset + head : 0;
+    j.bytes = copy;
     j.desc.offset = ring_.slot_offset(produced_ + i);
-    j.desc.length = len;
+    j.desc.length = head + copy;
     j.desc.region = 0;
-    bytes += len;
+    bytes += head + copy;
   }
   uint64_t launched_ns = dataplane::monotonic_ns();
   cudaError_t copied = copy_ == config::GpuCopy::kBatch
@@ -256,10 +278,10 @@ cudaError_t GpuRxTask::enqueue_batch(const GatherJob* jobs, uint32_t n, uint32_t
   size_t k = 0;
   for (uint32_t i = 0; i < n; ++i) {
     descs[i] = jobs[i].desc;
-    if (jobs[i].desc.length == 0) continue;
+    if (jobs[i].bytes == 0) continue;
     dsts[k] = ring_.base() + jobs[i].desc.offset;
     srcs[k] = reinterpret_cast<const void*>(jobs[i].src);  // NOLINT(performance-no-int-to-ptr)
-    sizes[k] = jobs[i].desc.length;
+    sizes[k] = jobs[i].bytes;
     ++k;
   }
   // The descriptors land in consecutive slots, in two pieces when the burst wraps the ring.

@@ -12,6 +12,7 @@
 #include <array>
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "config/config.hpp"
@@ -42,7 +43,7 @@ class GpuRxTask : public dataplane::PollTask {
                                                    dataplane::RxAttachment& source,
                                                    std::vector<uint64_t> pool_device_addresses,
                                                    uint32_t slots, uint32_t slot_size,
-                                                   config::GpuCopy copy);
+                                                   config::GpuCopy copy, uint32_t header_size = 0);
   ~GpuRxTask() override;
   GpuRxTask(const GpuRxTask&) = delete;
   GpuRxTask& operator=(const GpuRxTask&) = delete;
@@ -53,6 +54,10 @@ class GpuRxTask : public dataplane::PollTask {
   // ---- control side ----
   [[nodiscard]] int wake_fd() const { return source_.eventfd(); }
   [[nodiscard]] memory::SharedMemory& control() { return control_; }
+  // Header-data split: the header slots clients map read-only; nullptr without.
+  [[nodiscard]] const memory::SharedMemory* headers() const {
+    return headers_ ? &*headers_ : nullptr;
+  }
   [[nodiscard]] int client_eventfd() const { return client_eventfd_.get(); }
   [[nodiscard]] const DeviceRing& ring() const { return ring_; }
   // The client's side of its GPU ring (producer mirror, consumer index): occupancy.
@@ -93,6 +98,8 @@ class GpuRxTask : public dataplane::PollTask {
   std::vector<uint64_t> pool_bytes_;
   DeviceRing ring_;
   memory::SharedMemory control_;
+  std::optional<memory::SharedMemory> headers_;
+  uint32_t header_size_ = 0;
   abi::RingView control_ring_;
   UniqueFd client_eventfd_;
 

@@ -306,6 +306,26 @@ TEST(Config, SharedPagesAreCountedPacked) {
   EXPECT_TRUE(p.config->memory_regions.front().share_pages);
 }
 
+TEST(Config, TwoRegionsMeanHeaderDataSplitIntoHostHeadersAndDevicePayloads) {
+  std::string regions =
+      "memory_regions:\n"
+      "  - {name: h, kind: host, buf_size: 64, num_bufs: 16}\n"
+      "  - {name: r, kind: device, buf_size: 2048, num_bufs: 4096}\n";
+  auto text = with_interface();
+  text.replace(0, std::string(kRegion).size(), regions);
+  text.replace(text.find("regions: [r]"), 12, "regions: [h, r]");
+  auto p = parse(text);
+  ASSERT_TRUE(p.config) << p.diags.render();  // header slots are not pools: 16 is fine
+  EXPECT_EQ(p.config->interfaces[0].rx_queues[0].regions, (std::vector<std::string>{"h", "r"}));
+
+  auto swapped = text;
+  swapped.replace(swapped.find("regions: [h, r]"), 15, "regions: [r, h]");
+  swapped.replace(swapped.find("num_bufs: 16"), 12, "num_bufs: 4096");
+  EXPECT_THAT(only_error(swapped),
+              HasSubstr("interfaces[0].rx.queues[0].regions: two regions (\"r\", \"h\") mean "
+                        "header-data split: the first region takes the headers"));
+}
+
 TEST(Config, SharePagesIsForHugeRegionsOnly) {
   EXPECT_EQ(
       only_error("memory_regions:\n"

@@ -98,6 +98,9 @@ struct daqiri_ring_header {
 #define DAQIRI_DESC_MESSAGE \
   0x8u /* RDMA: a whole message (SEND, or WRITE with immediate), no headers */
 #define DAQIRI_DESC_REMOTE_WRITE 0x10u /* RDMA: written by the peer into the remote window */
+/* GPU ring with header-data split: bytes [0, min(length, header_size)) of the frame are in its
+ * header slot, the rest at `offset` in the GPU ring (length stays the frame's). */
+#define DAQIRI_DESC_SPLIT 0x20u
 
 /* One received frame. The frame starts at `offset` in region `region` of the attachment. */
 struct daqiri_rx_desc {
@@ -199,8 +202,10 @@ enum daqiri_direction {
   DAQIRI_DIRECTION_GPU_RX = 3, /* ATTACHED is a daqiri_msg_attached_gpu */
 };
 
-/* Sent with fds, in this order: the rings memfd, the eventfd, then one memfd per region
- * (GPU RX: no regions; the GPU ring's VMM POSIX fd comes third). */
+/* Sent with fds, in this order: the rings memfd, the eventfd, then one memfd per region, then
+ * for GPU RX the GPU ring's VMM POSIX fd. (GPU RX has no regions, or with header-data split
+ * one: the header slots, `num_bufs` (= ring slots) of `buf_size` (= header_size) bytes, slot
+ * c & (size - 1) holding the first header_size bytes of ring counter c's frame.) */
 struct daqiri_msg_attached {
   struct daqiri_msg_header h;
   uint64_t attachment_id;
@@ -221,8 +226,8 @@ struct daqiri_gpu_ring_info {
   uint64_t payload_offset; /* slot i starts at payload_offset + i * slot_size */
   uint32_t size;           /* slots, a power of two */
   uint32_t slot_size;
-  uint32_t gpu; /* the daemon's ordinal of that GPU: informational only */
-  uint32_t reserved;
+  uint32_t gpu;         /* the daemon's ordinal of that GPU: informational only */
+  uint32_t header_size; /* header-data split: bytes of each frame in the host header slots */
 };
 
 struct daqiri_msg_attached_gpu {

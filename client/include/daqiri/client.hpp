@@ -178,6 +178,8 @@ struct GpuRingFds {
   UniqueFd eventfd;  // signalled after the host mirror of the producer index moves
   UniqueFd ring;     // the GPU ring's CUDA VMM POSIX fd
   daqiri_gpu_ring_info info{};
+  UniqueFd headers;  // header-data split: the header slots' memfd, map PROT_READ
+  daqiri_region_info headers_info{};
 };
 
 class Client {

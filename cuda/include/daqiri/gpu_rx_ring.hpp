@@ -17,7 +17,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <memory>
+#include <span>
 
 #include "daqiri/client.hpp"
 #include "daqiri/gpu_ring_view.hpp"
@@ -37,6 +39,12 @@ class GpuRxRing {
   [[nodiscard]] int device() const;
   [[nodiscard]] uint64_t id() const;
 
+  // Header-data split (a queue with a header region): the first header_size() bytes of each
+  // frame are in host memory, header(counter), the rest in the GPU slot (DAQIRI_DESC_SPLIT;
+  // the descriptor's length stays the frame's). 0 and an empty span without. A slot's header
+  // is valid from the doorbell passing it until it is released.
+  [[nodiscard]] uint32_t header_size() const;
+  [[nodiscard]] std::span<const std::byte> header(uint32_t counter) const;
   // The producer index as of the last copy the daemon saw complete (host memory).
   [[nodiscard]] uint32_t producer() const;
   // Sleeps on the eventfd until producer() differs from `seen` and returns it; returns `seen`
