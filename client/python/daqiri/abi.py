@@ -25,6 +25,7 @@ DESC_TRUNCATED = 0x2
 DESC_STREAM = 0x4
 DESC_MESSAGE = 0x8  # RDMA: a whole message
 DESC_REMOTE_WRITE = 0x10  # RDMA: a peer's WRITE with immediate into the remote window
+DESC_SPLIT = 0x20  # GPU ring with header-data split: the frame's first header_size bytes are in its header slot
 
 # enum daqiri_msg_type
 MSG_HELLO, MSG_WELCOME, MSG_CLAIM, MSG_ATTACHED, MSG_DETACH, MSG_DETACHED, MSG_ERROR = range(1, 8)
@@ -61,7 +62,8 @@ CLAIM = struct.Struct("<16sQ16s")
 DETACH = struct.Struct("<16sQ")
 REGION_INFO = struct.Struct("<QIIII")  # size, buf_size, num_bufs, writable, reserved
 ATTACHED = struct.Struct("<16sQIIQQQ" + "QIIII" * MAX_REGIONS)
-GPU_RING_INFO = struct.Struct("<16sQQQQIIII")  # uuid, alloc, doorbell, desc, payload, size, slot, gpu
+GPU_RING_INFO = struct.Struct("<16sQQQQIIII")  # uuid, alloc, doorbell, desc, payload, size, slot, gpu,
+#                                                header_size
 ATTACHED_GPU_SIZE = ATTACHED.size + GPU_RING_INFO.size
 ERROR = struct.Struct("<16siIQ256s")
 

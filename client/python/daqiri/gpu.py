@@ -105,6 +105,16 @@ class GpuBurst:
     def lengths(self):
         return self.descriptors["length"]
 
+    @property
+    def headers(self):
+        """Header-data split: count x header_size, the first bytes of each frame (a view of the
+        host header slots; the rest of frame i is row i of `frames`). None without a split."""
+        r = self._ring
+        if r._headers is None:
+            return None
+        start = self.first & r.mask
+        return r._headers[start:start + self.count]
+
     def payloads(self):
         """The UDP payloads as a packets x bytes device array (a strided view of the slots);
         the packets must share a size and payload offset (ValueError otherwise)."""
@@ -124,6 +134,8 @@ class GpuRxRing(ReceiveStream):
     def __init__(self, client, attached, options):
         self._mem = None
         self._ctx = None
+        self._headers = None
+        self._headers_map = None
         try:
             g = attached.gpu
             if g.size == 0 or g.size & (g.size - 1) or g.slot_size == 0 or \
@@ -137,7 +149,18 @@ class GpuRxRing(ReceiveStream):
                 raise DaqiriError("the GPU ring's control block and its info disagree")
             self.device = cuda.device_by_uuid(g.device_uuid)
             self._ctx = cuda.PrimaryContext(self.device)
-            self._mem = cuda.ImportedAllocation(attached.fds[2], g.alloc_size, self._ctx)
+            # Header-data split: one region, the header slots; the ring's fd comes after it.
+            if len(attached.regions) != (1 if g.header_size else 0):
+                raise DaqiriError("the daemon's GPU ring and its header slots disagree")
+            if g.header_size:
+                h = attached.regions[0]
+                if h.buf_size != g.header_size or h.num_bufs != g.size or h.size < g.size * g.header_size:
+                    raise DaqiriError("the daemon's header slots do not check out")
+                self._headers_map = map_fd(attached.fds[2], h.size, False)
+                self._headers = np.frombuffer(self._headers_map, np.uint8, g.size * g.header_size)\
+                    .reshape(g.size, g.header_size)
+            self._mem = cuda.ImportedAllocation(attached.fds[2 + len(attached.regions)], g.alloc_size,
+                                                self._ctx)
             self.options = options
             self._adopt(client, attached)
         except BaseException:
@@ -149,6 +172,12 @@ class GpuRxRing(ReceiveStream):
         self.size = g.size
         self.mask = g.size - 1
         self.slot_size = g.slot_size
+        self.header_size = g.header_size
+
+    def header(self, counter):
+        """Header-data split: the first header_size bytes of ring counter `counter`'s frame (host
+        memory, read-only; valid until released). None without a split."""
+        return None if self._headers is None else self._headers[counter & self.mask]
 
     # Device addresses.
     @property
@@ -201,6 +230,9 @@ class GpuRxRing(ReceiveStream):
         self._release_to((burst.first + burst.count) & 0xFFFFFFFF)
 
     def _unmap(self):
+        # The header slots' mapping goes with the last view of it (numpy arrays may hold it).
+        self._headers = None
+        self._headers_map = None
         if self._mem is not None:
             self._mem.unmap(self._ctx)
             self._mem = None

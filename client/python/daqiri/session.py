@@ -32,6 +32,7 @@ class GpuRingInfo:
     size: int
     slot_size: int
     gpu: int
+    header_size: int = 0  # header-data split: bytes of each frame in the host header slots
 
 
 @dataclass
@@ -134,7 +135,7 @@ class Session:
             regions.append(RegionInfo(size, buf_size, num_bufs, writable != 0))
         a = Attached(attachment_id, direction, rings_size, ring_offset, completion_offset, regions, fds)
         if gpu:
-            a.gpu = GpuRingInfo(*abi.GPU_RING_INFO.unpack_from(msg, abi.ATTACHED.size)[:8])
+            a.gpu = GpuRingInfo(*abi.GPU_RING_INFO.unpack_from(msg, abi.ATTACHED.size))
         return a
 
     def detach(self, attachment_id):

@@ -26,8 +26,9 @@ int main(void) {
          DAQIRI_RING_MAGIC, DAQIRI_MSG_MAGIC);
   F(daqiri_tx_desc, buffer); F(daqiri_tx_desc, length); F(daqiri_tx_desc, flags);
   F(daqiri_tx_desc, remote);
-  printf("DAQIRI_DESC_MESSAGE %u\nDAQIRI_DESC_REMOTE_WRITE %u\n", DAQIRI_DESC_MESSAGE,
-         DAQIRI_DESC_REMOTE_WRITE);
+  printf("DAQIRI_DESC_MESSAGE %u\nDAQIRI_DESC_REMOTE_WRITE %u\nDAQIRI_DESC_SPLIT %u\n",
+         DAQIRI_DESC_MESSAGE, DAQIRI_DESC_REMOTE_WRITE, DAQIRI_DESC_SPLIT);
+  F(daqiri_gpu_ring_info, header_size);
   printf("DAQIRI_RDMA_WRITE_IMM %u\nDAQIRI_RDMA_READ %u\nDAQIRI_TX_CONNECTION_SHIFT %u\n",
          DAQIRI_RDMA_WRITE_IMM, DAQIRI_RDMA_READ, DAQIRI_TX_CONNECTION_SHIFT);
   printf("DAQIRI_COMPLETION_FAILED %u\nDAQIRI_COMPLETION_BUFFER %u\n", DAQIRI_COMPLETION_FAILED,
@@ -77,6 +78,8 @@ def test_offsets_and_constants_match_the_header(c_layout):
         assert c_layout[f"daqiri_tx_desc.{name}"] == abi.TX_DESC.fields[name][1], name
     assert c_layout["DAQIRI_DESC_MESSAGE"] == abi.DESC_MESSAGE
     assert c_layout["DAQIRI_DESC_REMOTE_WRITE"] == abi.DESC_REMOTE_WRITE
+    assert c_layout["DAQIRI_DESC_SPLIT"] == abi.DESC_SPLIT
+    assert c_layout["daqiri_gpu_ring_info.header_size"] == abi.GPU_RING_INFO.size - 4  # the last word
     assert c_layout["DAQIRI_RDMA_WRITE_IMM"] == abi.RDMA_WRITE_IMM
     assert c_layout["DAQIRI_RDMA_READ"] == abi.RDMA_READ
     assert c_layout["DAQIRI_TX_CONNECTION_SHIFT"] == abi.TX_CONNECTION_SHIFT

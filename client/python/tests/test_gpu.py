@@ -97,3 +97,26 @@ def test_detaching_returns_gpu_memory(gpu_daemon):
         while torch.cuda.mem_get_info()[0] < free0 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert torch.cuda.mem_get_info()[0] >= free0
+
+
+def test_header_data_split_headers_and_payloads_line_up(start_daemon):
+    """A queue with a header region: each frame's first 64 bytes in host header slots
+    (burst.headers), the rest in the GPU ring (burst.frames), index for index."""
+    config = GPU_CONFIG.replace(
+        "{{name: gpu_rx,", "{{name: hdr, kind: host, buf_size: 64, num_bufs: 64}}\n  - {{name: gpu_rx,")\
+        .replace("regions: [gpu_rx]", "regions: [hdr, gpu_rx]")
+    daemon = start_daemon(config)
+    with daemon.client() as client, client.attach_gpu_rx("stream0") as ring:
+        assert ring.header_size == 64
+        gen(4096, 2000, 1000, rate=200000)
+        seen = 0
+        for burst in ring.bursts(timeout=5.0):
+            d = burst.descriptors
+            assert (d["length"] == 1042).all() and (d["flags"] & daqiri.abi.DESC_SPLIT).all()
+            frames = np.concatenate([burst.headers, burst.frames.copy_to_host()[:, :1042 - 64]], axis=1)
+            want = pattern.expected(np.arange(seen, seen + len(burst)), 1000, stream=4096)
+            assert (frames[:, 42:] == want).all(), f"burst at {seen} differs"
+            seen += len(burst)
+            if seen >= 2000:
+                break
+        assert seen == 2000
