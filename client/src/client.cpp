@@ -74,6 +74,8 @@ struct Attached {
   std::vector<Region> regions;
 };
 
+constexpr size_t kCudaIpcHandleBytes = 64;  // CU_IPC_HANDLE_SIZE
+
 v1::AttachRequest rx_request(const RxOptions& o) {
   v1::AttachRequest req;
   if (!o.flow.empty()) {
@@ -115,6 +117,7 @@ struct Client::Impl {
   struct Claimed {
     daqiri_msg_attached_gpu msg{};
     std::vector<UniqueFd> fds;
+    std::string cuda_ipc_handle;  // from the Attach reply
   };
   Result<Claimed> claim(const v1::AttachRequest& request);
   Result<Attached> attach(const v1::AttachRequest& request);
@@ -193,12 +196,15 @@ Result<Client::Impl::Claimed> Client::Impl::claim(const v1::AttachRequest& reque
     return fail(ErrorCode::kInternal, "unexpected reply to CLAIM");
   }
   std::memcpy(&a, buf, sizeof a);
-  bool gpu = a.direction == DAQIRI_DIRECTION_GPU_RX;
+  bool ipc = a.direction == DAQIRI_DIRECTION_GPU_RX_IPC;  // the ring came as a handle, not an fd
+  bool gpu = a.direction == DAQIRI_DIRECTION_GPU_RX || ipc;
   if (*n != (gpu ? sizeof c.msg : sizeof a)) {
     return fail(ErrorCode::kInternal, "ATTACHED has the wrong size");
   }
   if (gpu) std::memcpy(&c.msg, buf, sizeof c.msg);
-  if (a.region_count > DAQIRI_MAX_REGIONS || fds.size() != 2 + a.region_count + (gpu ? 1 : 0)) {
+  c.cuda_ipc_handle = resp.cuda_ipc_handle();
+  if (a.region_count > DAQIRI_MAX_REGIONS ||
+      fds.size() != 2 + a.region_count + (gpu && !ipc ? 1 : 0)) {
     return fail(ErrorCode::kInternal, "ATTACHED carried the wrong number of fds");
   }
   return c;
@@ -209,7 +215,7 @@ Result<Attached> Client::Impl::attach(const v1::AttachRequest& request) {
   if (!c) return std::unexpected(c.error());
   const daqiri_msg_attached& a = c->msg.base;
   std::vector<UniqueFd>& fds = c->fds;
-  if (a.direction == DAQIRI_DIRECTION_GPU_RX) {
+  if (a.direction == DAQIRI_DIRECTION_GPU_RX || a.direction == DAQIRI_DIRECTION_GPU_RX_IPC) {
     return fail(ErrorCode::kInternal, "the daemon answered with a GPU ring");
   }
   Attached out;
@@ -483,12 +489,15 @@ Result<GpuRingFds> Client::attach_gpu_rx_fds(const RxOptions& options) {
   }
   v1::AttachRequest req = rx_request(options);
   req.set_gpu(true);
+  req.set_cuda_ipc(options.cuda_ipc);
   auto c = impl_->claim(req);
   if (!c) return std::unexpected(c.error());
   // No regions, or one: the header slots of a split ring.
   uint32_t regions = c->msg.base.region_count;
-  if (c->msg.base.direction != DAQIRI_DIRECTION_GPU_RX || regions > 1 ||
-      (regions == 1) != (c->msg.gpu.header_size != 0)) {
+  uint32_t want = options.cuda_ipc ? DAQIRI_DIRECTION_GPU_RX_IPC : DAQIRI_DIRECTION_GPU_RX;
+  if (c->msg.base.direction != want || regions > 1 ||
+      (regions == 1) != (c->msg.gpu.header_size != 0) ||
+      (options.cuda_ipc && c->cuda_ipc_handle.size() != kCudaIpcHandleBytes)) {
     send_detach(impl_->session.get(), c->msg.base.attachment_id);
     return fail(ErrorCode::kInternal, "the daemon answered with something but a GPU ring");
   }
@@ -501,7 +510,11 @@ Result<GpuRingFds> Client::attach_gpu_rx_fds(const RxOptions& options) {
     out.headers = std::move(c->fds[2]);
     out.headers_info = c->msg.base.regions[0];
   }
-  out.ring = std::move(c->fds[2 + regions]);
+  if (options.cuda_ipc) {
+    out.cuda_ipc_handle = std::move(c->cuda_ipc_handle);
+  } else {
+    out.ring = std::move(c->fds[2 + regions]);
+  }
   out.info = c->msg.gpu;
   return out;
 }

@@ -11,6 +11,8 @@
 //   attached: ring 7 on GPU 0, 1024 slots of 2048 bytes
 //   received 1000 packets: 1000 intact, 0 corrupt, payload bytes 1000000, byte sum ..., sequence
 //   sum ...
+// With --cuda-ipc yes the ring is opened from a legacy cudaIpcMemHandle_t (cudaMalloc'd by the
+// daemon) instead of a CUDA VMM fd.
 // With --reconnect yes (kernel style), a daemon restart is survived: the client reconnects and
 // the ring is attached again (GpuRxRing::reattach), counting on.
 // Exit status 0 when --count packets arrived and every one was intact.
@@ -40,7 +42,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: daqiri-gpu-receive --socket PATH --flow NAME --count N [--ring SLOTS] "
                "[--timeout SECONDS] [--style kernel|persistent|graph|hds] [--threads N] "
-               "[--burst N] [--stages N] [--reconnect yes]\n");
+               "[--burst N] [--stages N] [--reconnect yes] [--cuda-ipc yes]\n");
   return 2;
 }
 
@@ -219,6 +221,7 @@ int main(int argc, char** argv) {
   std::string style = "kernel";
   uint32_t threads = 1024, burst = 32, stages = 8;
   bool reconnect = false;
+  bool cuda_ipc = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--socket")
@@ -239,6 +242,8 @@ int main(int argc, char** argv) {
       burst = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
     else if (k == "--stages")
       stages = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
+    else if (k == "--cuda-ipc")
+      cuda_ipc = v == "yes";
     else if (k == "--reconnect")
       reconnect = v == "yes";
     else
@@ -272,6 +277,7 @@ int main(int argc, char** argv) {
   daqiri::RxOptions ro;
   ro.flow = flow;
   ro.ring_size = ring_size;
+  ro.cuda_ipc = cuda_ipc;
   auto ring = daqiri::GpuRxRing::attach(**client, ro);
   if (!ring) {
     std::fprintf(stderr, "attach: %s\n", ring.error().message.c_str());

@@ -50,6 +50,8 @@ Result<DriverApi> load_all() {
   step("cuMemHostGetDevicePointer", a.mem_host_get_device_pointer);
   step("cuMemGetHandleForAddressRange", a.mem_get_handle_for_address_range);
   step("cuDeviceGetAttribute", a.device_get_attribute);
+  step("cuIpcOpenMemHandle", a.ipc_open_mem_handle);
+  step("cuIpcCloseMemHandle", a.ipc_close_mem_handle);
   step("cuStreamWriteValue32", a.stream_write_value32);
   step("cuStreamWaitValue32", a.stream_wait_value32);
   step("cuDeviceGet", a.device_get);

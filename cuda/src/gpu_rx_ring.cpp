@@ -19,7 +19,8 @@ struct GpuRxRing::State {
   int device = -1;
   cuda::PrimaryContext ctx;
   cuda::VmmAllocation ring;
-  void* control = nullptr;  // the host control block, mapped RW
+  CUdeviceptr ipc_ring = 0;  // RxOptions::cuda_ipc: opened from the legacy handle instead
+  void* control = nullptr;   // the host control block, mapped RW
   size_t control_size = 0;
   const std::byte* headers = nullptr;  // header-data split: the header slots, mapped RO
   size_t headers_size = 0;
@@ -28,9 +29,11 @@ struct GpuRxRing::State {
   abi::RingView control_ring;
 
   ~State() {
-    if (registered) {
-      if (auto scope = cuda::ContextScope::enter(*api, ctx.get()))
-        api->mem_host_unregister(control);
+    if (registered || ipc_ring != 0) {
+      if (auto scope = cuda::ContextScope::enter(*api, ctx.get())) {
+        if (registered) api->mem_host_unregister(control);
+        if (ipc_ring != 0) api->ipc_close_mem_handle(ipc_ring);
+      }
     }
     if (control != nullptr) ::munmap(control, control_size);
     if (headers != nullptr) ::munmap(const_cast<std::byte*>(headers), headers_size);
@@ -92,9 +95,20 @@ Result<std::unique_ptr<GpuRxRing>> GpuRxRing::attach(Client& client, const RxOpt
   s->ctx = std::move(*ctx);
   auto scope = cuda::ContextScope::enter(**api, s->ctx.get());
   if (!scope) return fail_detach(scope.error());
-  auto ring = cuda::VmmAllocation::import(**api, dev, s->fds.ring.get(), info.alloc_size);
-  if (!ring) return fail_detach(ring.error());
-  s->ring = std::move(*ring);
+  if (options.cuda_ipc) {
+    CUipcMemHandle h{};
+    std::memcpy(h.reserved, s->fds.cuda_ipc_handle.data(), sizeof h.reserved);
+    if (CUresult r =
+            (*api)->ipc_open_mem_handle(&s->ipc_ring, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+        r != CUDA_SUCCESS) {
+      s->ipc_ring = 0;
+      return fail_detach(cuda::driver_error(**api, r, "cuIpcOpenMemHandle of the GPU ring"));
+    }
+  } else {
+    auto ring = cuda::VmmAllocation::import(**api, dev, s->fds.ring.get(), info.alloc_size);
+    if (!ring) return fail_detach(ring.error());
+    s->ring = std::move(*ring);
+  }
 
   s->control_size = s->fds.control_size;
   void* p =
@@ -154,7 +168,7 @@ GpuRingView GpuRxRing::view() const {
   const daqiri_gpu_ring_info& info = s_->fds.info;
   // The driver API hands out device addresses as integers.
   // NOLINTBEGIN(performance-no-int-to-ptr)
-  auto* base = reinterpret_cast<const uint8_t*>(s_->ring.ptr());
+  auto* base = reinterpret_cast<const uint8_t*>(s_->ipc_ring != 0 ? s_->ipc_ring : s_->ring.ptr());
   return GpuRingView{base,
                      reinterpret_cast<const uint32_t*>(base + info.doorbell_offset),
                      reinterpret_cast<const daqiri_rx_desc*>(base + info.desc_offset),

@@ -263,6 +263,11 @@ grpc::Status ControlService::Attach(grpc::ServerContext* ctx, const v1::AttachRe
   }
   spec.rx_options.ring_size = req->ring_size();
   spec.rx_options.gpu = req->gpu();
+  spec.rx_options.cuda_ipc = req->cuda_ipc();
+  if (req->cuda_ipc() && !req->gpu()) {
+    return to_status(
+        {ErrorCode::kInvalidArgument, "cuda_ipc is for GPU rings (gpu: true)", "cuda_ipc"});
+  }
   spec.rx_options.backpressure = req->backpressure() == v1::BACKPRESSURE_BLOCK
                                      ? dataplane::Backpressure::kBlock
                                      : dataplane::Backpressure::kDropNew;
@@ -270,6 +275,11 @@ grpc::Status ControlService::Attach(grpc::ServerContext* ctx, const v1::AttachRe
   if (!grant) return to_status(grant.error());
   resp->set_attachment_id(grant->attachment_id);
   resp->set_token(grant->token.data(), grant->token.size());
+  if (req->cuda_ipc()) {
+    auto handle = data_plane_.cuda_ipc_handle(grant->attachment_id);
+    if (!handle) return to_status(handle.error());  // the session's ledger frees the ring
+    resp->set_cuda_ipc_handle(*handle);
+  }
   spdlog::info("attachment {} for {} pid {} on {}", grant->attachment_id, peer->describe(),
                peer->pid, spec.flow.empty() ? spec.tx_interface + " TX" : "flow " + spec.flow);
   return grpc::Status::OK;

@@ -291,12 +291,27 @@ Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptio
   if (!id || !options.gpu) return id;
 #ifdef DAQIRI_HAVE_CUDA
   uint32_t header_size = home.headers ? home.headers->buf_size : 0;
-  if (auto ok = add_gpu_engine(attachments_.at(*id), *home.region, ring, header_size); !ok) {
+  if (auto ok =
+          add_gpu_engine(attachments_.at(*id), *home.region, ring, header_size, options.cuda_ipc);
+      !ok) {
     attachments_.erase(*id);
     return std::unexpected(ok.error());
   }
 #endif
   return id;
+}
+
+Result<std::string> DataPlane::cuda_ipc_handle(uint64_t attachment_id) const {
+#ifdef DAQIRI_HAVE_CUDA
+  std::lock_guard lock(mutex_);
+  auto it = attachments_.find(attachment_id);
+  if (it != attachments_.end() && it->second.gpu && it->second.gpu->ring().legacy_ipc()) {
+    return it->second.gpu->ring().ipc_handle();
+  }
+#else
+  (void)attachment_id;
+#endif
+  return fail(ErrorCode::kNotFound, "no GPU ring attached with cuda_ipc");
 }
 
 Result<> DataPlane::check_delivery(const RxQueueHome& home, std::string_view flow,
@@ -343,7 +358,7 @@ Result<gpu::GpuDevice*> DataPlane::gpu_of(const config::MemoryRegionConfig& regi
 }
 
 Result<> DataPlane::add_gpu_engine(Attachment& a, const config::MemoryRegionConfig& region,
-                                   uint32_t slots, uint32_t header_size) {
+                                   uint32_t slots, uint32_t header_size, bool cuda_ipc) {
   auto dev = gpu_of(region);
   if (!dev) return std::unexpected(dev.error());
   if (auto ok = (*dev)->make_current(); !ok) return ok;
@@ -363,9 +378,9 @@ Result<> DataPlane::add_gpu_engine(Attachment& a, const config::MemoryRegionConf
     }
     addresses.push_back(reg->second.device_address());
   }
-  auto task =
-      gpu::GpuRxTask::create(**dev, *a.rx, std::move(addresses), slots, region.buf_size,
-                             region.gpu_copy.value_or(config::GpuCopy::kGather), header_size);
+  auto task = gpu::GpuRxTask::create(**dev, *a.rx, std::move(addresses), slots, region.buf_size,
+                                     region.gpu_copy.value_or(config::GpuCopy::kGather),
+                                     header_size, cuda_ipc);
   if (!task) return std::unexpected(task.error());
   auto poller = gpu_pollers_.find(ordinal);
   if (poller == gpu_pollers_.end()) {
@@ -494,8 +509,13 @@ Result<AttachmentShare> DataPlane::activate(uint64_t id) {
     share.rings_fd = std::move(*ctl);
     share.rings_size = a.gpu->control().size();
     share.event_fd.reset(::fcntl(a.gpu->client_eventfd(), F_DUPFD_CLOEXEC, 0));
-    auto vmm = a.gpu->ring().export_fd();
-    if (!vmm) return std::unexpected(vmm.error());
+    if (a.gpu->ring().legacy_ipc()) {
+      share.gpu_ipc = true;
+    } else {
+      auto vmm = a.gpu->ring().export_fd();
+      if (!vmm) return std::unexpected(vmm.error());
+      share.gpu_fd = std::move(*vmm);
+    }
     if (const memory::SharedMemory* h = a.gpu->headers()) {
       // Header-data split: the header slots, read-only, as the attachment's one region.
       auto ro = h->read_only_fd();
@@ -504,7 +524,6 @@ Result<AttachmentShare> DataPlane::activate(uint64_t id) {
       share.regions.push_back(
           {std::move(*ro), h->size(), a.gpu->ring().info().header_size, slots, false});
     }
-    share.gpu_fd = std::move(*vmm);
     share.gpu = a.gpu->ring().info();
     if (!a.active) {
       a.gpu_poller->add_task(a.gpu.get(), {a.gpu->wake_fd()});

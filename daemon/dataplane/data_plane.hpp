@@ -38,7 +38,8 @@ namespace daqiri::dataplane {
 struct RxAttachOptions {
   uint32_t ring_size = 0;  // 0: the queue's ring_size
   Backpressure backpressure = Backpressure::kDropNew;
-  bool gpu = false;  // a GPU ring (the flow's queue must have a device region)
+  bool gpu = false;       // a GPU ring (the flow's queue must have a device region)
+  bool cuda_ipc = false;  // with gpu: cudaMalloc'd, shared by a legacy cudaIpcMemHandle_t
   // The daemon's own host reader on any queue, device ones included: there it reads the pinned
   // staging pool every packet passes through before its GPU copy (daemon-side captures).
   bool staging_pool = false;
@@ -94,9 +95,10 @@ struct AttachmentShare {
   };
   std::vector<Region> regions;
   // GPU RX: the ring's VMM fd and layout (rings_fd is then its host control block).
-  UniqueFd gpu_fd;
+  UniqueFd gpu_fd;  // or, for a legacy IPC ring (gpu_ipc), none: the handle went over gRPC
+  bool gpu_ipc = false;
   daqiri_gpu_ring_info gpu{};
-  [[nodiscard]] bool is_gpu() const { return gpu_fd.valid(); }
+  [[nodiscard]] bool is_gpu() const { return gpu_fd.valid() || gpu_ipc; }
 };
 
 class DataPlane {
@@ -113,6 +115,8 @@ class DataPlane {
 
   // A new RX attachment on a flow, not yet delivering. Its id is unique for the daemon's life.
   Result<uint64_t> create_rx(std::string_view flow, const RxAttachOptions& options);
+  // A GPU ring attached with cuda_ipc: its legacy cudaIpcMemHandle_t.
+  Result<std::string> cuda_ipc_handle(uint64_t attachment_id) const;
   // A new RX attachment on every flow of an RX queue (as they are now; at most 4), one ring,
   // one region per flow. Deleting any of those flows ends it.
   Result<uint64_t> create_rx_queue(std::string_view interface, std::string_view queue,
@@ -205,7 +209,7 @@ class DataPlane {
   // `header_size` > 0: header-data split (the first header_size bytes of each frame to host
   // header slots, the rest to the GPU ring).
   Result<> add_gpu_engine(Attachment& a, const config::MemoryRegionConfig& region, uint32_t slots,
-                          uint32_t header_size);
+                          uint32_t header_size, bool cuda_ipc);
   // The region's GPU (its primary context retained on first use).
   Result<gpu::GpuDevice*> gpu_of(const config::MemoryRegionConfig& region);
   std::map<int, std::unique_ptr<gpu::GpuDevice>> gpus_;

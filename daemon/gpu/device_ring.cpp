@@ -16,7 +16,7 @@ uint64_t align_up(uint64_t v) {
 }  // namespace
 
 Result<DeviceRing> DeviceRing::create(const GpuDevice& gpu, uint32_t slots, uint32_t slot_size,
-                                      uint32_t header_size) {
+                                      uint32_t header_size, bool legacy_ipc) {
   if (slots == 0 || (slots & (slots - 1)) != 0) {
     return fail(ErrorCode::kInvalidArgument, "GPU ring slots must be a power of two");
   }
@@ -32,6 +32,18 @@ Result<DeviceRing> DeviceRing::create(const GpuDevice& gpu, uint32_t slots, uint
   uint64_t bytes = info.payload_offset + uint64_t{slots} * info.slot_size;
   auto scope = cuda::ContextScope::enter(gpu.api(), gpu.context());
   if (!scope) return std::unexpected(scope.error());
+  if (legacy_ipc) {
+    void* p = nullptr;
+    if (cudaError_t e = cudaMalloc(&p, bytes); e != cudaSuccess) {
+      return std::unexpected(runtime_error(e, "cudaMalloc of a GPU ring (cuda_ipc)"));
+    }
+    LegacyMemory legacy(p, CudaFree{gpu.ordinal()});
+    info.alloc_size = bytes;
+    if (cudaError_t e = cudaMemset(p, 0, bytes); e != cudaSuccess) {
+      return std::unexpected(runtime_error(e, "cudaMemset of a GPU ring"));
+    }
+    return DeviceRing({}, std::move(legacy), info);
+  }
   auto alloc = cuda::VmmAllocation::create(gpu.api(), gpu.device(), bytes);
   if (!alloc) return std::unexpected(alloc.error());
   info.alloc_size = alloc->size();
@@ -40,7 +52,27 @@ Result<DeviceRing> DeviceRing::create(const GpuDevice& gpu, uint32_t slots, uint
       e != cudaSuccess) {
     return std::unexpected(runtime_error(e, "cudaMemset of a GPU ring"));
   }
-  return DeviceRing(std::move(*alloc), info);
+  return DeviceRing(std::move(*alloc), LegacyMemory(nullptr, CudaFree{}), info);
+}
+
+Result<std::string> DeviceRing::ipc_handle() const {
+  cudaIpcMemHandle_t h{};
+  if (!legacy_) return fail(ErrorCode::kFailedPrecondition, "not a cuda_ipc ring");
+  int previous = 0;
+  cudaGetDevice(&previous);
+  cudaSetDevice(legacy_.get_deleter().device);
+  cudaError_t e = cudaIpcGetMemHandle(&h, legacy_.get());
+  cudaSetDevice(previous);
+  if (e != cudaSuccess) return std::unexpected(runtime_error(e, "cudaIpcGetMemHandle"));
+  return std::string(reinterpret_cast<const char*>(&h), sizeof h);
+}
+
+void DeviceRing::CudaFree::operator()(void* p) const {
+  int previous = 0;
+  cudaGetDevice(&previous);
+  cudaSetDevice(device);
+  cudaFree(p);
+  cudaSetDevice(previous);
 }
 
 }  // namespace daqiri::gpu

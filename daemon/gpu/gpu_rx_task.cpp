@@ -18,8 +18,9 @@ Result<std::unique_ptr<GpuRxTask>> GpuRxTask::create(const GpuDevice& gpu,
                                                      dataplane::RxAttachment& source,
                                                      std::vector<uint64_t> pool_device_addresses,
                                                      uint32_t slots, uint32_t slot_size,
-                                                     config::GpuCopy copy, uint32_t header_size) {
-  auto ring = DeviceRing::create(gpu, slots, slot_size, header_size);
+                                                     config::GpuCopy copy, uint32_t header_size,
+                                                     bool cuda_ipc) {
+  auto ring = DeviceRing::create(gpu, slots, slot_size, header_size, cuda_ipc);
   if (!ring) return std::unexpected(ring.error());
   std::optional<memory::SharedMemory> headers;
   if (header_size != 0) {

@@ -43,7 +43,8 @@ class GpuRxTask : public dataplane::PollTask {
                                                    dataplane::RxAttachment& source,
                                                    std::vector<uint64_t> pool_device_addresses,
                                                    uint32_t slots, uint32_t slot_size,
-                                                   config::GpuCopy copy, uint32_t header_size = 0);
+                                                   config::GpuCopy copy, uint32_t header_size = 0,
+                                                   bool cuda_ipc = false);
   ~GpuRxTask() override;
   GpuRxTask(const GpuRxTask&) = delete;
   GpuRxTask& operator=(const GpuRxTask&) = delete;

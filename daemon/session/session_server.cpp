@@ -273,9 +273,10 @@ void SessionServer::handle_claim(Session& s, const void* msg, size_t len) {
   size_t size = share->is_gpu() ? sizeof message : sizeof a;
   a.h = header(DAQIRI_MSG_ATTACHED, static_cast<uint32_t>(size));
   a.attachment_id = share->id;
-  a.direction = share->is_gpu() ? DAQIRI_DIRECTION_GPU_RX
-                : share->rx     ? DAQIRI_DIRECTION_RX
-                                : DAQIRI_DIRECTION_TX;
+  a.direction = share->gpu_ipc    ? DAQIRI_DIRECTION_GPU_RX_IPC
+                : share->is_gpu() ? DAQIRI_DIRECTION_GPU_RX
+                : share->rx       ? DAQIRI_DIRECTION_RX
+                                  : DAQIRI_DIRECTION_TX;
   a.region_count = static_cast<uint32_t>(share->regions.size());
   a.rings_size = share->rings_size;
   a.ring_offset = share->ring_offset;
@@ -288,7 +289,7 @@ void SessionServer::handle_claim(Session& s, const void* msg, size_t len) {
   }
   if (share->is_gpu()) {
     message.gpu = share->gpu;
-    fds.push_back(share->gpu_fd.get());
+    if (share->gpu_fd) fds.push_back(share->gpu_fd.get());  // none for a cuda_ipc ring
   }
   if (auto ok = send_with_fds(s.conn.get(), &message, size, fds); !ok) {
     spdlog::warn("session {}: sending attachment {}: {}", s.id, a.attachment_id,

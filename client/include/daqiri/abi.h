@@ -200,6 +200,9 @@ enum daqiri_direction {
   DAQIRI_DIRECTION_RX = 1,
   DAQIRI_DIRECTION_TX = 2,
   DAQIRI_DIRECTION_GPU_RX = 3, /* ATTACHED is a daqiri_msg_attached_gpu */
+  /* ATTACHED is a daqiri_msg_attached_gpu without the VMM fd: the ring is the legacy
+   * cudaIpcMemHandle_t in the gRPC AttachResponse (AttachRequest.cuda_ipc) */
+  DAQIRI_DIRECTION_GPU_RX_IPC = 4,
 };
 
 /* Sent with fds, in this order: the rings memfd, the eventfd, then one memfd per region, then

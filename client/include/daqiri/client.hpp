@@ -43,6 +43,9 @@ struct RxOptions {
   std::string queue;
   uint32_t ring_size = 0;  // 0: the queue's ring_size
   bool block = false;      // backpressure: false drops new packets when this ring is full
+  // GPU rings: cudaMalloc'd and opened through a legacy cudaIpcMemHandle_t instead of a CUDA
+  // VMM fd (for tools that only open those).
+  bool cuda_ipc = false;
 };
 
 struct TxOptions {
@@ -180,6 +183,7 @@ struct GpuRingFds {
   daqiri_gpu_ring_info info{};
   UniqueFd headers;  // header-data split: the header slots' memfd, map PROT_READ
   daqiri_region_info headers_info{};
+  std::string cuda_ipc_handle;  // RxOptions::cuda_ipc: the ring's cudaIpcMemHandle_t (no `ring`)
 };
 
 class Client {

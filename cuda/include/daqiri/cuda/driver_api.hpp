@@ -27,6 +27,8 @@ struct DriverApi {
   decltype(&::cuMemHostGetDevicePointer) mem_host_get_device_pointer = nullptr;
   decltype(&::cuMemGetHandleForAddressRange) mem_get_handle_for_address_range = nullptr;
   decltype(&::cuDeviceGetAttribute) device_get_attribute = nullptr;
+  decltype(&::cuIpcOpenMemHandle) ipc_open_mem_handle = nullptr;
+  decltype(&::cuIpcCloseMemHandle) ipc_close_mem_handle = nullptr;
   decltype(&::cuStreamWriteValue32) stream_write_value32 = nullptr;
   decltype(&::cuStreamWaitValue32) stream_wait_value32 = nullptr;
   decltype(&::cuDeviceGet) device_get = nullptr;
