@@ -32,6 +32,7 @@
 #include "burst_graph.hpp"
 #include "daqiri/gpu_rx_ring.hpp"
 #include "daqiri/test_pattern.hpp"
+#include "gpu_attach.hpp"
 #include "pattern_check.hpp"
 
 using daqiri::example::Totals;
@@ -266,31 +267,21 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  daqiri::ClientOptions co;
-  co.socket = socket;
-  co.name = "daqiri-gpu-receive";
-  auto client = daqiri::Client::connect(co);
-  if (!client) {
-    std::fprintf(stderr, "connect: %s\n", client.error().message.c_str());
-    return 1;
-  }
   daqiri::RxOptions ro;
   ro.flow = flow;
   ro.ring_size = ring_size;
   ro.cuda_ipc = cuda_ipc;
-  auto ring = daqiri::GpuRxRing::attach(**client, ro);
-  if (!ring) {
-    std::fprintf(stderr, "attach: %s\n", ring.error().message.c_str());
-    return 1;
-  }
-  const daqiri_gpu_ring_info& info = (*ring)->info();
+  auto attached = daqiri::example::attach_gpu_ring(socket, "daqiri-gpu-receive", ro);
+  if (!attached) return 1;
+  daqiri::GpuRxRing* ring = attached->ring.get();
+  const daqiri_gpu_ring_info& info = ring->info();
   std::printf("attached: ring %llu on GPU %d, %u slots of %u bytes; style %s\n",
-              static_cast<unsigned long long>((*ring)->id()), (*ring)->device(), info.size,
+              static_cast<unsigned long long>(ring->id()), ring->device(), info.size,
               info.slot_size, style.c_str());
   std::fflush(stdout);
 
   // The caller's device is ours to choose here: this program has no other CUDA state.
-  cudaSetDevice((*ring)->device());
+  cudaSetDevice(ring->device());
   cudaStream_t stream = nullptr;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   Totals* totals = nullptr;
@@ -298,12 +289,12 @@ int main(int argc, char** argv) {
   std::memset(totals, 0, sizeof(Totals));
 
   auto start = std::chrono::steady_clock::now();
-  Run run{**ring,
+  Run run{*ring,
           totals,
           stream,
           count,
           start + std::chrono::seconds(timeout_s),
-          reconnect ? client->get() : nullptr};
+          reconnect ? attached->client.get() : nullptr};
   uint64_t received = style == "persistent" ? run_persistent(run, threads)
                       : style == "graph"    ? run_graph(run, burst, stages)
                       : style == "hds"      ? run_split(run)

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "daqiri/gpu_reorder.hpp"
-#include "daqiri/gpu_rx_ring.hpp"
+#include "gpu_attach.hpp"
 
 namespace {
 
@@ -96,36 +96,26 @@ int main(int argc, char** argv) {
                  "[--timeout SECONDS]\n");
     return 2;
   }
-  daqiri::ClientOptions co;
-  co.socket = socket;
-  co.name = "gpu-reorder";
-  auto client = daqiri::Client::connect(co);
-  if (!client) {
-    std::fprintf(stderr, "connect: %s\n", client.error().message.c_str());
-    return 1;
-  }
   daqiri::RxOptions ro;
   ro.flow = flow;
-  auto ring = daqiri::GpuRxRing::attach(**client, ro);
-  if (!ring) {
-    std::fprintf(stderr, "attach: %s\n", ring.error().message.c_str());
-    return 1;
-  }
+  auto attached = daqiri::example::attach_gpu_ring(socket, "gpu-reorder", ro);
+  if (!attached) return 1;
+  daqiri::GpuRxRing* ring = attached->ring.get();
   daqiri::ReorderOptions o;
   o.data_bytes = samples * 2;
   o.packets_per_frame = per_frame;
   o.frames = frames;
   o.convert = convert == "int16-fp16" ? daqiri::ReorderOptions::Convert::kInt16ToFp16
                                       : daqiri::ReorderOptions::Convert::kInt16ToFp32;
-  auto reorder = daqiri::GpuReorder::create(o, (*ring)->device());
+  auto reorder = daqiri::GpuReorder::create(o, ring->device());
   if (!reorder) {
     std::fprintf(stderr, "reorder: %s\n", reorder.error().message.c_str());
     return 1;
   }
-  std::printf("attached: ring %llu on GPU %d\n", static_cast<unsigned long long>((*ring)->id()),
-              (*ring)->device());
+  std::printf("attached: ring %llu on GPU %d\n", static_cast<unsigned long long>(ring->id()),
+              ring->device());
   std::fflush(stdout);
-  cudaSetDevice((*ring)->device());
+  cudaSetDevice(ring->device());
   cudaStream_t stream = nullptr;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
 
@@ -157,19 +147,19 @@ int main(int argc, char** argv) {
     if (last != clock::time_point{} && clock::now() - last > std::chrono::duration<double>(idle)) {
       break;
     }
-    auto p = (*ring)->wait(seen, std::chrono::milliseconds(100));
+    auto p = ring->wait(seen, std::chrono::milliseconds(100));
     if (!p) {
       std::fprintf(stderr, "wait: %s\n", p.error().message.c_str());
       break;
     }
     if (*p == seen) continue;
     last = clock::now();
-    if (cudaError_t e = (*reorder)->place((*ring)->view(), seen, *p - seen, stream);
+    if (cudaError_t e = (*reorder)->place(ring->view(), seen, *p - seen, stream);
         e != cudaSuccess || cudaStreamSynchronize(stream) != cudaSuccess) {
       std::fprintf(stderr, "place: %s\n", cudaGetErrorString(e));
       return 1;
     }
-    (*ring)->release(*p);
+    ring->release(*p);
     seen = *p;
     settle((*reorder)->ready());
   }

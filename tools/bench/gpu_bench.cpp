@@ -32,6 +32,7 @@
 
 #include "daqiri/cuda/driver_api.hpp"
 #include "daqiri/gpu_rx_ring.hpp"
+#include "gpu_attach.hpp"
 #include "latency_kernels.hpp"
 
 namespace {
@@ -43,29 +44,19 @@ double seconds_since(Clock::time_point t) {
 }
 
 int ring(const std::string& socket, const std::string& flow, double seconds, double frame) {
-  daqiri::ClientOptions co;
-  co.socket = socket;
-  co.name = "gpu-bench";
-  auto client = daqiri::Client::connect(co);
-  if (!client) {
-    std::fprintf(stderr, "connect: %s\n", client.error().message.c_str());
-    return 1;
-  }
   daqiri::RxOptions ro;
   ro.flow = flow;
-  auto r = daqiri::GpuRxRing::attach(**client, ro);
-  if (!r) {
-    std::fprintf(stderr, "attach: %s\n", r.error().message.c_str());
-    return 1;
-  }
+  auto attached = daqiri::example::attach_gpu_ring(socket, "gpu-bench", ro);
+  if (!attached) return 1;
+  daqiri::GpuRxRing* r = attached->ring.get();
   uint32_t seen = 0;
   auto drain = [&](double secs) {
     uint64_t n = 0;
     auto start = Clock::now();
     while (seconds_since(start) < secs) {
-      uint32_t p = (*r)->producer();
+      uint32_t p = r->producer();
       if (p == seen) continue;
-      (*r)->release(p);
+      r->release(p);
       n += p - seen;
       seen = p;
     }
