@@ -221,7 +221,7 @@ bool GpuRxTask::launch() {
     // Header-data split: the frame's first bytes to its header slot, here on the CPU (host
     // to host, a cache line or two), the rest to the GPU.
     uint32_t head = 0;
-    if (headers_ && len != 0) {
+    if (headers_ && len != 0 && !source_.pools()[d.region]->on_device()) {
       head = std::min(len, header_size_);
       std::memcpy(headers_->data() + uint64_t{j.slot} * header_size_,
                   source_.pools()[d.region]->data() + d.offset, head);
