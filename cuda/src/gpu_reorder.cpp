@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -60,9 +61,14 @@ struct GpuReorder::State {
   int device = 0;
   Params p{};
   uint64_t next_report = 0;  // the first frame not yet returned by ready()
-  std::vector<uint64_t> bits;
-  std::vector<unsigned long long> globals;
-  std::vector<unsigned int> received, duplicates;
+  // The frame states ([bits | received | duplicates | globals], as in device memory) mirrored
+  // in pinned host memory: each place() copies them back on its stream, behind its kernel.
+  uint8_t* mirror = nullptr;
+  uint64_t state_bytes = 0;
+  const uint64_t* bits = nullptr;
+  unsigned int* received = nullptr;
+  unsigned int* duplicates = nullptr;
+  const unsigned long long* globals = nullptr;
   void* allocation = nullptr;
 };
 
@@ -102,10 +108,17 @@ Result<std::unique_ptr<GpuReorder>> GpuReorder::create(const ReorderOptions& o, 
   p.received = reinterpret_cast<unsigned int*>(base + data + bits);
   p.duplicates = reinterpret_cast<unsigned int*>(base + data + bits + counts);
   p.globals = reinterpret_cast<unsigned long long*>(base + data + bits + 2 * counts);
-  s->bits.resize(uint64_t{o.frames} * p.words);
-  s->received.resize(o.frames);
-  s->duplicates.resize(o.frames);
-  s->globals.resize(kGlobals);
+  s->state_bytes = total - data;
+  if (cudaError_t e = cudaMallocHost(reinterpret_cast<void**>(&s->mirror), s->state_bytes);
+      e != cudaSuccess) {
+    cudaFree(s->allocation);
+    return std::unexpected(cuda_error(e, "reorder: cudaMallocHost of the frame states"));
+  }
+  std::memset(s->mirror, 0, s->state_bytes);
+  s->bits = reinterpret_cast<const uint64_t*>(s->mirror);
+  s->received = reinterpret_cast<unsigned int*>(s->mirror + bits);
+  s->duplicates = reinterpret_cast<unsigned int*>(s->mirror + bits + counts);
+  s->globals = reinterpret_cast<const unsigned long long*>(s->mirror + bits + 2 * counts);
   return std::unique_ptr<GpuReorder>(new GpuReorder(std::move(s)));
 }
 
@@ -115,6 +128,7 @@ GpuReorder::~GpuReorder() {
   if (s_ && s_->allocation != nullptr) {
     DeviceScope scope(s_->device);
     cudaFree(s_->allocation);
+    if (s_->mirror != nullptr) cudaFreeHost(s_->mirror);
   }
 }
 
@@ -130,7 +144,10 @@ cudaError_t GpuReorder::place(const GpuRingView& ring, uint32_t first, uint32_t 
                               cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
   DeviceScope scope(s_->device);
-  return reorder::launch_place(ring, first, count, s_->p, stream);
+  if (cudaError_t e = reorder::launch_place(ring, first, count, s_->p, stream); e != cudaSuccess) {
+    return e;
+  }
+  return cudaMemcpyAsync(s_->mirror, s_->p.bits, s_->state_bytes, cudaMemcpyDeviceToHost, stream);
 }
 
 Result<std::vector<Frame>> GpuReorder::ready() {
@@ -144,14 +161,6 @@ Result<std::vector<Frame>> GpuReorder::flush() {
 Result<std::vector<Frame>> GpuReorder::collect(bool all) {
   State& s = *s_;
   const Params& p = s.p;
-  DeviceScope scope(s.device);
-  auto copy = [](auto& host, const void* device) {
-    return cudaMemcpy(host.data(), device, host.size() * sizeof(host[0]), cudaMemcpyDeviceToHost);
-  };
-  for (cudaError_t e : {copy(s.bits, p.bits), copy(s.received, p.received),
-                        copy(s.duplicates, p.duplicates), copy(s.globals, p.globals)}) {
-    if (e != cudaSuccess) return std::unexpected(cuda_error(e, "reorder: reading frame state"));
-  }
   uint64_t seen_end = s.globals[kMaxFramePlus1];  // frames below it have had a packet after
   std::vector<Frame> out;
   for (uint64_t f = std::max(s.next_report, p.base); f < p.base + p.o.frames; ++f) {
@@ -166,7 +175,7 @@ Result<std::vector<Frame>> GpuReorder::collect(bool all) {
     fr.received = got;
     fr.missing = p.o.packets_per_frame - got;
     fr.duplicates = s.duplicates[slot];
-    fr.received_bits = s.bits.data() + uint64_t{slot} * p.words;
+    fr.received_bits = s.bits + uint64_t{slot} * p.words;
     out.push_back(fr);
     s.next_report = f + 1;
   }
@@ -192,6 +201,10 @@ Result<> GpuReorder::release(uint64_t index, cudaStream_t stream) {
   if (e == cudaSuccess) e = cudaMemsetAsync(p.received + slot, 0, sizeof(unsigned int), stream);
   if (e == cudaSuccess) e = cudaMemsetAsync(p.duplicates + slot, 0, sizeof(unsigned int), stream);
   if (e != cudaSuccess) return std::unexpected(cuda_error(e, "reorder: clearing a frame"));
+  // The mirror too: ready() before the next place() must not see the old frame's state.
+  std::memset(const_cast<uint64_t*>(s.bits) + uint64_t{slot} * p.words, 0, size_t{p.words} * 8);
+  s.received[slot] = 0;
+  s.duplicates[slot] = 0;
   ++p.base;
   return {};
 }
@@ -199,18 +212,17 @@ Result<> GpuReorder::release(uint64_t index, cudaStream_t stream) {
 Result<ReorderCounters> GpuReorder::counters() {
   State& s = *s_;
   DeviceScope scope(s.device);
-  if (cudaError_t e =
-          cudaMemcpy(s.globals.data(), s.p.globals, s.globals.size() * sizeof(unsigned long long),
-                     cudaMemcpyDeviceToHost);
+  unsigned long long g[kGlobals] = {};
+  if (cudaError_t e = cudaMemcpy(g, s.p.globals, sizeof g, cudaMemcpyDeviceToHost);
       e != cudaSuccess) {
     return std::unexpected(cuda_error(e, "reorder: reading counters"));
   }
   ReorderCounters c;
-  c.placed = s.globals[kPlaced];
-  c.duplicates = s.globals[kDuplicates];
-  c.late = s.globals[kLate];
-  c.ahead = s.globals[kAhead];
-  c.short_ = s.globals[kShort];
+  c.placed = g[kPlaced];
+  c.duplicates = g[kDuplicates];
+  c.late = g[kLate];
+  c.ahead = g[kAhead];
+  c.short_ = g[kShort];
   return c;
 }
 
