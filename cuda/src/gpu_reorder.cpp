@@ -5,11 +5,13 @@
 
 #include "daqiri/gpu_reorder.hpp"
 
+#include "daqiri/cuda/device_scope.hpp"
 #include "gpu_reorder_kernel.hpp"
 
 namespace daqiri {
 namespace {
 
+using cuda::DeviceScope;
 using reorder::kAhead;
 using reorder::kDuplicates;
 using reorder::kGlobals;
@@ -39,21 +41,6 @@ uint32_t output_bytes(const ReorderOptions& o) {
 Error cuda_error(cudaError_t e, const std::string& what) {
   return Error{ErrorCode::kInternal, what + ": " + cudaGetErrorString(e), {}};
 }
-
-// Runs on `device`, then puts the caller's device back.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    cudaGetDevice(&previous_);
-    if (previous_ != device) cudaSetDevice(device);
-  }
-  ~DeviceScope() { cudaSetDevice(previous_); }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = 0;
-};
 
 }  // namespace
 

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "daqiri/cuda/device_scope.hpp"
+
 namespace daqiri::gpu {
 namespace {
 
@@ -58,21 +60,15 @@ Result<DeviceRing> DeviceRing::create(const GpuDevice& gpu, uint32_t slots, uint
 Result<std::string> DeviceRing::ipc_handle() const {
   cudaIpcMemHandle_t h{};
   if (!legacy_) return fail(ErrorCode::kFailedPrecondition, "not a cuda_ipc ring");
-  int previous = 0;
-  cudaGetDevice(&previous);
-  cudaSetDevice(legacy_.get_deleter().device);
+  cuda::DeviceScope scope(legacy_.get_deleter().device);
   cudaError_t e = cudaIpcGetMemHandle(&h, legacy_.get());
-  cudaSetDevice(previous);
   if (e != cudaSuccess) return std::unexpected(runtime_error(e, "cudaIpcGetMemHandle"));
   return std::string(reinterpret_cast<const char*>(&h), sizeof h);
 }
 
 void DeviceRing::CudaFree::operator()(void* p) const {
-  int previous = 0;
-  cudaGetDevice(&previous);
-  cudaSetDevice(device);
+  cuda::DeviceScope scope(device);
   cudaFree(p);
-  cudaSetDevice(previous);
 }
 
 }  // namespace daqiri::gpu

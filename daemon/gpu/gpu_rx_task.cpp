@@ -24,6 +24,13 @@ Result<std::unique_ptr<GpuRxTask>> GpuRxTask::create(const GpuDevice& gpu,
   if (!ring) return std::unexpected(ring.error());
   std::optional<memory::SharedMemory> headers;
   if (header_size != 0) {
+    // The engine copies headers on the CPU: they must be in host memory.
+    for (const memory::BufferPool* pool : source.pools()) {
+      if (pool->on_device()) {
+        return fail(ErrorCode::kFailedPrecondition,
+                    "header-data split needs the frames in host memory, not a gpudirect pool");
+      }
+    }
     auto h = memory::SharedMemory::create("gpu-ring-headers-" + std::to_string(source.id()),
                                           uint64_t{slots} * header_size, false);
     if (!h) return std::unexpected(h.error());
@@ -41,7 +48,6 @@ Result<std::unique_ptr<GpuRxTask>> GpuRxTask::create(const GpuDevice& gpu,
                                              std::move(*ring), std::move(*control), control_ring,
                                              std::move(efd), copy));
   t->headers_ = std::move(headers);
-  t->header_size_ = header_size;
   if (auto ok = t->init_cuda(); !ok) return std::unexpected(ok.error());
   return t;
 }
@@ -221,9 +227,10 @@ bool GpuRxTask::launch() {
     // Header-data split: the frame's first bytes to its header slot, here on the CPU (host
     // to host, a cache line or two), the rest to the GPU.
     uint32_t head = 0;
-    if (headers_ && len != 0 && !source_.pools()[d.region]->on_device()) {
-      head = std::min(len, header_size_);
-      std::memcpy(headers_->data() + uint64_t{j.slot} * header_size_,
+    if (headers_ && len != 0) {
+      uint32_t header_size = ring_.info().header_size;
+      head = std::min(len, header_size);
+      std::memcpy(headers_->data() + uint64_t{j.slot} * header_size,
                   source_.pools()[d.region]->data() + d.offset, head);
       j.desc.flags |= DAQIRI_DESC_SPLIT;
     }

@@ -99,8 +99,8 @@ class GpuRxTask : public dataplane::PollTask {
   std::vector<uint64_t> pool_bytes_;
   DeviceRing ring_;
   memory::SharedMemory control_;
-  std::optional<memory::SharedMemory> headers_;
-  uint32_t header_size_ = 0;
+  std::optional<memory::SharedMemory>
+      headers_;  // header-data split: ring().info().header_size each
   abi::RingView control_ring_;
   UniqueFd client_eventfd_;
 

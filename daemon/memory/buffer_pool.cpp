@@ -23,11 +23,17 @@ Result<BufferPool> BufferPool::create(const std::string& name, uint32_t buf_size
   return BufferPool(std::move(memory), base, buf_size, num_bufs);
 }
 
-BufferPool BufferPool::over_device(std::byte* base, uint32_t buf_size, uint32_t num_bufs,
-                                   std::shared_ptr<void> owner) {
+Result<BufferPool> BufferPool::over_device(const DeviceMemory& memory, uint32_t buf_size,
+                                           uint32_t num_bufs) {
+  if (uint64_t{buf_size} * num_bufs > memory.bytes) {
+    return fail(ErrorCode::kInvalidArgument,
+                "a pool of " + std::to_string(num_bufs) + " x " + std::to_string(buf_size) +
+                    " bytes does not fit in " + std::to_string(memory.bytes) +
+                    " bytes of device memory");
+  }
   BufferPool pool(nullptr, 0, buf_size, num_bufs);
-  pool.device_owner_ = std::move(owner);
-  pool.data_ = base;
+  pool.device_owner_ = memory.owner;
+  pool.data_ = memory.base;
   return pool;
 }
 

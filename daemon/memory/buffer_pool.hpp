@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "memory/device_memory.hpp"
 #include "memory/page_arena.hpp"
 #include "memory/shared_memory.hpp"
 
@@ -22,10 +23,10 @@ class BufferPool {
   static Result<BufferPool> create(const std::string& name, uint32_t buf_size, uint32_t num_bufs,
                                    bool huge, PageArena* arena = nullptr);
   // A pool over memory the host does not map (GPU memory a NIC writes into): the same
-  // bookkeeping, but buffer() is a device address and there is no memory() to share. `owner`
-  // keeps the memory alive as long as the pool.
-  static BufferPool over_device(std::byte* base, uint32_t buf_size, uint32_t num_bufs,
-                                std::shared_ptr<void> owner);
+  // bookkeeping, but buffer() is a device address and there is no memory() to share; the pool
+  // keeps the memory's owner alive. INVALID_ARGUMENT when the pool does not fit.
+  static Result<BufferPool> over_device(const DeviceMemory& memory, uint32_t buf_size,
+                                        uint32_t num_bufs);
 
   [[nodiscard]] uint32_t buf_size() const { return buf_size_; }
   [[nodiscard]] uint32_t num_bufs() const { return num_bufs_; }

@@ -38,8 +38,12 @@ TEST_P(GpuDirectPool, FramesInGpuMemoryReachAGpuRingDeviceToDevice) {
   ASSERT_TRUE(mem) << mem.error().message;
   // The dma-buf spans the whole allocation (dma-buf fds report their size through lseek).
   EXPECT_GE(::lseek(mem->dmabuf_fd, 0, SEEK_END), off_t{kBufs} * kBufSize);
-  auto pool = memory::BufferPool::over_device(mem->base, kBufSize, kBufs, mem->owner);
+  auto made = memory::BufferPool::over_device(*mem, kBufSize, kBufs);
+  ASSERT_TRUE(made) << made.error().message;
+  memory::BufferPool& pool = *made;
   ASSERT_TRUE(pool.on_device());
+  EXPECT_FALSE(memory::BufferPool::over_device(*mem, kBufSize, 1u << 20))
+      << "a pool larger than its memory";
 
   ASSERT_TRUE((*gpu)->make_current());
   std::vector<uint32_t> bufs(kFrames);

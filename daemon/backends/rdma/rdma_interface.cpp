@@ -172,7 +172,12 @@ std::optional<CmId> RdmaInterface::bound_id(uint16_t port, void* context) {
     return CmId(id);
   }
   CmId owned(id);
-  if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&local)) != 0) return std::nullopt;
+  if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&local)) != 0) {
+    int err = errno;  // the caller reports it; destroying the id may change errno
+    owned.reset();
+    errno = err;
+    return std::nullopt;
+  }
   return owned;
 }
 

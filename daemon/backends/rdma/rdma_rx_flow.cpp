@@ -7,8 +7,7 @@ Result<std::unique_ptr<RdmaRxFlow>> RdmaRxFlow::create(const core::Flow& flow, u
                                                        memory::PageArena* arena,
                                                        uint32_t window_slots,
                                                        const memory::DeviceMemory* device) {
-  auto pool = device != nullptr ? Result<memory::BufferPool>(memory::BufferPool::over_device(
-                                      device->base, buf_size, num_bufs, device->owner))
+  auto pool = device != nullptr ? memory::BufferPool::over_device(*device, buf_size, num_bufs)
                                 : memory::BufferPool::create("flow-" + flow.name, buf_size,
                                                              num_bufs, huge, arena);
   if (!pool) return std::unexpected(pool.error());
