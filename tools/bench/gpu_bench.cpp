@@ -17,6 +17,15 @@
 //       graph of cuStreamWaitValue32 + kernel stages (graph). Prints
 //       "latency STYLE samples N p50 A p99 B max C" in microseconds. The graph style posts a
 //       graph of 100 stages at a time.
+//   gpu-bench e2e kernel|persistent|graph SOCKET FLOW PACKETS
+//       the same consumer styles on a real GPU ring of FLOW, fed by daqirid: from the daemon's
+//       receive timestamp (CLOCK_REALTIME, in each descriptor) to the consumer first seeing the
+//       packet (the GPU's global timer), the two clocks related by a calibration in this run.
+//       Prints "ready" once waiting (then send PACKETS packets, fewer than the ring's slots,
+//       well apart), then "e2e STYLE samples N p50 A p99 B max C clock_error D drift_ppm E" in
+//       microseconds; D bounds the calibrations' error (one before, one after: the offset is
+//       interpolated, E is how fast it moved). The kernel style sleeps on the ring's eventfd
+//       between bursts, as daqiri-gpu-receive does.
 #include <cuda_runtime_api.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -24,8 +33,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -242,6 +255,177 @@ int latency(const std::string& style, uint32_t n, double gap_us) {
   return 0;
 }
 
+uint64_t realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
+
+// The global timer less CLOCK_REALTIME, from the round (of many) whose host readings around
+// the GPU's stamp were closest together; `error_ns` is half that window.
+struct TimerOffset {
+  int64_t offset_ns = 0;
+  int64_t error_ns = 0;
+};
+
+std::optional<TimerOffset> calibrate_timer() {
+  constexpr uint32_t kRounds = 500;
+  void* flag_host = nullptr;
+  void* stamps_host = nullptr;
+  if (!cuda_ok(cudaHostAlloc(&flag_host, sizeof(uint32_t), cudaHostAllocMapped), "flag") ||
+      !cuda_ok(cudaHostAlloc(&stamps_host, sizeof(uint64_t) * (kRounds + 1), cudaHostAllocMapped),
+               "stamps")) {
+    return std::nullopt;
+  }
+  auto* flag = static_cast<volatile uint32_t*>(flag_host);
+  auto* stamps = static_cast<volatile uint64_t*>(stamps_host);
+  *flag = 0;
+  for (uint32_t k = 0; k <= kRounds; ++k)
+    stamps[k] = 0;
+  void* flag_device = nullptr;
+  void* stamps_device = nullptr;
+  cudaHostGetDevicePointer(&flag_device, flag_host, 0);
+  cudaHostGetDevicePointer(&stamps_device, stamps_host, 0);
+  cudaStream_t stream = nullptr;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  if (!cuda_ok(daqiri::bench::launch_timer_echo(static_cast<volatile uint32_t*>(flag_device),
+                                                static_cast<volatile uint64_t*>(stamps_device),
+                                                kRounds, stream),
+               "timer echo")) {
+    return std::nullopt;
+  }
+  TimerOffset best{0, INT64_MAX};
+  for (uint32_t k = 1; k <= kRounds; ++k) {
+    uint64_t before = realtime_ns();
+    *flag = k;
+    while (stamps[k] == 0) {
+    }
+    uint64_t after = realtime_ns();
+    auto half = static_cast<int64_t>(after - before) / 2;
+    if (half < best.error_ns) {
+      best.error_ns = half;
+      best.offset_ns = static_cast<int64_t>(stamps[k]) - static_cast<int64_t>(before + half);
+    }
+  }
+  bool ok = cuda_ok(cudaStreamSynchronize(stream), "timer echo");
+  cudaStreamDestroy(stream);
+  cudaFreeHost(flag_host);
+  cudaFreeHost(stamps_host);
+  if (!ok) return std::nullopt;
+  return best;
+}
+
+int e2e(const std::string& style, const std::string& socket, const std::string& flow, uint32_t n) {
+  auto api = daqiri::cuda::DriverApi::get();
+  if (!api) {
+    std::fprintf(stderr, "driver: %s\n", api.error().message.c_str());
+    return 1;
+  }
+  daqiri::RxOptions ro;
+  ro.flow = flow;
+  auto attached = daqiri::example::attach_gpu_ring(socket, "gpu-bench", ro);
+  if (!attached) return 1;
+  daqiri::GpuRxRing* r = attached->ring.get();
+  daqiri::GpuRingView view = r->view();
+  if (n == 0 || n > view.mask) {
+    std::fprintf(stderr, "PACKETS must be 1 to %u (the ring's slots less one)\n", view.mask);
+    return 2;
+  }
+  if (!cuda_ok(cudaSetDevice(r->device()), "cudaSetDevice")) return 1;
+  auto offset = calibrate_timer();
+  if (!offset) return 1;
+  uint64_t calibrated_at = realtime_ns();
+  uint64_t* seen = nullptr;
+  cudaStream_t stream = nullptr;
+  if (!cuda_ok(cudaMalloc(reinterpret_cast<void**>(&seen), n * sizeof(uint64_t)), "cudaMalloc") ||
+      !cuda_ok(cudaMemset(seen, 0, n * sizeof(uint64_t)), "cudaMemset") ||
+      !cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream")) {
+    return 1;
+  }
+  uint32_t start = r->producer();  // anything that arrived before the waiters is not measured
+  if (start != 0) {
+    std::fprintf(stderr, "the ring already holds %u packets: send after \"ready\"\n", start);
+    return 1;
+  }
+  const auto db = reinterpret_cast<CUdeviceptr>(view.doorbell);
+  std::vector<cudaGraphExec_t> graphs;
+  std::thread host_consumer;
+  std::atomic<bool> stop{false};
+  if (style == "persistent") {
+    if (!cuda_ok(daqiri::bench::launch_persistent_waiter(view.doorbell, seen, n, stream),
+                 "launch")) {
+      return 1;
+    }
+  } else if (style == "graph") {
+    constexpr uint32_t kStages = 100;
+    for (uint32_t first = 0; first < n; first += kStages) {
+      cudaGraphExec_t exec = nullptr;
+      if (!launch_graph_waiter(**api, db, seen, first, std::min(kStages, n - first), stream,
+                               &exec)) {
+        return 1;
+      }
+      graphs.push_back(exec);
+    }
+  } else if (style == "kernel") {
+    host_consumer = std::thread([&] {
+      uint32_t got = 0;
+      while (got < n && !stop.load(std::memory_order_relaxed)) {
+        auto p = r->wait(got, std::chrono::milliseconds(100));
+        if (!p || *p == got) continue;
+        uint32_t upto = std::min(*p, n);
+        daqiri::bench::launch_stamp_range(seen, got, upto - got, stream);
+        got = upto;
+      }
+    });
+  } else {
+    std::fprintf(stderr, "style: kernel, persistent or graph\n");
+    return 2;
+  }
+  std::printf("ready\n");
+  std::fflush(stdout);
+  auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (r->producer() < n && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  stop = true;
+  if (host_consumer.joinable()) host_consumer.join();
+  if (r->producer() < n) {
+    std::fprintf(stderr, "only %u of %u packets arrived\n", r->producer(), n);
+    std::fflush(stderr);
+    std::_Exit(1);  // a waiter kernel may spin forever
+  }
+  if (!cuda_ok(cudaStreamSynchronize(stream), "consumer")) return 1;
+  std::vector<uint64_t> at(n);
+  std::vector<daqiri_rx_desc> descs(n);
+  if (!cuda_ok(cudaMemcpy(at.data(), seen, n * sizeof(uint64_t), cudaMemcpyDeviceToHost), "copy") ||
+      !cuda_ok(
+          cudaMemcpy(descs.data(), view.descs, n * sizeof(daqiri_rx_desc), cudaMemcpyDeviceToHost),
+          "copy")) {
+    return 1;
+  }
+  // The two clocks drift apart by some ppm (seconds here are tens of microseconds): calibrate
+  // again and interpolate the offset for each receive time.
+  auto offset_after = calibrate_timer();
+  if (!offset_after) return 1;
+  uint64_t recalibrated_at = realtime_ns();
+  double slope = static_cast<double>(offset_after->offset_ns - offset->offset_ns) /
+                 static_cast<double>(recalibrated_at - calibrated_at);
+  std::vector<double> us(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    double since = static_cast<double>(static_cast<int64_t>(descs[i].timestamp_ns - calibrated_at));
+    double received = static_cast<double>(descs[i].timestamp_ns) +
+                      static_cast<double>(offset->offset_ns) + slope * since;
+    us[i] = (static_cast<double>(at[i]) - received) / 1e3;
+  }
+  std::sort(us.begin(), us.end());
+  std::printf("e2e %s samples %u p50 %.2f p99 %.2f max %.2f clock_error %.2f drift_ppm %.1f\n",
+              style.c_str(), n, us[n / 2], us[static_cast<size_t>(n * 0.99)], us.back(),
+              static_cast<double>(std::max(offset->error_ns, offset_after->error_ns)) / 1e3,
+              slope * 1e6);
+  for (cudaGraphExec_t g : graphs)
+    cudaGraphExecDestroy(g);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "ring" && argc == 6) {
@@ -253,6 +437,11 @@ int main(int argc, char** argv) {
     return latency(argv[2], static_cast<uint32_t>(std::strtoul(argv[3], nullptr, 10)),
                    std::strtod(argv[4], nullptr));
   }
+  if (mode == "e2e" && argc == 6) {
+    setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+    return e2e(argv[2], argv[3], argv[4],
+               static_cast<uint32_t>(std::strtoul(argv[5], nullptr, 10)));
+  }
   if (mode == "memcpy" && argc == 5) {
     return memcpy_peer(std::strtoull(argv[2], nullptr, 10), std::strtoull(argv[3], nullptr, 10),
                        std::strtod(argv[4], nullptr));
@@ -260,6 +449,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr,
                "usage: gpu-bench ring SOCKET FLOW SECONDS FRAME_BYTES\n"
                "       gpu-bench latency kernel|persistent|graph SAMPLES GAP_US\n"
+               "       gpu-bench e2e kernel|persistent|graph SOCKET FLOW PACKETS\n"
                "       gpu-bench memcpy BYTES CHUNK SECONDS\n");
   return 2;
 }

@@ -17,6 +17,22 @@ __global__ void stamp(uint64_t* at, uint32_t i) {
   at[i] = global_timer();
 }
 
+__global__ void stamp_range(uint64_t* at, uint32_t first, uint32_t count) {
+  uint64_t now = global_timer();
+  for (uint32_t i = 0; i < count; ++i)
+    at[first + i] = now;
+}
+
+__global__ void timer_echo(const volatile uint32_t* flag, volatile uint64_t* stamps,
+                           uint32_t rounds) {
+  for (uint32_t k = 1; k <= rounds; ++k) {
+    while (*flag < k) {
+    }
+    stamps[k] = global_timer();
+    __threadfence_system();
+  }
+}
+
 // One thread spins on the doorbell (acquire, system scope, as gpu_ring.cuh does) and stamps
 // when it reaches i + 1, for every i.
 __global__ void persistent(const uint32_t* doorbell, uint64_t* seen, uint32_t n) {
@@ -37,6 +53,17 @@ cudaError_t launch_stamp(uint64_t* at, uint32_t i, cudaStream_t stream) {
 
 const void* stamp_function() {
   return reinterpret_cast<const void*>(&stamp);
+}
+
+cudaError_t launch_stamp_range(uint64_t* at, uint32_t first, uint32_t count, cudaStream_t stream) {
+  stamp_range<<<1, 1, 0, stream>>>(at, first, count);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_timer_echo(const volatile uint32_t* flag, volatile uint64_t* stamps,
+                              uint32_t rounds, cudaStream_t stream) {
+  timer_echo<<<1, 1, 0, stream>>>(flag, stamps, rounds);
+  return cudaGetLastError();
 }
 
 cudaError_t launch_persistent_waiter(const uint32_t* doorbell, uint64_t* seen, uint32_t n,

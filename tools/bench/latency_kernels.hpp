@@ -12,8 +12,15 @@ namespace daqiri::bench {
 cudaError_t launch_stamp(uint64_t* at, uint32_t i, cudaStream_t stream);
 // The kernel launch_stamp uses (parameters: uint64_t* at, uint32_t i), for graph nodes.
 const void* stamp_function();
+// at[first .. first + count) = now, in a one-thread kernel on `stream`.
+cudaError_t launch_stamp_range(uint64_t* at, uint32_t first, uint32_t count, cudaStream_t stream);
 // One thread that, for i in [0, n), spins until *doorbell >= i + 1 and stamps seen[i].
 cudaError_t launch_persistent_waiter(const uint32_t* doorbell, uint64_t* seen, uint32_t n,
                                      cudaStream_t stream);
+// Relates the global timer to a host clock: for k in [1, rounds], one thread waits for *flag to
+// reach k and writes the timer to stamps[k]. Both in mapped host memory; the host raises the
+// flag between two readings of its clock.
+cudaError_t launch_timer_echo(const volatile uint32_t* flag, volatile uint64_t* stamps,
+                              uint32_t rounds, cudaStream_t stream);
 
 }  // namespace daqiri::bench
