@@ -11,8 +11,8 @@ const std::vector<std::pair<std::string_view, RegionKind>> kRegionKinds = {
     {"pinned", RegionKind::kPinned},
     {"device", RegionKind::kDevice}};
 
-const std::vector<std::pair<std::string_view, GpuCopy>> kGpuCopies = {{"gather", GpuCopy::kGather},
-                                                                      {"batch", GpuCopy::kBatch}};
+const std::vector<std::pair<std::string_view, GpuCopy>> kGpuCopies = {
+    {"gather", GpuCopy::kGather}, {"batch", GpuCopy::kBatch}, {"dma", GpuCopy::kDma}};
 
 const std::vector<std::pair<std::string_view, Backend>> kBackends = {
     {"socket", Backend::kSocket}, {"dpdk", Backend::kDpdk}, {"rdma", Backend::kRdma}};

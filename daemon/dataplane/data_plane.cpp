@@ -589,6 +589,9 @@ void DataPlane::close_locked(uint64_t id) {
     if (a.gpu) {
       a.gpu_poller->remove_task(a.gpu.get(), {a.gpu->wake_fd()});
       a.gpu->quiesce();
+      const gpu::GpuCopyCounters& c = a.gpu->counters;
+      spdlog::info("gpu ring of attachment {} closed: {} frames, {} of them in {} copy-engine runs",
+                   id, c.packets.load(), c.dma_frames.load(), c.dma_copies.load());
     }
 #endif
     life.closing.store(true, std::memory_order_release);

@@ -12,6 +12,11 @@ namespace {
 // The GPU each poller thread last made current: a runtime call per poll would be waste.
 thread_local int tl_current_gpu = -1;
 
+// gpu_copy: dma: what makes a run worth a copy-engine copy. Narrower rows go faster through the
+// gather kernel (benchmarks.md).
+constexpr uint32_t kMinDmaRows = 2;
+constexpr uint32_t kMinDmaWidth = 512;
+
 }  // namespace
 
 Result<std::unique_ptr<GpuRxTask>> GpuRxTask::create(const GpuDevice& gpu,
@@ -82,6 +87,18 @@ Result<> GpuRxTask::init_cuda() {
       return std::unexpected(runtime_error(e, "cudaEventCreate"));
     }
   }
+  if (copy_ == config::GpuCopy::kDma) {
+    if (cudaError_t e = cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking);
+        e != cudaSuccess) {
+      return std::unexpected(runtime_error(e, "cudaStreamCreate"));
+    }
+    for (cudaEvent_t& event : copied_) {
+      if (cudaError_t e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+          e != cudaSuccess) {
+        return std::unexpected(runtime_error(e, "cudaEventCreate"));
+      }
+    }
+  }
   size_t bytes = sizeof(GatherJob) * kMaxBurst * kMaxInflight;
   void* host = nullptr;
   if (cudaError_t e = cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
@@ -115,8 +132,15 @@ GpuRxTask::~GpuRxTask() {
       cudaStreamSynchronize(stream_);
       cudaStreamDestroy(stream_);
     }
+    if (copy_stream_ != nullptr) {
+      cudaStreamSynchronize(copy_stream_);
+      cudaStreamDestroy(copy_stream_);
+    }
     for (Inflight& f : inflight_ring_) {
       if (f.event != nullptr) cudaEventDestroy(f.event);
+    }
+    for (cudaEvent_t event : copied_) {
+      if (event != nullptr) cudaEventDestroy(event);
     }
     if (jobs_ != nullptr) cudaFreeHost(jobs_);
     if (descs_ != nullptr) cudaFreeHost(descs_);
@@ -241,16 +265,28 @@ bool GpuRxTask::launch() {
     }
     j.src = copy != 0 ? pool_device_[d.region] + d.offset + head : 0;
     j.bytes = copy;
+    room_[i] = copy != 0 ? pool_bytes_[d.region] - d.offset - head : 0;
     j.desc.offset = ring_.slot_offset(produced_ + i);
     j.desc.length = head + copy;
     j.desc.region = 0;
     bytes += head + copy;
   }
   uint64_t launched_ns = dataplane::monotonic_ns();
-  cudaError_t copied = copy_ == config::GpuCopy::kBatch
-                           ? enqueue_batch(jobs, n, slot_in_flight)
-                           : launch_gather(jobs_device_ + size_t{slot_in_flight} * kMaxBurst, n,
-                                           ring_.base(), ring_.descs(), stream_);
+  cudaError_t copied = cudaSuccess;
+  if (copy_ == config::GpuCopy::kBatch) {
+    copied = enqueue_batch(jobs, n, slot_in_flight);
+  } else {
+    bool runs = false;
+    if (copy_ == config::GpuCopy::kDma) copied = enqueue_runs(jobs, n, runs);
+    if (copied == cudaSuccess && runs)
+      copied = cudaEventRecord(copied_[slot_in_flight], copy_stream_);
+    if (copied == cudaSuccess) {
+      copied = launch_gather(jobs_device_ + size_t{slot_in_flight} * kMaxBurst, n, ring_.base(),
+                             ring_.descs(), stream_);
+    }
+    if (copied == cudaSuccess && runs)
+      copied = cudaStreamWaitEvent(stream_, copied_[slot_in_flight], 0);
+  }
   if (copied != cudaSuccess) {
     fail_attachment();
     return false;
@@ -276,6 +312,58 @@ bool GpuRxTask::launch() {
   f.launched_ns = launched_ns;
   ++inflight_;
   return true;
+}
+
+cudaError_t GpuRxTask::enqueue_runs(GatherJob* jobs, uint32_t n, bool& any) {
+  uint32_t start = 0;
+  while (start < n) {
+    uint32_t end = start + 1;
+    uint64_t width = jobs[start].bytes;
+    uint64_t room = room_[start];
+    uint64_t spitch = 0;
+    uint64_t dpitch = 0;
+    if (width != 0 && start + 1 < n && jobs[start + 1].src > jobs[start].src) {
+      spitch = jobs[start + 1].src - jobs[start].src;
+      dpitch = jobs[start + 1].desc.offset - jobs[start].desc.offset;
+    }
+    // Rows grow wider as the run takes longer frames; every row must still be readable to the
+    // run's width (its own pool's end) and fit its source spacing. Slots of one ring are
+    // wider than any frame copied into them.
+    for (; end < n && spitch != 0; ++end) {
+      const GatherJob& prev = jobs[end - 1];
+      const GatherJob& next = jobs[end];
+      uint64_t w = std::max<uint64_t>(width, next.bytes);
+      uint64_t r = std::min(room, room_[end]);
+      if (next.bytes == 0 || next.slot != prev.slot + 1 || next.src - prev.src != spitch ||
+          w > spitch || w > r) {
+        break;
+      }
+      width = w;
+      room = r;
+    }
+    if (end - start >= kMinDmaRows && width >= kMinDmaWidth) {
+      // NOLINTNEXTLINE(performance-no-int-to-ptr): a device (or UVA host) address
+      const void* src = reinterpret_cast<const void*>(jobs[start].src);
+      uint8_t* dst = ring_.base() + jobs[start].desc.offset;
+      uint32_t rows = end - start;
+      // Rows that nearly fill equal pitches go as one contiguous copy, gaps included (the copy
+      // engines move those at their bulk rate; pitched copies of the same rows went slower).
+      // The gaps are slot tails, beyond every frame's length.
+      cudaError_t e = spitch == dpitch && (spitch - width) * 8 <= spitch
+                          ? cudaMemcpyAsync(dst, src, (rows - 1) * spitch + width,
+                                            cudaMemcpyDefault, copy_stream_)
+                          : cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows,
+                                              cudaMemcpyDefault, copy_stream_);
+      if (e != cudaSuccess) return e;
+      any = true;
+      for (uint32_t i = start; i < end; ++i)
+        jobs[i].bytes = 0;
+      dataplane::bump(counters.dma_frames, end - start);
+      dataplane::bump(counters.dma_copies, 1);
+    }
+    start = end;
+  }
+  return cudaSuccess;
 }
 
 cudaError_t GpuRxTask::enqueue_batch(const GatherJob* jobs, uint32_t n, uint32_t slot_in_flight) {

@@ -2,9 +2,10 @@
 // RX attachment on the flow (so fan-out, backpressure and the buffer ledger are the ones every
 // client gets) and the producer of the client's GPU ring: per burst it launches the gather
 // kernel (or, configured with gpu_copy: batch, one cudaMemcpyBatchAsync of the frames and their
-// descriptors), then cuStreamWriteValue32 rings the doorbell on the same stream, then an event;
-// when the event completes the host buffers go back to the pool and the host mirror of the producer
-// index advances (waking a sleeping client). Runs on its GPU's poller.
+// descriptors; with gpu_copy: dma, pitched copy-engine copies of runs of consecutive buffers
+// before the kernel), then cuStreamWriteValue32 rings the doorbell on the same stream, then an
+// event; when the event completes the host buffers go back to the pool and the host mirror of the
+// producer index advances (waking a sleeping client). Runs on its GPU's poller.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -31,6 +32,9 @@ namespace daqiri::gpu {
 struct GpuCopyCounters {
   std::atomic<uint64_t> packets{0};
   std::atomic<uint64_t> bytes{0};
+  // gpu_copy: dma: frames moved by copy-engine copies, and those copies.
+  std::atomic<uint64_t> dma_frames{0};
+  std::atomic<uint64_t> dma_copies{0};
   // Per burst: from the copy's launch to the engine seeing its event complete (host clock).
   dataplane::LatencyHistogram latency;
 };
@@ -90,6 +94,10 @@ class GpuRxTask : public dataplane::PollTask {
   bool launch();
   // gpu_copy: batch: the frames of jobs [0, n) and their descriptors in one batch of copies.
   cudaError_t enqueue_batch(const GatherJob* jobs, uint32_t n, uint32_t slot_in_flight);
+  // gpu_copy: dma: one copy per run of frames in equally spaced buffers bound for consecutive
+  // slots, on copy_stream_; their jobs are left with no bytes (the kernel writes their
+  // descriptors). Sets `any` when it enqueued a copy.
+  cudaError_t enqueue_runs(GatherJob* jobs, uint32_t n, bool& any);
   void fail_attachment();
 
   const GpuDevice& gpu_;
@@ -105,6 +113,10 @@ class GpuRxTask : public dataplane::PollTask {
   UniqueFd client_eventfd_;
 
   cudaStream_t stream_ = nullptr;
+  // gpu_copy: dma: the copy engines' stream, so that they move one burst while the kernel
+  // writes the previous one's descriptors; the doorbell waits for both.
+  cudaStream_t copy_stream_ = nullptr;
+  std::array<cudaEvent_t, kMaxInflight> copied_{};
   GatherJob* jobs_ = nullptr;         // pinned, mapped: kMaxInflight * kMaxBurst
   GatherJob* jobs_device_ = nullptr;  // the same, as the GPU addresses it
   config::GpuCopy copy_;
@@ -112,6 +124,8 @@ class GpuRxTask : public dataplane::PollTask {
   std::vector<void*> copy_dsts_;     // batch: kMaxInflight * kMaxCopies each
   std::vector<const void*> copy_srcs_;
   std::vector<size_t> copy_sizes_;
+  std::array<uint64_t, kMaxBurst>
+      room_{};  // dma: readable bytes from each job's src to its pool's end
   std::array<Inflight, kMaxInflight> inflight_ring_{};
   uint32_t head_ = 0;      // oldest copy in flight
   uint32_t inflight_ = 0;  // copies in flight

@@ -399,9 +399,9 @@ TEST_F(GpuRingTest, LegacyCudaIpcRingSeesExactlyWhatDaqiriGenSent) {
 // Header-data split (a queue with a header region and a device region): the first 64 bytes of
 // each frame land in host header slots, the rest in the GPU ring, same index; the client puts
 // each frame back together and finds exactly what daqiri-gen sent (the split falls inside the
-// pattern's header, so a slot off by one would show), through both copy methods.
+// pattern's header, so a slot off by one would show), through each copy method.
 TEST_F(GpuRingTest, HeaderDataSplitHeadersAndPayloadsLineUp) {
-  for (std::string copy : {"gather", "batch"}) {
+  for (std::string copy : {"gather", "batch", "dma"}) {
     SCOPED_TRACE(copy);
     std::string text = kConfig;
     text.replace(text.find("memory_regions:\n"), 16,

@@ -241,8 +241,8 @@ TEST(Config, GpuCopyIsForGpuRegionsOnly) {
       "regions, not host");
   EXPECT_NE(
       only_error("memory_regions:\n"
-                 "  - {name: r, kind: device, buf_size: 2048, num_bufs: 4096, gpu_copy: dma}\n")
-          .find("gpu_copy: expected one of gather, batch, got \"dma\""),
+                 "  - {name: r, kind: device, buf_size: 2048, num_bufs: 4096, gpu_copy: memcpy}\n")
+          .find("gpu_copy: expected one of gather, batch, dma, got \"memcpy\""),
       std::string::npos);
 }
 

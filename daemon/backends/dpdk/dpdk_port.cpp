@@ -75,9 +75,13 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
     uint16_t rxd = static_cast<uint16_t>(std::min<uint32_t>(q.ring_size, 32768));
     uint16_t txd = 0;
     rte_eth_dev_adjust_nb_rx_tx_desc(id, &rxd, &txd);
+    // A queue staging for GPU rings keeps its buffers in release order: the engine's
+    // gpu_copy: dma then finds long runs of consecutive buffers to copy at once.
+    bool gpu_staged =
+        r->kind == config::RegionKind::kPinned || r->kind == config::RegionKind::kDevice;
     auto queue = DpdkRxQueue::create(
         id, static_cast<uint16_t>(q.id), "rx" + tag + "_" + std::to_string(q.id), r->buf_size,
-        r->num_bufs, r->kind == config::RegionKind::kHuge, q.batch_size, socket, dma);
+        r->num_bufs, r->kind == config::RegionKind::kHuge, q.batch_size, socket, dma, gpu_staged);
     if (!queue) {
       return fail(queue.error().code,
                   where + ": RX queue " + q.name + ": " + queue.error().message);

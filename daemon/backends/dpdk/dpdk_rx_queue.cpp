@@ -19,7 +19,7 @@ Result<std::unique_ptr<DpdkRxQueue>> DpdkRxQueue::create(uint16_t port, uint16_t
                                                          const std::string& pool_name,
                                                          uint32_t buf_size, uint32_t num_bufs,
                                                          bool huge, uint32_t batch, int socket,
-                                                         rte_device* dma_device) {
+                                                         rte_device* dma_device, bool in_order) {
   auto pool = memory::BufferPool::create(pool_name, buf_size, num_bufs, huge);
   if (!pool) return std::unexpected(pool.error());
   std::unique_ptr<DpdkRxQueue> q(
@@ -28,7 +28,7 @@ Result<std::unique_ptr<DpdkRxQueue>> DpdkRxQueue::create(uint16_t port, uint16_t
   auto ext = ExternalMemory::register_memory(mem, dma_device);
   if (!ext) return std::unexpected(ext.error());
   auto mp = ExternalMbufPool::create(pool_name, std::move(*ext), static_cast<uint16_t>(buf_size),
-                                     num_bufs, socket);
+                                     num_bufs, socket, !in_order);
   if (!mp) return std::unexpected(mp.error());
   q->mbufs_pool_ = std::move(*mp);
   q->base_ = mem.data();

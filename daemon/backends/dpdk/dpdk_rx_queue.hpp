@@ -60,11 +60,13 @@ class DpdkRxQueue final : public dataplane::PollTask {
  public:
   static constexpr uint32_t kMaxBatch = 512;
   // The pool's memory becomes DPDK external memory; `dma_device`: the PCI device, or null.
+  // `in_order`: the PMD gets buffers back in the order clients released them (no per-core
+  // mempool cache), so consecutive frames land in consecutive buffers.
   static Result<std::unique_ptr<DpdkRxQueue>> create(uint16_t port, uint16_t queue,
                                                      const std::string& pool_name,
                                                      uint32_t buf_size, uint32_t num_bufs,
                                                      bool huge, uint32_t batch, int socket,
-                                                     rte_device* dma_device);
+                                                     rte_device* dma_device, bool in_order);
 
   ~DpdkRxQueue() override;
   bool poll() override;

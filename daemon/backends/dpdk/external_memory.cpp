@@ -43,7 +43,7 @@ unsigned mempool_cache_size(uint32_t count) {
 
 Result<std::unique_ptr<ExternalMbufPool>> ExternalMbufPool::create(
     const std::string& name, std::unique_ptr<ExternalMemory> memory, uint16_t elt_size,
-    uint32_t count, int socket) {
+    uint32_t count, int socket, bool cached) {
   if (uint64_t{elt_size} * count > memory->size()) {
     return fail(ErrorCode::kInternal, "external memory too small for its mbufs");
   }
@@ -52,8 +52,8 @@ Result<std::unique_ptr<ExternalMbufPool>> ExternalMbufPool::create(
   ext.buf_iova = memory->iova(memory->base());
   ext.buf_len = memory->size();
   ext.elt_size = elt_size;
-  rte_mempool* mp = rte_pktmbuf_pool_create_extbuf(name.c_str(), count, mempool_cache_size(count),
-                                                   0, elt_size, socket, &ext, 1);
+  rte_mempool* mp = rte_pktmbuf_pool_create_extbuf(
+      name.c_str(), count, cached ? mempool_cache_size(count) : 0, 0, elt_size, socket, &ext, 1);
   if (mp == nullptr) {
     return fail(ErrorCode::kResourceExhausted,
                 "mbuf pool " + name + " over client-shared memory: " + rte_strerror(rte_errno) +

@@ -41,11 +41,12 @@ class ExternalMemory {
 
 class ExternalMbufPool {
  public:
-  // `count` mbufs whose data buffers are consecutive `elt_size` slices of the memory.
+  // `count` mbufs whose data buffers are consecutive `elt_size` slices of the memory. Without a
+  // per-core cache (`cached` false) buffers come back in the order they were freed.
   static Result<std::unique_ptr<ExternalMbufPool>> create(const std::string& name,
                                                           std::unique_ptr<ExternalMemory> memory,
                                                           uint16_t elt_size, uint32_t count,
-                                                          int socket);
+                                                          int socket, bool cached = true);
   ~ExternalMbufPool();
   ExternalMbufPool(const ExternalMbufPool&) = delete;
   ExternalMbufPool& operator=(const ExternalMbufPool&) = delete;
