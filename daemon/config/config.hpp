@@ -19,8 +19,8 @@ namespace daqiri::config {
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kCritical, kOff };
 enum class RegionKind { kHost, kHuge, kPinned, kDevice };
 // How the GPU engine moves a burst into a GPU ring: a gather kernel reading mapped host memory;
-// cudaMemcpyBatchAsync (the copy engines, a copy per frame); or pitched copy-engine copies of
-// runs of consecutive buffers, the gather kernel doing the rest and the descriptors.
+// cudaMemcpyBatchAsync (the copy engines, a copy per frame); or copy-engine copies of runs of
+// consecutive buffers, the gather kernel doing the rest and the descriptors.
 enum class GpuCopy { kGather, kBatch, kDma };
 enum class Backend { kSocket, kDpdk, kRdma };
 

@@ -148,7 +148,11 @@ GpuRxTask::~GpuRxTask() {
 }
 
 void GpuRxTask::quiesce() {
-  if (stream_ != nullptr && gpu_.make_current()) cudaStreamSynchronize(stream_);
+  if (gpu_.make_current()) {
+    // Both streams: after a failed launch the copy engines may still read source buffers.
+    if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+    if (copy_stream_ != nullptr) cudaStreamSynchronize(copy_stream_);
+  }
   control_ring_.set_state(DAQIRI_RING_DETACHED);
   uint64_t one = 1;
   [[maybe_unused]] auto w = ::write(client_eventfd_.get(), &one, sizeof one);
