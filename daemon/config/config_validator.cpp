@@ -160,7 +160,7 @@ class Validator {
     if (q.regions.size() > 2) {
       error(q.where.at(regions_key), "a queue takes one region, or two for header-data split");
     }
-    if (q.regions.size() == 2) check_split(itf, q, dir, regions_key);
+    if (q.regions.size() == 2) check_split(q, dir, regions_key);
     for (const auto& name : q.regions) {
       if (!regions_.contains(name)) {
         error(q.where.at(regions_key), "no memory region named \"" + name + "\"");
@@ -188,15 +188,13 @@ class Validator {
   }
 
   // Header-data split (two regions): headers to host slots, payloads to GPU rings, as the gpu
-  // engine does it for staged RX queues. (A NIC's own buffer split on DPDK is not driven yet:
-  // the data plane says so at start.)
-  void check_split(const InterfaceConfig& itf, const QueueConfig& q, const char* dir,
-                   const char* key) {
+  // engine does it for staged RX queues, on every backend. (A NIC's own buffer split on DPDK,
+  // rte_eth_rxseg_split, is not driven yet: the split is the engine's.)
+  void check_split(const QueueConfig& q, const char* dir, const char* key) {
     auto headers = regions_.find(q.regions[0]);
     auto payloads = regions_.find(q.regions[1]);
     if (headers == regions_.end() || payloads == regions_.end()) return;  // said elsewhere
     std::string why;
-    if (itf.backend == Backend::kDpdk) return;  // the NIC's buffer split: refused at start
     if (std::string_view(dir) != "RX") {
       why = "header-data split applies to RX queues";
     } else if (headers->second->kind == RegionKind::kDevice) {
@@ -291,8 +289,8 @@ class Validator {
     uint32_t need = itf.mtu + 14 + 4 + kMbufHeadroom;
     for (const auto* queues : {&itf.rx_queues, &itf.tx_queues}) {
       for (const auto& q : *queues) {
-        if (q.regions.size() != 1) continue;  // header-data split: checked at start
-        auto it = regions_.find(q.regions.front());
+        // With header-data split the frames are staged whole in the payload region's buffers.
+        auto it = regions_.find(q.regions.back());
         if (it == regions_.end()) continue;
         const MemoryRegionConfig& r = *it->second;
         // Every kind: device and pinned queues stage frames in host buffers of buf_size.

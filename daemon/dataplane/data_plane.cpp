@@ -26,11 +26,6 @@ Result<const config::MemoryRegionConfig*> queue_region(const config::Config& c,
                                                        const config::InterfaceConfig& itf,
                                                        const config::QueueConfig& q, bool rx) {
   std::string key = itf.name + "/" + q.name;
-  if (q.regions.size() == 2 && itf.backend == config::Backend::kDpdk) {
-    return fail(ErrorCode::kFailedPrecondition,
-                "queue " + key + ": header-data split (two regions) on a dpdk queue needs a NIC " +
-                    "with buffer split, which this version of daqirid does not drive yet");
-  }
   const config::MemoryRegionConfig* r = config::find_region(c, q.regions.back());
   if (rx || r->kind != config::RegionKind::kDevice) return r;
   return fail(ErrorCode::kFailedPrecondition,

@@ -71,7 +71,8 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
   }
   std::string tag = std::to_string(id);
   for (const auto& q : itf.rx_queues) {
-    const auto* r = config::find_region(c, q.regions.front());
+    // Header-data split: whole frames in the payload region's buffers; the gpu engine splits.
+    const auto* r = config::find_region(c, q.regions.back());
     uint16_t rxd = static_cast<uint16_t>(std::min<uint32_t>(q.ring_size, 32768));
     uint16_t txd = 0;
     rte_eth_dev_adjust_nb_rx_tx_desc(id, &rxd, &txd);
