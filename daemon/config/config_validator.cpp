@@ -289,8 +289,11 @@ class Validator {
     uint32_t need = itf.mtu + 14 + 4 + kMbufHeadroom;
     for (const auto* queues : {&itf.rx_queues, &itf.tx_queues}) {
       for (const auto& q : *queues) {
-        // With header-data split the frames are staged whole in the payload region's buffers.
-        auto it = regions_.find(q.regions.back());
+        // Header-data split: DAQIRI sizes the two regions as a header and a payload segment,
+        // less than a whole MTU each; frames longer than the staging buffer (the payload
+        // region's) are truncated and counted, as a NIC's buffer split would cut them.
+        if (q.regions.size() != 1) continue;
+        auto it = regions_.find(q.regions.front());
         if (it == regions_.end()) continue;
         const MemoryRegionConfig& r = *it->second;
         // Every kind: device and pinned queues stage frames in host buffers of buf_size.
