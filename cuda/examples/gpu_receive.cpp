@@ -17,6 +17,7 @@
 // the ring is attached again (GpuRxRing::reattach), counting on.
 // Exit status 0 when --count packets arrived and every one was intact.
 #include <cuda_runtime_api.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -38,14 +39,6 @@
 using daqiri::example::Totals;
 
 namespace {
-
-int usage() {
-  std::fprintf(stderr,
-               "usage: daqiri-gpu-receive --socket PATH --flow NAME --count N [--ring SLOTS] "
-               "[--timeout SECONDS] [--style kernel|persistent|graph|hds] [--threads N] "
-               "[--burst N] [--stages N] [--reconnect yes] [--cuda-ipc yes]\n");
-  return 2;
-}
 
 struct Run {
   daqiri::GpuRxRing& ring;
@@ -221,39 +214,27 @@ int main(int argc, char** argv) {
   int timeout_s = 30;
   std::string style = "kernel";
   uint32_t threads = 1024, burst = 32, stages = 8;
-  bool reconnect = false;
-  bool cuda_ipc = false;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i], v = argv[i + 1];
-    if (k == "--socket")
-      socket = v;
-    else if (k == "--flow")
-      flow = v;
-    else if (k == "--count")
-      count = std::strtoull(v.c_str(), nullptr, 10);
-    else if (k == "--ring")
-      ring_size = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
-    else if (k == "--timeout")
-      timeout_s = static_cast<int>(std::strtol(v.c_str(), nullptr, 10));
-    else if (k == "--style")
-      style = v;
-    else if (k == "--threads")
-      threads = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
-    else if (k == "--burst")
-      burst = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
-    else if (k == "--stages")
-      stages = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
-    else if (k == "--cuda-ipc")
-      cuda_ipc = v == "yes";
-    else if (k == "--reconnect")
-      reconnect = v == "yes";
-    else
-      return usage();
-  }
-  if (flow.empty() || count == 0) return usage();
-  if (style != "kernel" && style != "persistent" && style != "graph" && style != "hds") {
-    return usage();
-  }
+  std::string reconnect_arg = "no", cuda_ipc_arg = "no";
+  CLI::App app{"daqiri-gpu-receive: a flow's packets into a GPU ring, checked on the GPU"};
+  app.add_option("--socket", socket, "daqirid's control socket");
+  app.add_option("--flow", flow, "the flow to attach to")->required();
+  app.add_option("--count", count, "packets to receive")->required()->check(CLI::PositiveNumber);
+  app.add_option("--ring", ring_size, "GPU ring slots (default: the queue's ring_size)");
+  app.add_option("--timeout", timeout_s, "seconds to wait for them")->capture_default_str();
+  app.add_option("--style", style, "consumer style")
+      ->check(CLI::IsMember({"kernel", "persistent", "graph", "hds"}))
+      ->capture_default_str();
+  app.add_option("--threads", threads, "persistent: threads of its one block")
+      ->capture_default_str();
+  app.add_option("--burst", burst, "graph: packets per stage")->capture_default_str();
+  app.add_option("--stages", stages, "graph: stages per post")->capture_default_str();
+  app.add_option("--reconnect", reconnect_arg, "kernel: survive a daemon restart")
+      ->check(CLI::IsMember({"yes", "no"}));
+  app.add_option("--cuda-ipc", cuda_ipc_arg, "open the ring from a legacy cudaIpcMemHandle_t")
+      ->check(CLI::IsMember({"yes", "no"}));
+  CLI11_PARSE(app, argc, argv);
+  bool reconnect = reconnect_arg == "yes";
+  bool cuda_ipc = cuda_ipc_arg == "yes";
   if (reconnect && style != "kernel") {
     std::fprintf(stderr, "--reconnect is for --style kernel\n");
     return 2;

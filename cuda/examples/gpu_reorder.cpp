@@ -12,6 +12,7 @@
 // missing packet's samples read zero.
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -66,36 +67,20 @@ int main(int argc, char** argv) {
   uint32_t per_frame = 64, samples = 256, frames = 8;
   double idle = 1.0, timeout = 60;
   std::string convert = "int16-fp32";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i], v = argv[i + 1];
-    if (k == "--socket")
-      socket = v;
-    else if (k == "--flow")
-      flow = v;
-    else if (k == "--packets-per-frame")
-      per_frame = static_cast<uint32_t>(std::stoul(v));
-    else if (k == "--samples")
-      samples = static_cast<uint32_t>(std::stoul(v));
-    else if (k == "--frames")
-      frames = static_cast<uint32_t>(std::stoul(v));
-    else if (k == "--idle")
-      idle = std::stod(v);
-    else if (k == "--timeout")
-      timeout = std::stod(v);
-    else if (k == "--convert")
-      convert = v;
-    else {
-      std::fprintf(stderr, "unknown option %s\n", k.c_str());
-      return 2;
-    }
-  }
-  if (flow.empty() || (convert != "int16-fp32" && convert != "int16-fp16")) {
-    std::fprintf(stderr,
-                 "usage: daqiri-gpu-reorder --socket PATH --flow NAME [--packets-per-frame M] "
-                 "[--samples S] [--frames F] [--convert int16-fp32|int16-fp16] [--idle SECONDS] "
-                 "[--timeout SECONDS]\n");
-    return 2;
-  }
+  CLI::App app{"daqiri-gpu-reorder: a flow's packets placed into frames on the GPU"};
+  app.add_option("--socket", socket, "daqirid's control socket")->capture_default_str();
+  app.add_option("--flow", flow, "the flow to attach to")->required();
+  app.add_option("--packets-per-frame", per_frame, "packets per frame")->capture_default_str();
+  app.add_option("--samples", samples, "int16 samples per packet")->capture_default_str();
+  app.add_option("--frames", frames, "frames in flight")->capture_default_str();
+  app.add_option("--convert", convert, "sample conversion")
+      ->check(CLI::IsMember({"int16-fp32", "int16-fp16"}))
+      ->capture_default_str();
+  app.add_option("--idle", idle, "stop after this many seconds without a packet")
+      ->capture_default_str();
+  app.add_option("--timeout", timeout, "stop after this many seconds in all")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   daqiri::RxOptions ro;
   ro.flow = flow;
   auto attached = daqiri::example::attach_gpu_ring(socket, "gpu-reorder", ro);

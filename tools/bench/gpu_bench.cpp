@@ -37,7 +37,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <optional>
 #include <string>
 #include <thread>
@@ -255,10 +254,11 @@ int latency(const std::string& style, uint32_t n, double gap_us) {
   return 0;
 }
 
+// The clock of daqirid's receive timestamps (CLOCK_REALTIME).
 uint64_t realtime_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
 }
 
 // The global timer less CLOCK_REALTIME, from the round (of many) whose host readings around
