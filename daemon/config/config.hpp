@@ -27,6 +27,7 @@ enum class Backend { kSocket, kDpdk, kRdma };
 const char* to_string(LogLevel level);
 const char* to_string(RegionKind kind);
 const char* to_string(Backend backend);
+const char* to_string(GpuCopy copy);
 
 struct AccessList {
   std::vector<uid_t> uids;

@@ -170,11 +170,11 @@ class Validator {
         if (!header_slots) users_[name].push_back(&q);
         user_names_[&q] = itf.name + "/" + q.name;
         if (regions_.at(name)->gpudirect &&
-            (itf.backend != Backend::kRdma || std::string_view(dir) != "RX")) {
+            (itf.backend == Backend::kSocket || std::string_view(dir) != "RX")) {
           error(q.where.at(regions_key),
                 "region \"" + name + "\" is gpudirect, which this daqirid drives on RX queues of " +
-                    "rdma interfaces only (the NIC writes into GPU memory registered through " +
-                    "dma-buf); use it without gpudirect to stage through host memory");
+                    "rdma and dpdk interfaces only (the NIC writes into GPU memory); use it " +
+                    "without gpudirect to stage through host memory");
         }
         if (regions_.at(name)->share_pages && itf.backend == Backend::kDpdk &&
             std::string_view(dir) == "RX") {
@@ -496,6 +496,18 @@ const char* to_string(RegionKind kind) {
       return "pinned";
     case RegionKind::kDevice:
       return "device";
+  }
+  return "?";
+}
+
+const char* to_string(GpuCopy copy) {
+  switch (copy) {
+    case GpuCopy::kGather:
+      return "gather";
+    case GpuCopy::kBatch:
+      return "batch";
+    case GpuCopy::kDma:
+      return "dma";
   }
   return "?";
 }

@@ -8,6 +8,10 @@
 
 namespace daqiri::core {
 
+// A descriptor's payload_offset while its frame is in GPU memory, never read by the daemon
+// (gpudirect pools): the gpu engine finds the offset on the GPU before a consumer sees it.
+inline constexpr uint16_t kPayloadOffsetUnread = 0xffff;
+
 struct PacketFields {
   static constexpr uint8_t kTcp = 6;
   static constexpr uint8_t kUdp = 17;

@@ -44,7 +44,20 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config
   }
   if (need_dpdk) {
 #ifdef DAQIRI_HAVE_DPDK
-    auto dpdk = backends::dpdk::DpdkBackend::start(c);
+    backends::dpdk::DpdkBackend::DevicePools device_pools;
+    for (const auto& itf : c.interfaces) {
+      for (const auto& q : itf.rx_queues) {
+        const auto* r = config::find_region(c, q.regions.back());
+        if (itf.backend != config::Backend::kDpdk || !r->gpudirect) continue;
+        auto m = dp->gpudirect_memory(*r);
+        if (!m) {
+          return fail(m.error().code, "RX queue " + itf.name + "/" + q.name + ": region \"" +
+                                          r->name + "\" is gpudirect: " + m.error().message);
+        }
+        device_pools.emplace(itf.name + "/" + q.name, std::move(*m));
+      }
+    }
+    auto dpdk = backends::dpdk::DpdkBackend::start(c, device_pools);
     if (!dpdk) return std::unexpected(dpdk.error());
     dp->dpdk_ = std::move(*dpdk);
 #else
@@ -129,6 +142,17 @@ PollTask* DataPlane::dpdk_task(const config::InterfaceConfig& itf, const config:
 #endif
 }
 
+Result<memory::DeviceMemory> DataPlane::gpudirect_memory(const config::MemoryRegionConfig& region) {
+#ifdef DAQIRI_HAVE_CUDA
+  auto gpu = gpu_of(region);
+  if (!gpu) return std::unexpected(gpu.error());
+  return gpu::DevicePoolMemory::create(**gpu, region.total_bytes());
+#else
+  (void)region;
+  return fail(ErrorCode::kFailedPrecondition, "this daqirid was built without CUDA");
+#endif
+}
+
 bool DataPlane::is_dpdk(const std::string& interface) const {
   for (const auto& itf : config_.interfaces) {
     if (itf.name == interface) return itf.backend == config::Backend::kDpdk;
@@ -193,18 +217,14 @@ Result<> DataPlane::add_flow(const core::Flow& flow) {
 #ifdef DAQIRI_HAVE_RDMA
   if (auto* rdma = this->rdma(h.itf->name)) {
     std::optional<memory::DeviceMemory> device;
-#ifdef DAQIRI_HAVE_CUDA
     if (h.region->gpudirect) {
-      auto gpu = gpu_of(*h.region);
-      auto m = gpu ? gpu::DevicePoolMemory::create(**gpu, h.region->total_bytes())
-                   : Result<memory::DeviceMemory>(std::unexpected(gpu.error()));
+      auto m = gpudirect_memory(*h.region);
       if (!m) {
         return fail(m.error().code, "flow \"" + flow.name + "\": region \"" + h.region->name +
                                         "\" is gpudirect: " + m.error().message);
       }
       device = std::move(*m);
     }
-#endif
     auto f = rdma->add_flow(flow, *h.region, arena, h.poller->epoch(), device ? &*device : nullptr);
     if (!f) return std::unexpected(f.error());
     flows_[flow.name] = {std::move(*f), h.poller};

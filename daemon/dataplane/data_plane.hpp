@@ -26,6 +26,7 @@
 #include "dataplane/poller.hpp"
 #include "dataplane/rx_attachment.hpp"
 #include "dataplane/tx_attachment.hpp"
+#include "memory/device_memory.hpp"
 #ifdef DAQIRI_HAVE_CUDA
 #include "gpu/device_pool_memory.hpp"
 #include "gpu/gpu_device.hpp"
@@ -198,6 +199,8 @@ class DataPlane {
   [[nodiscard]] PollTask* dpdk_task(const config::InterfaceConfig& itf,
                                     const config::QueueConfig& q, bool rx) const;
   [[nodiscard]] bool is_dpdk(const std::string& interface) const;
+  // A gpudirect region's pool: GPU memory on the region's GPU, `region.total_bytes()` at least.
+  Result<memory::DeviceMemory> gpudirect_memory(const config::MemoryRegionConfig& region);
   static std::string target_of(const Attachment& a);
   Result<uint64_t> create_rx_locked(std::vector<std::string> flows, std::string target,
                                     uint32_t ring_size, Backpressure backpressure);

@@ -21,6 +21,12 @@ struct GatherJob {
 };
 static_assert(sizeof(GatherJob) == 48);
 
+// For frames the daemon never read (core::kPayloadOffsetUnread: in a gpudirect pool), finds
+// the UDP payload in the ring slots [first, first + count) (mod mask + 1) already written, and
+// sets their descriptors' payload_offset.
+cudaError_t launch_find_payloads(const uint8_t* ring_base, daqiri_rx_desc* descs, uint32_t first,
+                                 uint32_t count, uint32_t mask, cudaStream_t stream);
+
 // Enqueues the copy of `count` jobs (read from `jobs`, device-visible) on `stream`.
 cudaError_t launch_gather(const GatherJob* jobs, uint32_t count, uint8_t* ring_base,
                           daqiri_rx_desc* descs, cudaStream_t stream);

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/packet_fields.hpp"
+
 namespace daqiri::gpu {
 namespace {
 
@@ -242,8 +244,10 @@ bool GpuRxTask::launch() {
   GatherJob* jobs = jobs_ + size_t{slot_in_flight} * kMaxBurst;
   uint64_t bytes = 0;
   uint32_t slot_size = ring_.info().slot_size;
+  bool unread = false;  // frames whose payload offset the GPU must find
   for (uint32_t i = 0; i < n; ++i) {
     const daqiri_rx_desc d = *source_ring_.slot<daqiri_rx_desc>(read_ + i);
+    unread |= d.payload_offset == core::kPayloadOffsetUnread;
     GatherJob& j = jobs[i];
     j.desc = d;
     // Our own descriptors, but a bad one must not make the GPU read outside a pool.
@@ -290,6 +294,10 @@ bool GpuRxTask::launch() {
     }
     if (copied == cudaSuccess && runs)
       copied = cudaStreamWaitEvent(stream_, copied_[slot_in_flight], 0);
+  }
+  if (copied == cudaSuccess && unread) {
+    copied = launch_find_payloads(ring_.base(), ring_.descs(), produced_, n, ring_.info().size - 1,
+                                  stream_);
   }
   if (copied != cudaSuccess) {
     fail_attachment();

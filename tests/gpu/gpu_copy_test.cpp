@@ -134,17 +134,7 @@ TEST_P(GpuCopy, FramesFromPinnedHostBuffersReachTheRingByteExact) {
 INSTANTIATE_TEST_SUITE_P(Methods, GpuCopy,
                          ::testing::Values(config::GpuCopy::kGather, config::GpuCopy::kBatch,
                                            config::GpuCopy::kDma),
-                         [](const auto& p) {
-                           switch (p.param) {
-                             case config::GpuCopy::kGather:
-                               return std::string("Gather");
-                             case config::GpuCopy::kBatch:
-                               return std::string("Batch");
-                             case config::GpuCopy::kDma:
-                               return std::string("Dma");
-                           }
-                           return std::string("Unknown");
-                         });
+                         [](const auto& p) { return std::string(config::to_string(p.param)); });
 
 }  // namespace
 }  // namespace daqiri

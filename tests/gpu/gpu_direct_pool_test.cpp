@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/packet_fields.hpp"
 #include "dataplane/rx_attachment.hpp"
 #include "gpu/device_pool_memory.hpp"
 #include "gpu/gpu_rx_task.hpp"
@@ -22,12 +23,28 @@ constexpr uint32_t kBufSize = 2048;
 constexpr uint32_t kBufs = 64;
 constexpr uint32_t kFrames = 16;
 
+// Headers on three of every four frames: plain UDP, VLAN-tagged UDP with IP options, TCP.
 std::vector<uint8_t> frame(uint32_t i) {
   std::vector<uint8_t> f(100 + i * 97);
   for (size_t k = 0; k < f.size(); ++k)
     f[k] = static_cast<uint8_t>(i * 31 + k);
+  uint32_t at = 12;
+  if (i % 4 == 1) {
+    f[12] = 0x81, f[13] = 0x00;
+    at = 16;
+  }
+  if (i % 4 != 3) {
+    f[at] = 0x08, f[at + 1] = 0x00;
+    uint32_t ip = at + 2;
+    f[ip] = static_cast<uint8_t>(0x40 | (i % 4 == 1 ? 6 : 5));
+    f[ip + 6] = f[ip + 7] = 0;  // not a later fragment
+    f[ip + 9] = i % 4 == 2 ? core::PacketFields::kTcp : core::PacketFields::kUdp;
+  }
   return f;
 }
+
+// One frame keeps the payload offset its producer gave it; the others ask the GPU for it.
+constexpr uint32_t kOffsetGiven = 12;
 
 class GpuDirectPool : public ::testing::TestWithParam<config::GpuCopy> {};
 
@@ -59,6 +76,7 @@ TEST_P(GpuDirectPool, FramesInGpuMemoryReachAGpuRingDeviceToDevice) {
     d.length = static_cast<uint32_t>(f.size());
     d.flow_id = 1;
     d.stream = static_cast<uint16_t>(i);
+    d.payload_offset = i == kOffsetGiven ? 0 : core::kPayloadOffsetUnread;
     (*att)->push(d, bufs[i], &pool);
   }
   (*att)->publish();
@@ -88,6 +106,12 @@ TEST_P(GpuDirectPool, FramesInGpuMemoryReachAGpuRingDeviceToDevice) {
         cudaMemcpy(got.data(), ring.base() + descs[i].offset, got.size(), cudaMemcpyDeviceToHost),
         cudaSuccess);
     EXPECT_EQ(got, want) << "frame " << i;
+    // Found on the GPU as the daemon's software steering finds it on the host.
+    auto host = core::PacketFields::parse(reinterpret_cast<const std::byte*>(want.data()),
+                                          static_cast<uint32_t>(want.size()));
+    EXPECT_EQ(host.payload_offset, i % 4 == 0 ? 42 : i % 4 == 1 ? 50 : 0) << "frame " << i;
+    EXPECT_EQ(descs[i].payload_offset, i == kOffsetGiven ? 0 : host.payload_offset)
+        << "frame " << i;
   }
   // The pool's buffers come back once the copies are done.
   ASSERT_TRUE((*att)->reclaim());
@@ -95,11 +119,9 @@ TEST_P(GpuDirectPool, FramesInGpuMemoryReachAGpuRingDeviceToDevice) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CopyMethods, GpuDirectPool,
-                         ::testing::Values(config::GpuCopy::kGather, config::GpuCopy::kBatch),
-                         [](const auto& p) {
-                           return p.param == config::GpuCopy::kGather ? std::string("Gather")
-                                                                      : std::string("Batch");
-                         });
+                         ::testing::Values(config::GpuCopy::kGather, config::GpuCopy::kBatch,
+                                           config::GpuCopy::kDma),
+                         [](const auto& p) { return std::string(config::to_string(p.param)); });
 
 }  // namespace
 }  // namespace daqiri

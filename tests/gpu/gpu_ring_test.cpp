@@ -463,6 +463,64 @@ TEST_F(GpuRingTest, HeaderDataSplitOnADpdkQueue) {
   }
 }
 
+// GPUDirect on a DPDK queue: the queue's mbuf pool is GPU memory (a VMM allocation registered
+// with rte_extmem_register, cut by rte_pktmbuf_pool_create_extbuf); the PMD fills its buffers
+// and the engine gathers them device to device. net_null stands in for a NIC that DMAs into the
+// GPU: it hands out buffers of the pool without writing them (they stay as the daemon zeroed
+// them), so the client must see exactly `count` zero frames of net_null's size, whose payload
+// offsets the GPU found (0: not UDP; a payload offset left unread would count 0 bytes). The
+// daemon's CPU never touches them (it would fault). The bytes a NIC writes there need hardware
+// these machines lack; the gather from a GPU pool is checked byte-exact in gpu_direct_pool_test.
+TEST_F(GpuRingTest, GpudirectDpdkQueueDeliversFromAPoolInGpuMemory) {
+  std::string eal;
+  if (const char* pmds = std::getenv("DAQIRI_PMD_DIR")) {
+    for (const auto& e : std::filesystem::directory_iterator(pmds))
+      eal += (eal.empty() ? "" : ", ") + std::string("-d, ") + e.path().string();
+  }
+  start(
+      "daemon: {socket: SOCKET, metrics: \"METRICS\"}\n"
+      "dpdk: {hugepages: false, memory_mb: 256, eal_args: [" +
+      eal +
+      "]}\n"
+      "memory_regions:\n"
+      "  - {name: gpu_rx, kind: device, gpu: 0, gpudirect: true, buf_size: 2048, num_bufs: 8192}\n"
+      "interfaces:\n"
+      "  - name: null0\n"
+      "    backend: dpdk\n"
+      "    address: \"net_null0,size=1000\"\n"
+      "    rx: {queues: [{name: rx0, batch_size: 64, ring_size: 4096, regions: [gpu_rx]}]}\n"
+      "flows:\n"
+      "  - {name: stream0, interface: null0, queue: rx0, match: {any: true}}\n");
+  auto queues = run({ctl_path(), "--socket", socket_, "queues"});
+  EXPECT_THAT(queues.out, ::testing::HasSubstr("zero-copy into GPU memory (gpudirect)"))
+      << queues.out;
+  // Host memory never holds these frames, and software cannot steer what it cannot read.
+  auto tap = run({ctl_path(), "--socket", socket_, "tap", "stream0", "-n", "1", "-t", "5"});
+  EXPECT_NE(tap.exit_code, 0);
+  EXPECT_THAT(tap.out + tap.err, ::testing::HasSubstr("attach with a GPU ring")) << tap.out;
+  auto add = run({ctl_path(), "--socket", socket_, "flows", "add", "by_port", "-i", "null0",
+                  "--udp-dst", "4096"});
+  EXPECT_NE(add.exit_code, 0);
+  EXPECT_THAT(add.out + add.err, ::testing::HasSubstr("keeps its frames in GPU memory (gpudirect)"))
+      << add.out;
+
+  constexpr uint64_t kCount = 20000;
+  auto rx = receive("stream0", kCount, {"--style", "persistent", "--threads", "256"});
+  EXPECT_EQ(rx->wait(60s), 1) << rx->output() << daemon_->log();  // no daqiri-gen pattern
+  Seen zeros;
+  zeros.received = zeros.corrupt = kCount;
+  zeros.payload_bytes = kCount * 1000;
+  EXPECT_EQ(parse(rx->output()), zeros) << rx->output();
+  // Every buffer back with the PMD once the ring is gone.
+  EXPECT_TRUE(control_->eventually(
+      [](const v1::Stats& st) {
+        return st.attachments_size() == 0 && st.flows_size() == 1 &&
+               st.flows(0).buffers_on_loan() == 0;
+      },
+      20s))
+      << control_->get().DebugString();
+}
+
 // The other two consumer styles: nothing on the host between the doorbell and the kernel.
 TEST_F(GpuRingTest, PersistentKernelSeesExactlyWhatDaqiriGenSent) {
   auto rx = receive("stream0", 3000, {"--style", "persistent", "--threads", "256"});

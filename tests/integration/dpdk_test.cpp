@@ -413,5 +413,22 @@ TEST_F(DpdkTest, FailedStartSaysWhyAndLeavesNothingBehind) {
   EXPECT_EQ(runtime_dirs(), dirs_before);  // the EAL's runtime directory went with it
 }
 
+// A gpudirect queue (its mbuf pool in GPU memory) where there is no GPU: a clear start error
+// that names the queue and the region. With a GPU, tests/gpu's GpuRingTest drives such a queue.
+TEST_F(DpdkTest, GpudirectQueueWithoutAGpuSaysWhy) {
+  if (std::filesystem::exists("/dev/nvidia0")) {
+    GTEST_SKIP() << "a GPU is here: GpuRingTest.GpudirectDpdkQueueDeliversFromAPoolInGpuMemory "
+                    "runs this queue";
+  }
+  std::string yaml = config(dir_.file("d.sock"), port("null0", "net_null0"),
+                            "  - {name: a, interface: null0, match: {any: true}}\n");
+  std::string host = "{name: rx, kind: host";
+  yaml.replace(yaml.find(host), host.size(), "{name: rx, kind: device, gpudirect: true");
+  auto r = run({daqirid_path(), "--config", dir_.write("d.yaml", yaml)});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.out + r.err, HasSubstr("RX queue null0/rx0: region \"rx\" is gpudirect: "))
+      << r.out << r.err;
+}
+
 }  // namespace
 }  // namespace daqiri::test

@@ -543,7 +543,7 @@ TEST(Config, RegionAccessFlagsAreChecked) {
                         "local, rdma_read or rdma_write"));
 }
 
-TEST(Config, GpudirectRegionsAreDeviceRegionsOnRdmaReceiveQueues) {
+TEST(Config, GpudirectRegionsAreDeviceRegionsOnRdmaAndDpdkReceiveQueues) {
   std::string text = kRdmaInterfaces;
   text.replace(text.find("kind: host"), 10, "kind: device, gpudirect: true");
   auto p = parse(text + "  - {name: any, interface: srv, match: {any: true}}\n");
@@ -560,7 +560,14 @@ TEST(Config, GpudirectRegionsAreDeviceRegionsOnRdmaReceiveQueues) {
   socket.replace(socket.find("kind: host"), 10, "kind: device, gpudirect: true");
   EXPECT_THAT(only_error(socket),
               HasSubstr("interfaces[0].rx.queues[0].regions: region \"r\" is gpudirect, which "
-                        "this daqirid drives on RX queues of rdma interfaces only"));
+                        "this daqirid drives on RX queues of rdma and dpdk interfaces only"));
+
+  std::string dpdk = socket;
+  dpdk.replace(dpdk.find("backend: socket"), 15, "backend: dpdk");
+  dpdk.replace(dpdk.find("address: 127.0.0.1"), 18, "address: net_null0");
+  auto d = parse("dpdk: {hugepages: false}\n" + dpdk);
+  ASSERT_TRUE(d.config) << d.diags.render();
+  EXPECT_TRUE(d.config->memory_regions[0].gpudirect);
 }
 
 }  // namespace

@@ -6,14 +6,15 @@
 #include "backends/dpdk/eal.hpp"
 
 namespace daqiri::backends::dpdk {
-Result<std::unique_ptr<DpdkBackend>> DpdkBackend::start(const config::Config& c) {
+Result<std::unique_ptr<DpdkBackend>> DpdkBackend::start(const config::Config& c,
+                                                        const DevicePools& device_pools) {
   std::unique_ptr<DpdkBackend> b(new DpdkBackend());
   auto eal = Eal::start(c);
   if (!eal) return std::unexpected(eal.error());
   b->eal_ = std::move(*eal);
   for (const auto& itf : c.interfaces) {
     if (itf.backend != config::Backend::kDpdk) continue;
-    auto port = Port::open(itf, c);
+    auto port = Port::open(itf, c, device_pools);
     if (!port) return std::unexpected(port.error());
     b->ports_.push_back(std::move(*port));
   }
@@ -62,13 +63,26 @@ Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(
     return fail(ErrorCode::kNotFound, "no DPDK RX queue " + flow.interface + "/" + flow.queue);
   }
   std::unique_ptr<HardwareRule> rule;
+  std::string why_software;
   if (!flow.match.any) {
-    auto r = HardwareRule::install(queue->port(), flow.match, queue->queue());
+    auto r = HardwareRule::install(queue->port(), flow.match, queue->queue(), flow.id);
     if (r) {
       rule = std::move(*r);
     } else {
-      spdlog::debug("flow {}: steered in software ({})", flow.name, r.error().message);
+      why_software = r.error().message;
+      spdlog::debug("flow {}: steered in software ({})", flow.name, why_software);
     }
+  }
+  if (queue->frames_on_device() && !flow.match.any && !(rule && rule->marked())) {
+    return fail(ErrorCode::kFailedPrecondition,
+                "flow \"" + flow.name + "\": queue " + flow.interface + "/" + flow.queue +
+                    " keeps its frames in GPU memory (gpudirect), where the daemon cannot read "
+                    "their headers: a flow there must match any, or the NIC must steer and mark "
+                    "it (" +
+                    (rule ? std::string("the NIC steers but does not mark")
+                          : "no rte_flow rule: " + why_software) +
+                    ")",
+                "match");
   }
   auto f = std::make_unique<DpdkRxFlow>(flow, *queue, std::move(rule));
   queue->add(f.get(), epoch);
@@ -101,6 +115,7 @@ std::string DpdkBackend::link_state(const std::string& interface) const {
 std::string DpdkBackend::delivery(const std::string& interface, const std::string& queue) const {
   DpdkRxQueue* q = rx_queue(interface, queue);
   if (q == nullptr) return "";
+  if (q->frames_on_device()) return "zero-copy into GPU memory (gpudirect)";
   uint64_t copied = q->counters.copied.load(std::memory_order_relaxed);
   return copied == 0 ? "zero-copy" : "copy (the PMD delivers its own buffers)";
 }

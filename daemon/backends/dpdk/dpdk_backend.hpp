@@ -15,6 +15,7 @@
 #include "dataplane/poller.hpp"
 #include "dataplane/rx_flow_task.hpp"
 #include "dataplane/tx_attachment.hpp"
+#include "memory/device_memory.hpp"
 
 namespace daqiri::backends::dpdk {
 
@@ -25,8 +26,11 @@ class DpdkTxQueue;
 
 class DpdkBackend {
  public:
+  // GPU memory for the pools of gpudirect RX queues, by "interface/queue".
+  using DevicePools = std::map<std::string, memory::DeviceMemory>;
   // Starts the EAL and every dpdk interface's port (queues set up, started).
-  static Result<std::unique_ptr<DpdkBackend>> start(const config::Config& c);
+  static Result<std::unique_ptr<DpdkBackend>> start(const config::Config& c,
+                                                    const DevicePools& device_pools);
   ~DpdkBackend();
   DpdkBackend(const DpdkBackend&) = delete;
   DpdkBackend& operator=(const DpdkBackend&) = delete;
@@ -41,7 +45,8 @@ class DpdkBackend {
                                              const std::string& queue) const;
 
   // A flow steered on its RX queue: in the NIC when rte_flow takes the rule, always by the
-  // queue's poller. The flow's pool is its queue's.
+  // queue's poller. The flow's pool is its queue's. On a gpudirect queue, whose frames the
+  // poller cannot read, only a catch-all or a flow the NIC marks is taken.
   Result<std::unique_ptr<dataplane::RxFlowTask>> add_flow(const core::Flow& flow,
                                                           const dataplane::Epoch& epoch);
   void remove_flow(dataplane::RxFlowTask* flow, const dataplane::Epoch& epoch);

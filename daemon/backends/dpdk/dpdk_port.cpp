@@ -18,7 +18,8 @@ Result<> check(int rc, const std::string& what) {
 }  // namespace
 
 Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
-                                         const config::Config& c) {
+                                         const config::Config& c,
+                                         const DpdkBackend::DevicePools& device_pools) {
   auto address = config::parse_dpdk_address(itf.address);
   if (!address) return fail(ErrorCode::kInvalidArgument, "not a DPDK device: " + itf.address);
   std::string where = "interface \"" + itf.name + "\" (" + address->name + ")";
@@ -80,15 +81,32 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
     // gpu_copy: dma then finds long runs of consecutive buffers to copy at once.
     bool gpu_staged =
         r->kind == config::RegionKind::kPinned || r->kind == config::RegionKind::kDevice;
-    auto queue = DpdkRxQueue::create(
-        id, static_cast<uint16_t>(q.id), "rx" + tag + "_" + std::to_string(q.id), r->buf_size,
-        r->num_bufs, r->kind == config::RegionKind::kHuge, q.batch_size, socket, dma, gpu_staged);
+    RxQueueSetup setup;
+    setup.port = id;
+    setup.queue = static_cast<uint16_t>(q.id);
+    setup.pool_name = "rx" + tag + "_" + std::to_string(q.id);
+    setup.buf_size = r->buf_size;
+    setup.num_bufs = r->num_bufs;
+    setup.huge = r->kind == config::RegionKind::kHuge;
+    setup.batch = q.batch_size;
+    setup.socket = socket;
+    setup.dma_device = dma;
+    setup.in_order = gpu_staged;
+    if (auto d = device_pools.find(itf.name + "/" + q.name); d != device_pools.end()) {
+      setup.device = &d->second;
+    }
+    auto queue = DpdkRxQueue::create(setup);
     if (!queue) {
       return fail(queue.error().code,
                   where + ": RX queue " + q.name + ": " + queue.error().message);
     }
     int rc = rte_eth_rx_queue_setup(id, static_cast<uint16_t>(q.id), rxd, socket, nullptr,
                                     (*queue)->mempool());
+    if (rc < 0 && setup.device != nullptr) {
+      return fail(ErrorCode::kFailedPrecondition,
+                  where + ": RX queue " + q.name + ": " + port->driver_ +
+                      " refuses a pool in GPU memory (gpudirect): " + rte_strerror(-rc));
+    }
     if (rc < 0) {
       // Some PMDs cannot fill external buffers; give them their own pool and copy.
       spdlog::warn(

@@ -17,7 +17,8 @@ namespace daqiri::backends::dpdk {
 class Port {
  public:
   static Result<std::unique_ptr<Port>> open(const config::InterfaceConfig& itf,
-                                            const config::Config& c);
+                                            const config::Config& c,
+                                            const DpdkBackend::DevicePools& device_pools);
   ~Port();
   Port(const Port&) = delete;
   Port& operator=(const Port&) = delete;

@@ -15,26 +15,26 @@ memory::BufferPool& DpdkRxFlow::pool() {
   return queue_.pool();
 }
 
-Result<std::unique_ptr<DpdkRxQueue>> DpdkRxQueue::create(uint16_t port, uint16_t queue,
-                                                         const std::string& pool_name,
-                                                         uint32_t buf_size, uint32_t num_bufs,
-                                                         bool huge, uint32_t batch, int socket,
-                                                         rte_device* dma_device, bool in_order) {
-  auto pool = memory::BufferPool::create(pool_name, buf_size, num_bufs, huge);
+Result<std::unique_ptr<DpdkRxQueue>> DpdkRxQueue::create(const RxQueueSetup& s) {
+  auto pool = s.device != nullptr
+                  ? memory::BufferPool::over_device(*s.device, s.buf_size, s.num_bufs)
+                  : memory::BufferPool::create(s.pool_name, s.buf_size, s.num_bufs, s.huge);
   if (!pool) return std::unexpected(pool.error());
   std::unique_ptr<DpdkRxQueue> q(
-      new DpdkRxQueue(port, queue, std::move(*pool), std::min(batch, kMaxBatch)));
-  memory::SharedMemory& mem = q->pool_.memory();
-  auto ext = ExternalMemory::register_memory(mem, dma_device);
+      new DpdkRxQueue(s.port, s.queue, std::move(*pool), std::min(s.batch, kMaxBatch)));
+  auto ext = s.device != nullptr ? ExternalMemory::register_range(s.device->base, s.device->bytes,
+                                                                  kGpuPageSize, s.dma_device)
+                                 : ExternalMemory::register_memory(q->pool_.memory(), s.dma_device);
   if (!ext) return std::unexpected(ext.error());
-  auto mp = ExternalMbufPool::create(pool_name, std::move(*ext), static_cast<uint16_t>(buf_size),
-                                     num_bufs, socket, !in_order);
+  auto mp =
+      ExternalMbufPool::create(s.pool_name, std::move(*ext), static_cast<uint16_t>(s.buf_size),
+                               s.num_bufs, s.socket, !s.in_order);
   if (!mp) return std::unexpected(mp.error());
   q->mbufs_pool_ = std::move(*mp);
-  q->base_ = mem.data();
+  q->base_ = q->pool_.data();
   // Every buffer starts with DPDK: the free stack is for buffers coming back from clients.
-  std::vector<uint32_t> all(num_bufs);
-  q->pool_.alloc(all.data(), num_bufs);
+  std::vector<uint32_t> all(s.num_bufs);
+  q->pool_.alloc(all.data(), s.num_bufs);
   return q;
 }
 
@@ -57,9 +57,11 @@ rte_mempool* DpdkRxQueue::make_private_pool(uint32_t count, int socket) {
   return private_pool_;
 }
 
-void DpdkRxQueue::recycle() {
+uint32_t DpdkRxQueue::recycle() {
   uint32_t n = 0;
+  uint32_t total = 0;
   while ((n = pool_.alloc(returned_.data(), kMaxBatch)) > 0) {
+    total += n;
     for (uint32_t i = 0; i < n; ++i) {
       drop_[i] = lent_[returned_[i]];
       lent_[returned_[i]] = nullptr;
@@ -68,6 +70,13 @@ void DpdkRxQueue::recycle() {
     counters.on_loan.store(counters.on_loan.load(std::memory_order_relaxed) - n,
                            std::memory_order_relaxed);
   }
+  return total;
+}
+
+void DpdkRxQueue::publish_on_loan(const Flows& flows) {
+  uint32_t on_loan = counters.on_loan.load(std::memory_order_relaxed);
+  for (DpdkRxFlow* f : flows)
+    f->counters.on_loan.store(on_loan, std::memory_order_relaxed);
 }
 
 // A PMD that does not fill our pool's buffers (net_ring hands over the sender's mbufs):
@@ -92,6 +101,25 @@ rte_mbuf* DpdkRxQueue::adopt(rte_mbuf* foreign) {
   return m;
 }
 
+DpdkRxFlow* DpdkRxQueue::steer(const Flows& flows, const rte_mbuf* m,
+                               core::PacketFields& fields) const {
+  if (frames_on_device()) {
+    fields.payload_offset = core::kPayloadOffsetUnread;
+    if ((m->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0) {
+      for (DpdkRxFlow* f : flows) {
+        if (f->marked() && f->flow().id == m->hash.fdir.hi) return f;
+      }
+      return nullptr;
+    }
+    return !flows.empty() && flows.back()->flow().match.any ? flows.back() : nullptr;
+  }
+  fields = core::PacketFields::parse(rte_pktmbuf_mtod(m, const std::byte*), m->data_len);
+  for (DpdkRxFlow* f : flows) {
+    if (f->flow().match.matches(fields)) return f;
+  }
+  return nullptr;
+}
+
 bool DpdkRxQueue::poll() {
   const Flows& flows = flows_.load();
   size_t active = 0;
@@ -100,7 +128,7 @@ bool DpdkRxQueue::poll() {
     active += f->fanout().begin();
     wait |= f->fanout().must_wait(batch_);
   }
-  recycle();
+  if (recycle() > 0) publish_on_loan(flows);
   spinning_ = active > 0;
   if (active == 0 || wait) return false;
   uint16_t n = rte_eth_rx_burst(port_, queue_, rx_.data(), static_cast<uint16_t>(batch_));
@@ -112,6 +140,11 @@ bool DpdkRxQueue::poll() {
     rte_mbuf* m = rx_[i];
     uint16_t flags = 0;
     if (!owned(m)) {
+      if (frames_on_device()) {  // nothing the CPU could copy into GPU memory
+        dataplane::bump(counters.no_buffer, 1);
+        drop_[dropped++] = m;
+        continue;
+      }
       m = adopt(m);
       if (m == nullptr) continue;
     } else if (m->nb_segs > 1) {
@@ -123,15 +156,8 @@ bool DpdkRxQueue::poll() {
       flags |= DAQIRI_DESC_TRUNCATED;
       dataplane::bump(counters.truncated, 1);
     }
-    const auto* frame = rte_pktmbuf_mtod(m, const std::byte*);
-    auto fields = core::PacketFields::parse(frame, m->data_len);
-    DpdkRxFlow* flow = nullptr;
-    for (DpdkRxFlow* f : flows) {
-      if (f->flow().match.matches(fields)) {
-        flow = f;
-        break;
-      }
-    }
+    core::PacketFields fields;
+    DpdkRxFlow* flow = steer(flows, m, fields);
     bytes += m->data_len;
     if (flow == nullptr) {
       dataplane::bump(counters.unmatched, 1);
@@ -162,11 +188,9 @@ bool DpdkRxQueue::poll() {
   if (dropped > 0) rte_pktmbuf_free_bulk(drop_.data(), dropped);
   dataplane::bump(counters.packets, n);
   dataplane::bump(counters.bytes, bytes);
-  uint32_t on_loan = counters.on_loan.load(std::memory_order_relaxed);
-  for (DpdkRxFlow* f : flows) {
+  for (DpdkRxFlow* f : flows)
     f->fanout().publish();
-    f->counters.on_loan.store(on_loan, std::memory_order_relaxed);
-  }
+  publish_on_loan(flows);
   return true;
 }
 

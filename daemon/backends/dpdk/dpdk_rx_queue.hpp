@@ -5,6 +5,9 @@
 // (the flow's match; a catch-all last); the NIC may have steered them already (rte_flow).
 // The queue is polled only while some flow on it has a client: without one there is nobody to
 // deliver to, and the NIC's own counters (imissed) say what it dropped meanwhile.
+// A gpudirect queue's pool is GPU memory (the NIC writes there, the gpu engine reads it): the
+// poller never reads a frame, so its flows are told apart by the NIC's rte_flow MARK, and
+// frames without one go to the queue's catch-all.
 #pragma once
 
 #include <rte_mbuf.h>
@@ -12,14 +15,17 @@
 #include <array>
 #include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backends/dpdk/external_memory.hpp"
 #include "backends/dpdk/hardware_steering.hpp"
+#include "core/packet_fields.hpp"
 #include "dataplane/nic_stats.hpp"
 #include "dataplane/rx_flow_task.hpp"
 #include "dataplane/snapshot.hpp"
 #include "memory/buffer_pool.hpp"
+#include "memory/device_memory.hpp"
 
 namespace daqiri::backends::dpdk {
 
@@ -38,6 +44,8 @@ class DpdkRxFlow final : public dataplane::RxFlowTask {
   [[nodiscard]] dataplane::Steering steering() const override {
     return rule_ ? dataplane::Steering::kHardware : dataplane::Steering::kSoftware;
   }
+  // The NIC marks this flow's frames with its id (RTE_MBUF_F_RX_FDIR_ID).
+  [[nodiscard]] bool marked() const { return rule_ && rule_->marked(); }
 
  private:
   core::Flow flow_;
@@ -56,17 +64,30 @@ struct RxQueueCounters {
   std::atomic<uint32_t> on_loan{0};
 };
 
+struct RxQueueSetup {
+  uint16_t port = 0;
+  uint16_t queue = 0;
+  std::string pool_name;
+  uint32_t buf_size = 0;
+  uint32_t num_bufs = 0;
+  bool huge = false;
+  uint32_t batch = 0;
+  int socket = SOCKET_ID_ANY;
+  rte_device* dma_device = nullptr;  // the PCI device that DMAs into the pool, or null (vdevs)
+  // The PMD gets buffers back in the order clients released them (no per-core mempool cache),
+  // so consecutive frames land in consecutive buffers.
+  bool in_order = false;
+  // gpudirect: the pool in this GPU memory instead of a memfd.
+  const memory::DeviceMemory* device = nullptr;
+};
+
 class DpdkRxQueue final : public dataplane::PollTask {
  public:
   static constexpr uint32_t kMaxBatch = 512;
-  // The pool's memory becomes DPDK external memory; `dma_device`: the PCI device, or null.
-  // `in_order`: the PMD gets buffers back in the order clients released them (no per-core
-  // mempool cache), so consecutive frames land in consecutive buffers.
-  static Result<std::unique_ptr<DpdkRxQueue>> create(uint16_t port, uint16_t queue,
-                                                     const std::string& pool_name,
-                                                     uint32_t buf_size, uint32_t num_bufs,
-                                                     bool huge, uint32_t batch, int socket,
-                                                     rte_device* dma_device, bool in_order);
+  // GPU pages, as the NIC's peer-memory driver pins them (DPDK's gpudev uses the same).
+  static constexpr size_t kGpuPageSize = size_t{1} << 16;
+  // The pool's memory becomes DPDK external memory.
+  static Result<std::unique_ptr<DpdkRxQueue>> create(const RxQueueSetup& setup);
 
   ~DpdkRxQueue() override;
   bool poll() override;
@@ -78,6 +99,8 @@ class DpdkRxQueue final : public dataplane::PollTask {
   rte_mempool* make_private_pool(uint32_t count, int socket);
 
   [[nodiscard]] rte_mempool* mempool() const { return mbufs_pool_->mempool(); }
+  // gpudirect: the frames are in GPU memory, out of the CPU's reach.
+  [[nodiscard]] bool frames_on_device() const { return pool_.on_device(); }
   [[nodiscard]] memory::BufferPool& pool() { return pool_; }
   [[nodiscard]] uint16_t port() const { return port_; }
   [[nodiscard]] uint16_t queue() const { return queue_; }
@@ -97,7 +120,13 @@ class DpdkRxQueue final : public dataplane::PollTask {
                                  pool_.buf_size());
   }
   rte_mbuf* adopt(rte_mbuf* foreign);
-  void recycle();
+  // Which flow takes frame `m`; null when none does.
+  [[nodiscard]] DpdkRxFlow* steer(const Flows& flows, const rte_mbuf* m,
+                                  core::PacketFields& fields) const;
+  // Gives the buffers clients released back to DPDK; how many.
+  uint32_t recycle();
+  // The queue's buffers on loan, as each flow reports them (they share the pool).
+  void publish_on_loan(const Flows& flows);
 
   uint16_t port_;
   uint16_t queue_;

@@ -11,9 +11,13 @@ namespace daqiri::backends::dpdk {
 
 Result<std::unique_ptr<ExternalMemory>> ExternalMemory::register_memory(
     const memory::SharedMemory& memory, rte_device* dma_device) {
-  std::byte* base = memory.data();
-  size_t size = memory.size();
-  if (rte_extmem_register(base, size, nullptr, 0, memory.page_size()) != 0) {
+  return register_range(memory.data(), memory.size(), memory.page_size(), dma_device);
+}
+
+Result<std::unique_ptr<ExternalMemory>> ExternalMemory::register_range(std::byte* base, size_t size,
+                                                                       size_t page_size,
+                                                                       rte_device* dma_device) {
+  if (rte_extmem_register(base, size, nullptr, 0, page_size) != 0) {
     return fail(ErrorCode::kInternal,
                 std::string("rte_extmem_register: ") + rte_strerror(rte_errno));
   }

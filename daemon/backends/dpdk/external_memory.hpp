@@ -1,7 +1,8 @@
-// Daemon memory (a client-shared memfd mapping) made known to DPDK: registered as external
-// memory, DMA-mapped for a PCI device when there is one, and optionally cut into a pktmbuf
-// pool whose mbufs carry their data in that memory (rte_pktmbuf_pool_create_extbuf): what a
-// NIC writes there is what a client maps. RAII: undone in reverse on destruction.
+// Daemon memory (a client-shared memfd mapping, or GPU memory for gpudirect queues) made known
+// to DPDK: registered as external memory, DMA-mapped for a PCI device when there is one, and
+// optionally cut into a pktmbuf pool whose mbufs carry their data in that memory
+// (rte_pktmbuf_pool_create_extbuf): what a NIC writes there is what a client maps, or what the
+// gpu engine reads. RAII: undone in reverse on destruction.
 #pragma once
 
 #include <rte_dev.h>
@@ -20,6 +21,11 @@ class ExternalMemory {
   // `dma_device`: the PCI device that will DMA to it, or null for virtual devices.
   static Result<std::unique_ptr<ExternalMemory>> register_memory(const memory::SharedMemory& memory,
                                                                  rte_device* dma_device);
+  // Any range DPDK never touches itself: `page_size` is what the IOMMU (or the NIC's peer-memory
+  // driver, for GPU memory) maps at a time. DPDK keeps only the range; nothing is read or written.
+  static Result<std::unique_ptr<ExternalMemory>> register_range(std::byte* base, size_t size,
+                                                                size_t page_size,
+                                                                rte_device* dma_device);
   ~ExternalMemory();
   ExternalMemory(const ExternalMemory&) = delete;
   ExternalMemory& operator=(const ExternalMemory&) = delete;

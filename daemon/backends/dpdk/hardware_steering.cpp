@@ -25,7 +25,7 @@ PortFields port_fields(const std::optional<core::PortRange>& r) {
 
 Result<std::unique_ptr<HardwareRule>> HardwareRule::install(uint16_t port,
                                                             const core::FlowMatch& match,
-                                                            uint16_t queue) {
+                                                            uint16_t queue, uint32_t mark) {
   if (match.any)
     return fail(ErrorCode::kFailedPrecondition, "a catch-all has no rule: it takes the rest");
   rte_flow_attr attr{};
@@ -84,23 +84,30 @@ Result<std::unique_ptr<HardwareRule>> HardwareRule::install(uint16_t port,
 
   rte_flow_action_queue to_queue{};
   to_queue.index = queue;
-  std::array<rte_flow_action, 2> actions{};
-  actions[0].type = RTE_FLOW_ACTION_TYPE_QUEUE;
-  actions[0].conf = &to_queue;
-  actions[1].type = RTE_FLOW_ACTION_TYPE_END;
+  rte_flow_action_mark marking{};
+  marking.id = mark;
+  std::array<rte_flow_action, 3> actions{};
+  actions[0].type = RTE_FLOW_ACTION_TYPE_MARK;
+  actions[0].conf = &marking;
+  actions[1].type = RTE_FLOW_ACTION_TYPE_QUEUE;
+  actions[1].conf = &to_queue;
+  actions[2].type = RTE_FLOW_ACTION_TYPE_END;
 
+  // With the mark first; a PMD that steers but cannot mark gets the queue action alone.
   rte_flow_error error{};
-  if (rte_flow_validate(port, &attr, pattern.data(), actions.data(), &error) != 0) {
+  bool marked = rte_flow_validate(port, &attr, pattern.data(), actions.data(), &error) == 0;
+  const rte_flow_action* chosen = marked ? actions.data() : actions.data() + 1;
+  if (!marked && rte_flow_validate(port, &attr, pattern.data(), chosen, &error) != 0) {
     return fail(ErrorCode::kFailedPrecondition,
                 std::string("rte_flow_validate: ") +
                     (error.message != nullptr ? error.message : "refused"));
   }
-  rte_flow* flow = rte_flow_create(port, &attr, pattern.data(), actions.data(), &error);
+  rte_flow* flow = rte_flow_create(port, &attr, pattern.data(), chosen, &error);
   if (flow == nullptr) {
     return fail(ErrorCode::kInternal, std::string("rte_flow_create: ") +
                                           (error.message != nullptr ? error.message : "failed"));
   }
-  return std::unique_ptr<HardwareRule>(new HardwareRule(port, flow));
+  return std::unique_ptr<HardwareRule>(new HardwareRule(port, flow, marked));
 }
 
 HardwareRule::~HardwareRule() {

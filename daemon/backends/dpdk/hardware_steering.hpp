@@ -1,6 +1,7 @@
 // A flow's match as an rte_flow rule (eth / ipv4 src,dst / udp or tcp src,dst, port ranges
-// through `last`) whose action sends matching packets to the flow's queue. Installed only when
-// rte_flow_validate accepts it; otherwise the flow is steered by the queue's poller alone.
+// through `last`) whose actions mark matching packets with the flow's id (MARK, where the PMD
+// takes it) and send them to the flow's queue. Installed only when rte_flow_validate accepts
+// it; otherwise the flow is steered by the queue's poller alone.
 // Unverified on hardware here: no PMD on these machines accepts rte_flow (see docs/dpdk.md).
 #pragma once
 
@@ -18,15 +19,19 @@ class HardwareRule {
  public:
   // The rule, or the PMD's reason for refusing it.
   static Result<std::unique_ptr<HardwareRule>> install(uint16_t port, const core::FlowMatch& match,
-                                                       uint16_t queue);
+                                                       uint16_t queue, uint32_t mark);
   ~HardwareRule();
   HardwareRule(const HardwareRule&) = delete;
   HardwareRule& operator=(const HardwareRule&) = delete;
+  // The PMD took the MARK action: received frames carry the mark in hash.fdir.hi.
+  [[nodiscard]] bool marked() const { return marked_; }
 
  private:
-  HardwareRule(uint16_t port, rte_flow* flow) : port_(port), flow_(flow) {}
+  HardwareRule(uint16_t port, rte_flow* flow, bool marked)
+      : port_(port), flow_(flow), marked_(marked) {}
   uint16_t port_;
   rte_flow* flow_;
+  bool marked_;
 };
 
 }  // namespace daqiri::backends::dpdk
