@@ -7,6 +7,8 @@
 //       the peer: cudaMemcpyAsync host-to-device of CHUNK-byte pieces from a memfd mapping
 //       registered with CUDA (the same kind of memory daqirid stages frames in), back to back
 //       on one stream. Prints "memcpy bytes B seconds S GBps G".
+//   gpu-bench memcpy-d2d BYTES CHUNK SECONDS
+//       the same from device memory (the peer of gpudirect pools, which are GPU memory).
 //   gpu-bench latency kernel|persistent|graph SAMPLES GAP_US
 //       doorbell-to-consumer latency of each consumer style, in one process on one GPU: a
 //       producer stream stamps the GPU's global timer and then writes the doorbell with
@@ -83,7 +85,8 @@ int ring(const std::string& socket, const std::string& flow, double seconds, dou
   return n > 0 ? 0 : 1;
 }
 
-int memcpy_peer(size_t bytes, size_t chunk, double seconds) {
+// `from_device`: the source is device memory too (cudaMalloc), not registered host memory.
+int memcpy_peer(size_t bytes, size_t chunk, double seconds, bool from_device) {
   int fd = ::memfd_create("gpu-bench", MFD_CLOEXEC);
   if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(bytes)) != 0) return 1;
   void* host = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -93,15 +96,17 @@ int memcpy_peer(size_t bytes, size_t chunk, double seconds) {
     return 1;
   }
   void* device = nullptr;
+  void* source = host;
   cudaStream_t stream = nullptr;
   if (cudaMalloc(&device, bytes) != cudaSuccess ||
+      (from_device && cudaMalloc(&source, bytes) != cudaSuccess) ||
       cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
     return 1;
   }
   auto pass = [&] {
     for (size_t off = 0; off + chunk <= bytes; off += chunk) {
-      cudaMemcpyAsync(static_cast<char*>(device) + off, static_cast<char*>(host) + off, chunk,
-                      cudaMemcpyHostToDevice, stream);
+      cudaMemcpyAsync(static_cast<char*>(device) + off, static_cast<char*>(source) + off, chunk,
+                      cudaMemcpyDefault, stream);
     }
     cudaStreamSynchronize(stream);
     return bytes / chunk * chunk;
@@ -115,6 +120,7 @@ int memcpy_peer(size_t bytes, size_t chunk, double seconds) {
   std::printf("memcpy bytes %llu seconds %.3f GBps %.3f\n", static_cast<unsigned long long>(moved),
               s, moved / s / 1e9);
   cudaFree(device);
+  if (from_device) cudaFree(source);
   cudaHostUnregister(host);
   ::munmap(host, bytes);
   ::close(fd);
@@ -442,14 +448,14 @@ int main(int argc, char** argv) {
     return e2e(argv[2], argv[3], argv[4],
                static_cast<uint32_t>(std::strtoul(argv[5], nullptr, 10)));
   }
-  if (mode == "memcpy" && argc == 5) {
+  if ((mode == "memcpy" || mode == "memcpy-d2d") && argc == 5) {
     return memcpy_peer(std::strtoull(argv[2], nullptr, 10), std::strtoull(argv[3], nullptr, 10),
-                       std::strtod(argv[4], nullptr));
+                       std::strtod(argv[4], nullptr), mode == "memcpy-d2d");
   }
   std::fprintf(stderr,
                "usage: gpu-bench ring SOCKET FLOW SECONDS FRAME_BYTES\n"
                "       gpu-bench latency kernel|persistent|graph SAMPLES GAP_US\n"
                "       gpu-bench e2e kernel|persistent|graph SOCKET FLOW PACKETS\n"
-               "       gpu-bench memcpy BYTES CHUNK SECONDS\n");
+               "       gpu-bench memcpy|memcpy-d2d BYTES CHUNK SECONDS\n");
   return 2;
 }
