@@ -224,6 +224,19 @@ std::string expected_data_path(bool allow_cufile, const std::string& dir) {
   return usable ? "data path: cuFile" : "data path: host staging";
 }
 
+// The daemon and dpdk sections of a config with DPDK (no hugepages). The GPU host's DPDK drivers
+// come from DAQIRI_PMD_DIR (tools/gpu-check sets it), else from DPDK's own directory.
+std::string dpdk_daemon() {
+  std::string eal;
+  if (const char* pmds = std::getenv("DAQIRI_PMD_DIR")) {
+    for (const auto& e : std::filesystem::directory_iterator(pmds))
+      eal += (eal.empty() ? "" : ", ") + std::string("-d, ") + e.path().string();
+  }
+  return "daemon: {socket: SOCKET, metrics: \"METRICS\"}\n"
+         "dpdk: {hugepages: false, memory_mb: 256, eal_args: [" +
+         eal + "]}\n";
+}
+
 class GpuRingTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -457,26 +470,17 @@ TEST_F(GpuRingTest, HeaderDataSplitHeadersAndPayloadsLineUp) {
 // staging buffers (no NIC buffer split). net_pcap replays daqiri-gen's frames from a file the
 // test writes; the client puts each frame back together from its header slot and GPU slot and
 // finds exactly what was written, through the gather kernel and through copy-engine runs (the
-// queue's buffers come back in release order, so whole bursts are runs). The GPU host's DPDK
-// drivers come from DAQIRI_PMD_DIR (tools/gpu-check sets it), else from DPDK's own directory.
+// queue's buffers come back in release order, so whole bursts are runs).
 TEST_F(GpuRingTest, HeaderDataSplitOnADpdkQueue) {
   std::vector<Frame> frames;
   for (uint64_t i = 0; i < 3000; ++i)
     frames.push_back(make_frame(1000, 4096, i, 1000));
   std::string pcap = dir_.file("in.pcap");
   write_pcap(pcap, frames);
-  std::string eal;
-  if (const char* pmds = std::getenv("DAQIRI_PMD_DIR")) {
-    for (const auto& e : std::filesystem::directory_iterator(pmds))
-      eal += (eal.empty() ? "" : ", ") + std::string("-d, ") + e.path().string();
-  }
   for (std::string copy : {"gather", "dma"}) {
     SCOPED_TRACE(copy);
     start(
-        "daemon: {socket: SOCKET, metrics: \"METRICS\"}\n"
-        "dpdk: {hugepages: false, memory_mb: 256, eal_args: [" +
-        eal +
-        "]}\n"
+        dpdk_daemon() +
         "memory_regions:\n"
         "  - {name: hdr, kind: host, buf_size: 64, num_bufs: 64}\n"
         "  - {name: gpu_rx, kind: device, gpu: 0, buf_size: 2048, num_bufs: 8192, gpu_copy: " +
@@ -506,16 +510,8 @@ TEST_F(GpuRingTest, HeaderDataSplitOnADpdkQueue) {
 // daemon's CPU never touches them (it would fault). The bytes a NIC writes there need hardware
 // these machines lack; the gather from a GPU pool is checked byte-exact in gpu_direct_pool_test.
 TEST_F(GpuRingTest, GpudirectDpdkQueueDeliversFromAPoolInGpuMemory) {
-  std::string eal;
-  if (const char* pmds = std::getenv("DAQIRI_PMD_DIR")) {
-    for (const auto& e : std::filesystem::directory_iterator(pmds))
-      eal += (eal.empty() ? "" : ", ") + std::string("-d, ") + e.path().string();
-  }
   start(
-      "daemon: {socket: SOCKET, metrics: \"METRICS\"}\n"
-      "dpdk: {hugepages: false, memory_mb: 256, eal_args: [" +
-      eal +
-      "]}\n"
+      dpdk_daemon() +
       "memory_regions:\n"
       "  - {name: gpu_rx, kind: device, gpu: 0, gpudirect: true, buf_size: 2048, num_bufs: 8192}\n"
       "interfaces:\n"
