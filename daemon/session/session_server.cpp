@@ -6,7 +6,6 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -148,7 +147,7 @@ void SessionServer::accept_one() {
     spdlog::warn("session socket: {}", peer.error().message);
     return;
   }
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, peer->pid, 0)));
+  ProcessHandle pidfd = ProcessHandle::open(peer->pid);
   if (!pidfd) {
     spdlog::warn("session socket: pidfd_open({}): {}", peer->pid, std::strerror(errno));
     return;
@@ -162,9 +161,7 @@ void SessionServer::accept_one() {
   ev.events = EPOLLIN | EPOLLRDHUP;
   ev.data.fd = conn.get();
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, conn.get(), &ev);
-  ev.events = EPOLLIN;
-  ev.data.fd = pidfd.get();
-  ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, pidfd.get(), &ev);
+  pidfd.watch(epoll_.get());
   by_fd_[conn.get()] = s->id;
   by_fd_[pidfd.get()] = s->id;
   s->conn = std::move(conn);
@@ -345,7 +342,7 @@ void SessionServer::end_session(uint64_t session_id, const std::string& why) {
     by_fd_.erase(s->pidfd.get());
   }
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s->conn.get(), nullptr);
-  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s->pidfd.get(), nullptr);
+  s->pidfd.unwatch(epoll_.get());
   for (const auto& [id, a] : s->attachments)
     dp_.close(id);
   if (s->welcomed || !s->attachments.empty()) {

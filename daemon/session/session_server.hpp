@@ -21,6 +21,7 @@
 #include "control/peer_identity.hpp"
 #include "daqiri/abi.h"
 #include "dataplane/data_plane.hpp"
+#include "session/process_handle.hpp"
 
 namespace daqiri::session {
 
@@ -84,7 +85,7 @@ class SessionServer {
   struct Session {
     uint64_t id = 0;
     UniqueFd conn;
-    UniqueFd pidfd;
+    ProcessHandle pidfd;
     control::PeerIdentity peer;
     std::string name;
     bool welcomed = false;
