@@ -160,7 +160,7 @@ class Validator {
     if (q.regions.size() > 2) {
       error(q.where.at(regions_key), "a queue takes one region, or two for header-data split");
     }
-    if (q.regions.size() == 2) check_split(q, dir, regions_key);
+    if (q.regions.size() == 2) check_split(q, itf.backend, dir, regions_key);
     for (const auto& name : q.regions) {
       if (!regions_.contains(name)) {
         error(q.where.at(regions_key), "no memory region named \"" + name + "\"");
@@ -188,9 +188,9 @@ class Validator {
   }
 
   // Header-data split (two regions): headers to host slots, payloads to GPU rings, as the gpu
-  // engine does it for staged RX queues, on every backend. (A NIC's own buffer split on DPDK,
-  // rte_eth_rxseg_split, is not driven yet: the split is the engine's.)
-  void check_split(const QueueConfig& q, const char* dir, const char* key) {
+  // engine does it for staged RX queues, on every backend; on DPDK the NIC may split instead
+  // (rte_eth_rxseg_split), which alone takes payloads into a gpudirect region.
+  void check_split(const QueueConfig& q, Backend backend, const char* dir, const char* key) {
     auto headers = regions_.find(q.regions[0]);
     auto payloads = regions_.find(q.regions[1]);
     if (headers == regions_.end() || payloads == regions_.end()) return;  // said elsewhere
@@ -199,8 +199,10 @@ class Validator {
       why = "header-data split applies to RX queues";
     } else if (headers->second->kind == RegionKind::kDevice) {
       why = "the first region takes the headers: host, huge or pinned, not device";
-    } else if (payloads->second->kind != RegionKind::kDevice || payloads->second->gpudirect) {
-      why = "the second region takes the payloads: a device region (without gpudirect)";
+    } else if (payloads->second->kind != RegionKind::kDevice) {
+      why = "the second region takes the payloads: a device region";
+    } else if (payloads->second->gpudirect && backend != Backend::kDpdk) {
+      why = "payloads into a gpudirect region need the NIC's buffer split (dpdk interfaces)";
     }
     if (!why.empty()) {
       error(q.where.at(key), "two regions (\"" + q.regions[0] + "\", \"" + q.regions[1] +

@@ -348,6 +348,14 @@ Result<> DataPlane::check_delivery(const RxQueueHome& home, std::string_view flo
     if (kind == config::RegionKind::kDevice && !options.staging_pool) {
       return refuse("its packets go to GPU memory; attach with a GPU ring");
     }
+#ifdef DAQIRI_HAVE_DPDK
+    if (dpdk_ && home.itf->backend == config::Backend::kDpdk &&
+        dpdk_->nic_splits(home.itf->name, home.queue->name)) {
+      return refuse(
+          "the NIC splits its frames (headers beside GPU rings, the rest in the pool): only GPU "
+          "rings take them");
+    }
+#endif
     return {};
   }
 #ifndef DAQIRI_HAVE_CUDA

@@ -3,8 +3,11 @@
 // the daemon trusts. Created by control; used by the flow's poller only once installed.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "daqiri/abi.h"
@@ -35,8 +38,12 @@ class RxAttachment {
   // ---- poller side ----
   [[nodiscard]] uint32_t free_slots() const { return ring_.size() - (prod_ - cons_); }
   bool stalled = false;  // block backpressure: its full ring holds the flow back now
-  // Lends `buffer` of `pool` (one of this attachment's pools) under `desc`.
-  void push(const daqiri_rx_desc& desc, uint32_t buffer, const memory::BufferPool* pool) {
+  // A descriptor that lends nothing (a frame the NIC split whose bytes all went to the header).
+  static constexpr uint32_t kNoBuffer = (1u << 28) - 1;
+  // Lends `buffer` of `pool` (one of this attachment's pools) under `desc`. `head`: bytes the
+  // NIC split off into memory of the daemon's own, kept beside the slot (see reserve_heads).
+  void push(const daqiri_rx_desc& desc, uint32_t buffer, const memory::BufferPool* pool,
+            std::span<const std::byte> head = {}) {
     uint32_t region = 0;
     while (pools_[region] != pool)
       ++region;  // at most kMaxRegions compares
@@ -44,8 +51,24 @@ class RxAttachment {
     *slot = desc;
     slot->region = static_cast<uint16_t>(region);
     shadow_[prod_ & ring_.mask()] = (region << kRegionShift) | buffer;
+    if (head_size_ != 0 && !head.empty()) {
+      std::memcpy(heads_.data() + size_t{prod_ & ring_.mask()} * head_size_, head.data(),
+                  std::min<size_t>(head.size(), head_size_));
+    }
     ++prod_;
   }
+  // ---- control side, before the attachment is installed ----
+  // Room for `bytes` split-off header bytes per slot, for a consumer inside the daemon (the
+  // GPU engine of a header-data split ring).
+  void reserve_heads(uint32_t bytes) {
+    head_size_ = bytes;
+    heads_.assign(size_t{ring_.size()} * bytes, std::byte{0});
+  }
+  // The header bytes kept for slot `counter` (reserve_heads' size).
+  [[nodiscard]] const std::byte* head(uint32_t counter) const {
+    return heads_.data() + size_t{counter & ring_.mask()} * head_size_;
+  }
+  [[nodiscard]] uint32_t head_size() const { return head_size_; }
   [[nodiscard]] const std::vector<memory::BufferPool*>& pools() const { return pools_; }
   // Makes pushed descriptors visible and wakes a sleeping client.
   void publish();
@@ -61,7 +84,8 @@ class RxAttachment {
   // A shadow entry is the region index above kRegionShift and the buffer index below.
   static constexpr uint32_t kRegionShift = 28;
   void unref(uint32_t entry) {
-    pools_[entry >> kRegionShift]->unref(entry & ((1u << kRegionShift) - 1));
+    uint32_t buffer = entry & ((1u << kRegionShift) - 1);
+    if (buffer != kNoBuffer) pools_[entry >> kRegionShift]->unref(buffer);
   }
 
   uint64_t id_;
@@ -71,7 +95,9 @@ class RxAttachment {
   Backpressure backpressure_;
   std::vector<memory::BufferPool*> pools_;
   std::vector<uint32_t> shadow_;  // region and buffer of each slot we produced
-  uint32_t prod_ = 0;             // our producer index
+  std::vector<std::byte> heads_;  // split-off header bytes, head_size_ per slot
+  uint32_t head_size_ = 0;
+  uint32_t prod_ = 0;  // our producer index
   uint32_t published_ = 0;
   uint32_t cons_ = 0;  // the consumer index we have validated and reclaimed up to
 };

@@ -48,7 +48,7 @@ void RxFanout::count_no_buffer(uint64_t n) const {
 }
 
 uint16_t RxFanout::deliver(const daqiri_rx_desc& desc, uint32_t buffer,
-                           const memory::BufferPool* pool) {
+                           const memory::BufferPool* pool, std::span<const std::byte> head) {
   uint16_t refs = 0;
   for (size_t i = 0; i < active_count_; ++i) {
     RxAttachment* a = active_[i];
@@ -56,7 +56,7 @@ uint16_t RxFanout::deliver(const daqiri_rx_desc& desc, uint32_t buffer,
       bump(a->counters.dropped_ring_full, 1);
       continue;
     }
-    a->push(desc, buffer, pool);
+    a->push(desc, buffer, pool, head);
     bump(a->counters.packets, 1);
     bump(a->counters.bytes, desc.length);
     ++refs;

@@ -30,7 +30,9 @@ class RxFanout {
   // Packets every active attachment lost because the flow's pool was empty.
   void count_no_buffer(uint64_t n) const;
   // Hands one buffer to every active attachment with room; returns the references taken.
-  uint16_t deliver(const daqiri_rx_desc& desc, uint32_t buffer, const memory::BufferPool* pool);
+  // `head`: header bytes the NIC split off (RxAttachment::push).
+  uint16_t deliver(const daqiri_rx_desc& desc, uint32_t buffer, const memory::BufferPool* pool,
+                   std::span<const std::byte> head = {});
   void publish();
 
   // ---- control side (callers serialise) ----

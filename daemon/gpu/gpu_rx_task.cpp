@@ -31,13 +31,9 @@ Result<std::unique_ptr<GpuRxTask>> GpuRxTask::create(const GpuDevice& gpu,
   if (!ring) return std::unexpected(ring.error());
   std::optional<memory::SharedMemory> headers;
   if (header_size != 0) {
-    // The engine copies headers on the CPU: they must be in host memory.
-    for (const memory::BufferPool* pool : source.pools()) {
-      if (pool->on_device()) {
-        return fail(ErrorCode::kFailedPrecondition,
-                    "header-data split needs the frames in host memory, not a gpudirect pool");
-      }
-    }
+    // The engine copies headers on the CPU: from the frames in host memory, or from what the
+    // NIC split off beside the source ring (frames in a gpudirect pool come only that way).
+    if (source.head_size() < header_size) source.reserve_heads(header_size);
     auto h = memory::SharedMemory::create("gpu-ring-headers-" + std::to_string(source.id()),
                                           uint64_t{slots} * header_size, false);
     if (!h) return std::unexpected(h.error());
@@ -74,6 +70,7 @@ GpuRxTask::GpuRxTask(const GpuDevice& gpu, dataplane::RxAttachment& source,
       copy_(copy) {
   for (const memory::BufferPool* pool : source_.pools()) {
     pool_bytes_.push_back(pool->mapped_bytes());  // what is registered and mapped for the GPU
+    pool_on_device_.push_back(pool->on_device());
   }
 }
 
@@ -250,20 +247,26 @@ bool GpuRxTask::launch() {
     unread |= d.payload_offset == core::kPayloadOffsetUnread;
     GatherJob& j = jobs[i];
     j.desc = d;
-    // Our own descriptors, but a bad one must not make the GPU read outside a pool.
-    uint32_t len = d.region < pool_device_.size() && d.offset <= pool_bytes_[d.region] &&
-                           d.length <= pool_bytes_[d.region] - d.offset
-                       ? d.length
-                       : 0;
     j.slot = (produced_ + i) & (ring_.info().size - 1);
     // Header-data split: the frame's first bytes to its header slot, here on the CPU (host
-    // to host, a cache line or two), the rest to the GPU.
-    uint32_t head = 0;
-    if (headers_ && len != 0) {
-      uint32_t header_size = ring_.info().header_size;
-      head = std::min(len, header_size);
-      std::memcpy(headers_->data() + uint64_t{j.slot} * header_size,
-                  source_.pools()[d.region]->data() + d.offset, head);
+    // to host, a cache line or two), the rest to the GPU. The header bytes are at the start of
+    // the frame's buffer, or (DAQIRI_DESC_SPLIT from the RX poller) were split off by the NIC
+    // and kept beside the source ring, the buffer holding only the rest.
+    uint32_t header_size = ring_.info().header_size;
+    bool presplit = headers_ && (d.flags & DAQIRI_DESC_SPLIT) != 0;
+    uint32_t head = headers_ ? std::min(d.length, header_size) : 0;
+    uint32_t skip = presplit ? 0 : head;  // buffer bytes before what the GPU gets
+    // Our own descriptors, but a bad one must not make the GPU read outside a pool, nor the
+    // CPU read a header out of GPU memory.
+    bool fits = d.region < pool_device_.size() && d.offset <= pool_bytes_[d.region] &&
+                uint64_t{skip} + (d.length - head) <= pool_bytes_[d.region] - d.offset &&
+                !(head != 0 && !presplit && pool_on_device_[d.region]);
+    uint32_t len = fits ? d.length : 0;
+    if (len == 0) head = 0;
+    if (head != 0) {
+      const std::byte* from =
+          presplit ? source_.head(read_ + i) : source_.pools()[d.region]->data() + d.offset;
+      std::memcpy(headers_->data() + uint64_t{j.slot} * header_size, from, head);
       j.desc.flags |= DAQIRI_DESC_SPLIT;
     }
     uint32_t copy = len - head;
@@ -271,9 +274,9 @@ bool GpuRxTask::launch() {
       copy = slot_size;
       j.desc.flags |= DAQIRI_DESC_TRUNCATED;
     }
-    j.src = copy != 0 ? pool_device_[d.region] + d.offset + head : 0;
+    j.src = copy != 0 ? pool_device_[d.region] + d.offset + skip : 0;
     j.bytes = copy;
-    room_[i] = copy != 0 ? pool_bytes_[d.region] - d.offset - head : 0;
+    room_[i] = copy != 0 ? pool_bytes_[d.region] - d.offset - skip : 0;
     j.desc.offset = ring_.slot_offset(produced_ + i);
     j.desc.length = head + copy;
     j.desc.region = 0;

@@ -107,6 +107,7 @@ class GpuRxTask : public dataplane::PollTask {
   abi::RingView source_ring_;
   std::vector<uint64_t> pool_device_;
   std::vector<uint64_t> pool_bytes_;
+  std::vector<bool> pool_on_device_;  // gpudirect pools: no header is read there by the CPU
   DeviceRing ring_;
   memory::SharedMemory control_;
   std::optional<memory::SharedMemory>

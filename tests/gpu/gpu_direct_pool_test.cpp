@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -114,6 +117,82 @@ TEST_P(GpuDirectPool, FramesInGpuMemoryReachAGpuRingDeviceToDevice) {
         << "frame " << i;
   }
   // The pool's buffers come back once the copies are done.
+  ASSERT_TRUE((*att)->reclaim());
+  EXPECT_EQ(pool.available(), kBufs);
+}
+
+// Header-data split by the NIC into a gpudirect pool (rte_eth_rxseg_split on mlx5): the RX
+// poller keeps each frame's first bytes beside the source ring and lends the buffer holding
+// the rest; a frame that fit in its header lends none. The engine puts the header bytes in the
+// ring's header slots and the rest in its GPU slots: each frame comes back whole from the two,
+// and every buffer (none for the header-only frame) returns.
+TEST_P(GpuDirectPool, FramesTheNicSplitLineUpInHeaderAndGpuSlots) {
+  constexpr uint32_t kSplit = 64;
+  auto gpu = gpu::GpuDevice::open(0);
+  if (!gpu) GTEST_SKIP() << "no GPU: " << gpu.error().message;
+  auto mem = gpu::DevicePoolMemory::create(**gpu, uint64_t{kBufs} * kBufSize);
+  ASSERT_TRUE(mem) << mem.error().message;
+  auto made = memory::BufferPool::over_device(*mem, kBufSize, kBufs);
+  ASSERT_TRUE(made) << made.error().message;
+  memory::BufferPool& pool = *made;
+  ASSERT_TRUE((*gpu)->make_current());
+  std::vector<uint32_t> bufs(kFrames);
+  ASSERT_EQ(pool.alloc(bufs.data(), kFrames), kFrames);
+  auto att = dataplane::RxAttachment::create(1, kBufs, dataplane::Backpressure::kDropNew, {&pool});
+  ASSERT_TRUE(att) << att.error().message;
+  auto task = gpu::GpuRxTask::create(**gpu, **att, {reinterpret_cast<uintptr_t>(pool.data())},
+                                     kBufs, kBufSize, GetParam(), kSplit);
+  ASSERT_TRUE(task) << task.error().message;
+  std::vector<std::vector<uint8_t>> frames;
+  for (uint32_t i = 0; i <= kFrames; ++i) {
+    // Frame kFrames: 40 bytes, all of it in the header.
+    auto f = i < kFrames ? frame(i) : std::vector<uint8_t>(40, uint8_t{0xa5});
+    uint32_t head = std::min<uint32_t>(kSplit, f.size());
+    bool lends = i < kFrames;
+    if (lends) {
+      ASSERT_EQ(cudaMemcpy(pool.buffer(bufs[i]), f.data() + head, f.size() - head,
+                           cudaMemcpyHostToDevice),
+                cudaSuccess);
+    }
+    daqiri_rx_desc d{};
+    d.offset = lends ? pool.offset(bufs[i]) : 0;
+    d.length = static_cast<uint32_t>(f.size());
+    d.flags = DAQIRI_DESC_SPLIT;
+    d.stream = static_cast<uint16_t>(i);
+    (*att)->push(d, lends ? bufs[i] : dataplane::RxAttachment::kNoBuffer, &pool,
+                 std::as_bytes(std::span(f.data(), head)));
+    frames.push_back(std::move(f));
+  }
+  (*att)->publish();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((*task)->control_ring().load_producer() <= kFrames &&
+         std::chrono::steady_clock::now() < deadline) {
+    (*task)->poll();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  ASSERT_EQ((*task)->control_ring().load_producer(), kFrames + 1);
+  const gpu::DeviceRing& ring = (*task)->ring();
+  ASSERT_NE((*task)->headers(), nullptr);
+  const std::byte* header_slots = (*task)->headers()->data();
+  std::vector<daqiri_rx_desc> descs(kFrames + 1);
+  ASSERT_EQ(cudaMemcpy(descs.data(), ring.descs(), sizeof(daqiri_rx_desc) * descs.size(),
+                       cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (uint32_t i = 0; i <= kFrames; ++i) {
+    const auto& want = frames[i];
+    ASSERT_EQ(descs[i].length, want.size()) << "frame " << i;
+    EXPECT_EQ(descs[i].stream, i);
+    EXPECT_NE(descs[i].flags & DAQIRI_DESC_SPLIT, 0) << "frame " << i;
+    uint32_t head = std::min<uint32_t>(kSplit, want.size());
+    std::vector<uint8_t> got(want.size());
+    std::memcpy(got.data(), header_slots + size_t{i} * kSplit, head);
+    if (want.size() > head) {
+      ASSERT_EQ(cudaMemcpy(got.data() + head, ring.base() + descs[i].offset, want.size() - head,
+                           cudaMemcpyDeviceToHost),
+                cudaSuccess);
+    }
+    EXPECT_EQ(got, want) << "frame " << i;
+  }
   ASSERT_TRUE((*att)->reclaim());
   EXPECT_EQ(pool.available(), kBufs);
 }

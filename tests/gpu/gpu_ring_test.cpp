@@ -551,6 +551,31 @@ TEST_F(GpuRingTest, GpudirectDpdkQueueDeliversFromAPoolInGpuMemory) {
       << control_->get().DebugString();
 }
 
+// Header-data split into a gpudirect pool needs the NIC to split (the CPU cannot read a
+// header in GPU memory): net_null cannot, so the daemon does not start and says why.
+TEST_F(GpuRingTest, GpudirectHeaderDataSplitNeedsTheNicsBufferSplit) {
+  std::string text = dpdk_daemon() +
+                     "memory_regions:\n"
+                     "  - {name: hdr, kind: host, buf_size: 64, num_bufs: 64}\n"
+                     "  - {name: gpu_rx, kind: device, gpu: 0, gpudirect: true, buf_size: 2048, "
+                     "num_bufs: 8192}\n"
+                     "interfaces:\n"
+                     "  - name: null0\n"
+                     "    backend: dpdk\n"
+                     "    address: net_null0\n"
+                     "    rx: {queues: [{name: rx0, regions: [hdr, gpu_rx]}]}\n"
+                     "flows:\n"
+                     "  - {name: stream0, interface: null0, queue: rx0, match: {udp_dst: 4096}}\n";
+  text.replace(text.find("SOCKET"), 6, dir_.file("split.sock"));
+  text.replace(text.find("METRICS"), 7, "off");
+  auto r = run({daqirid_path(), "--config", dir_.write("split.yaml", text)});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.out + r.err,
+              ::testing::HasSubstr("RX queue rx0: header-data split into a gpudirect region needs "
+                                   "the NIC's buffer split"))
+      << r.out << r.err;
+}
+
 // The other two consumer styles: nothing on the host between the doorbell and the kernel.
 TEST_F(GpuRingTest, PersistentKernelSeesExactlyWhatDaqiriGenSent) {
   auto rx = receive("stream0", 3000, {"--style", "persistent", "--threads", "256"});

@@ -570,5 +570,32 @@ TEST(Config, GpudirectRegionsAreDeviceRegionsOnRdmaAndDpdkReceiveQueues) {
   EXPECT_TRUE(d.config->memory_regions[0].gpudirect);
 }
 
+// Two regions on a queue: headers (not device memory), then payloads in a device region;
+// payloads into a gpudirect region only where the NIC can split (dpdk).
+TEST(Config, HeaderDataSplitRegionsAreHeadersThenDevicePayloads) {
+  std::string text = with_interface();
+  text.replace(text.find("regions: [r]"), 12, "regions: [h, p]");
+  std::string gpudirect = text;
+  gpudirect.replace(
+      gpudirect.find("memory_regions:\n"), 16,
+      "memory_regions:\n"
+      "  - {name: h, kind: host, buf_size: 64, num_bufs: 64}\n"
+      "  - {name: p, kind: device, gpudirect: true, buf_size: 2048, num_bufs: 4096}\n");
+  // (The socket queue also may not take a gpudirect region at all: a second error.)
+  EXPECT_THAT(parse(gpudirect).diags.render(),
+              HasSubstr("interfaces[0].rx.queues[0].regions: two regions (\"h\", \"p\") mean "
+                        "header-data split: payloads into a gpudirect region need the NIC's "
+                        "buffer split (dpdk interfaces)"));
+  std::string dpdk = gpudirect;
+  dpdk.replace(dpdk.find("backend: socket"), 15, "backend: dpdk");
+  dpdk.replace(dpdk.find("address: 127.0.0.1"), 18, "address: net_null0");
+  auto d = parse("dpdk: {hugepages: false}\n" + dpdk);
+  EXPECT_TRUE(d.config) << d.diags.render();
+  std::string headers_on_gpu = "dpdk: {hugepages: false}\n" + dpdk;
+  headers_on_gpu.replace(headers_on_gpu.find("name: h, kind: host"), 19, "name: h, kind: device");
+  EXPECT_THAT(only_error(headers_on_gpu),
+              HasSubstr("the first region takes the headers: host, huge or pinned, not device"));
+}
+
 }  // namespace
 }  // namespace daqiri::config

@@ -126,6 +126,33 @@ TEST(RxAttachment, ClientReleasesReturnBuffersInOrder) {
   EXPECT_EQ((*a)->free_slots(), 64u - 6u);
 }
 
+// Frames the NIC split: their header bytes are kept beside the slots (for the GPU engine), and
+// a frame that fit in its header lends no buffer, so releasing it returns nothing.
+TEST(RxAttachment, SplitOffHeadersAreKeptBesideTheSlotsAndHeaderOnlyFramesLendNothing) {
+  auto pool = memory::BufferPool::create("t", 2048, 64, false);
+  auto a = RxAttachment::create(1, 4, Backpressure::kDropNew, {&*pool});
+  ASSERT_TRUE(pool && a);
+  (*a)->reserve_heads(8);
+  uint32_t bufs[5];
+  ASSERT_EQ(pool->alloc(bufs, 5), 5u);
+  std::vector<std::byte> head(12);
+  for (uint32_t i = 0; i < 6; ++i) {  // wraps the 4-slot ring once
+    for (size_t k = 0; k < head.size(); ++k)
+      head[k] = std::byte(i * 16 + k);
+    bool lends = i % 2 == 0;
+    (*a)->push(desc(*pool, lends ? bufs[i / 2] : 0), lends ? bufs[i / 2] : RxAttachment::kNoBuffer,
+               &*pool, head);
+    (*a)->publish();
+    // Only the first head_size bytes, in this slot.
+    EXPECT_EQ(std::memcmp((*a)->head(i), head.data(), 8), 0) << i;
+    auto ring = client_ring(**a);
+    ring.publish_consumer(i + 1);  // released at once
+    ASSERT_TRUE((*a)->reclaim());
+  }
+  EXPECT_EQ(pool->available(), 64u - 5u + 3u) << "the three lent buffers, nothing else";
+  EXPECT_EQ((*a)->counters.on_loan.load(), 0u);
+}
+
 TEST(RxAttachment, ImpossibleConsumerIndicesAreViolations) {
   for (uint32_t lie : {11u, 0xffffffffu, 1000000u}) {
     auto pool = memory::BufferPool::create("t", 2048, 64, false);

@@ -112,10 +112,19 @@ std::string DpdkBackend::link_state(const std::string& interface) const {
   return p ? p->link_state() : "unknown";
 }
 
+bool DpdkBackend::nic_splits(const std::string& interface, const std::string& queue) const {
+  DpdkRxQueue* q = rx_queue(interface, queue);
+  return q != nullptr && q->split() != 0;
+}
+
 std::string DpdkBackend::delivery(const std::string& interface, const std::string& queue) const {
   DpdkRxQueue* q = rx_queue(interface, queue);
   if (q == nullptr) return "";
-  if (q->frames_on_device()) return "zero-copy into GPU memory (gpudirect)";
+  std::string split = q->split() != 0
+                          ? ", headers split by the NIC at " + std::to_string(q->split()) + " bytes"
+                          : "";
+  if (q->frames_on_device()) return "zero-copy into GPU memory (gpudirect)" + split;
+  if (!split.empty()) return "zero-copy" + split;
   uint64_t copied = q->counters.copied.load(std::memory_order_relaxed);
   return copied == 0 ? "zero-copy" : "copy (the PMD delivers its own buffers)";
 }

@@ -58,6 +58,9 @@ class DpdkBackend {
 
   // "up 10000 Mbps", "down", per interface.
   [[nodiscard]] std::string link_state(const std::string& interface) const;
+  // Whether the NIC splits the RX queue's frames (header bytes beside GPU rings, the rest in
+  // the queue's pool): then no whole frame is anywhere a host client could read it.
+  [[nodiscard]] bool nic_splits(const std::string& interface, const std::string& queue) const;
   // "zero-copy", or "copy (...)" once the RX queue's PMD handed over buffers not of its pool.
   [[nodiscard]] std::string delivery(const std::string& interface, const std::string& queue) const;
   [[nodiscard]] std::vector<dataplane::NicStats> nic_stats() const;

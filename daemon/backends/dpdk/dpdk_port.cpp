@@ -5,6 +5,8 @@
 #include <rte_flow.h>
 #include <spdlog/spdlog.h>
 
+#include <array>
+
 #include "config/dpdk_address.hpp"
 
 namespace daqiri::backends::dpdk {
@@ -62,8 +64,31 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
                       (error.message ? error.message : "unsupported") + ")");
     }
   }
+  // Header-data split queues: the NIC splits where it can (mlx5's buffer split), into a header
+  // mbuf pool and the payload region's; elsewhere the GPU engine splits whole frames, which a
+  // gpudirect payload pool (GPU memory the CPU cannot read) does not allow.
+  const rte_eth_rxseg_capa& seg = info.rx_seg_capa;
+  bool nic_splits = (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_BUFFER_SPLIT) != 0 &&
+                    (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER) != 0 &&
+                    seg.multi_pools != 0 && seg.max_nseg >= 2;
+  bool any_split = false;
+  for (const auto& q : itf.rx_queues) {
+    if (q.regions.size() != 2) continue;
+    any_split = true;
+    if (!nic_splits && config::find_region(c, q.regions.back())->gpudirect) {
+      return fail(ErrorCode::kFailedPrecondition,
+                  where + ": RX queue " + q.name +
+                      ": header-data split into a gpudirect region needs the NIC's buffer split "
+                      "(RTE_ETH_RX_OFFLOAD_BUFFER_SPLIT with two pools), which " +
+                      port->driver_ + " does not offer");
+    }
+  }
   rte_eth_conf conf{};
   conf.rxmode.mtu = itf.mtu;
+  if (any_split && nic_splits) {
+    // mlx5 chains the segments of a split frame: scatter comes with the split.
+    conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_BUFFER_SPLIT | RTE_ETH_RX_OFFLOAD_SCATTER;
+  }
   if (auto ok = check(rte_eth_dev_configure(id, static_cast<uint16_t>(itf.rx_queues.size()),
                                             static_cast<uint16_t>(itf.tx_queues.size()), &conf),
                       where + ": rte_eth_dev_configure");
@@ -95,13 +120,34 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
     if (auto d = device_pools.find(itf.name + "/" + q.name); d != device_pools.end()) {
       setup.device = &d->second;
     }
+    if (q.regions.size() == 2 && nic_splits) {
+      setup.split = static_cast<uint16_t>(config::find_region(c, q.regions.front())->buf_size);
+    }
     auto queue = DpdkRxQueue::create(setup);
     if (!queue) {
       return fail(queue.error().code,
                   where + ": RX queue " + q.name + ": " + queue.error().message);
     }
-    int rc = rte_eth_rx_queue_setup(id, static_cast<uint16_t>(q.id), rxd, socket, nullptr,
-                                    (*queue)->mempool());
+    int rc = 0;
+    if (setup.split != 0) {
+      std::array<rte_eth_rxseg, 2> segs{};
+      segs[0].split.mp = (*queue)->header_mempool();
+      segs[0].split.length = setup.split;
+      segs[1].split.mp = (*queue)->mempool();  // length 0: the rest, up to its data room
+      rte_eth_rxconf rxconf = info.default_rxconf;
+      rxconf.offloads = conf.rxmode.offloads;
+      rxconf.rx_seg = segs.data();
+      rxconf.rx_nseg = static_cast<uint16_t>(segs.size());
+      rc = rte_eth_rx_queue_setup(id, static_cast<uint16_t>(q.id), rxd, socket, &rxconf, nullptr);
+      if (rc < 0) {
+        return fail(ErrorCode::kFailedPrecondition,
+                    where + ": RX queue " + q.name + ": the NIC's buffer split at " +
+                        std::to_string(setup.split) + " bytes: " + rte_strerror(-rc));
+      }
+    } else {
+      rc = rte_eth_rx_queue_setup(id, static_cast<uint16_t>(q.id), rxd, socket, nullptr,
+                                  (*queue)->mempool());
+    }
     if (rc < 0 && setup.device != nullptr) {
       return fail(ErrorCode::kFailedPrecondition,
                   where + ": RX queue " + q.name + ": " + port->driver_ +

@@ -1,8 +1,11 @@
 #include "backends/dpdk/dpdk_rx_queue.hpp"
 
+#include <rte_errno.h>
 #include <rte_ethdev.h>
 
 #include <algorithm>
+#include <span>
+#include <string>
 
 #include "core/packet_fields.hpp"
 
@@ -32,6 +35,18 @@ Result<std::unique_ptr<DpdkRxQueue>> DpdkRxQueue::create(const RxQueueSetup& s) 
   if (!mp) return std::unexpected(mp.error());
   q->mbufs_pool_ = std::move(*mp);
   q->base_ = q->pool_.data();
+  if (s.split != 0) {
+    std::string name = s.pool_name + "_hdr";
+    q->header_pool_ =
+        rte_pktmbuf_pool_create(name.c_str(), s.num_bufs, mempool_cache_size(s.num_bufs), 0,
+                                static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + s.split), s.socket);
+    if (q->header_pool_ == nullptr) {
+      return fail(ErrorCode::kResourceExhausted, "header mbuf pool for the NIC's buffer split: " +
+                                                     std::string(rte_strerror(rte_errno)) +
+                                                     " (raise dpdk.memory_mb)");
+    }
+    q->split_ = s.split;
+  }
   // Every buffer starts with DPDK: the free stack is for buffers coming back from clients.
   std::vector<uint32_t> all(s.num_bufs);
   q->pool_.alloc(all.data(), s.num_bufs);
@@ -48,6 +63,7 @@ DpdkRxQueue::DpdkRxQueue(uint16_t port, uint16_t queue, memory::BufferPool pool,
 
 DpdkRxQueue::~DpdkRxQueue() {
   if (private_pool_ != nullptr) rte_mempool_free(private_pool_);
+  if (header_pool_ != nullptr) rte_mempool_free(header_pool_);
 }
 
 rte_mempool* DpdkRxQueue::make_private_pool(uint32_t count, int socket) {
@@ -101,23 +117,40 @@ rte_mbuf* DpdkRxQueue::adopt(rte_mbuf* foreign) {
   return m;
 }
 
-DpdkRxFlow* DpdkRxQueue::steer(const Flows& flows, const rte_mbuf* m,
-                               core::PacketFields& fields) const {
-  if (frames_on_device()) {
+DpdkRxFlow* DpdkRxQueue::steer(const Flows& flows, const rte_mbuf* first, bool readable,
+                               core::PacketFields& fields) {
+  if (!readable) {
     fields.payload_offset = core::kPayloadOffsetUnread;
-    if ((m->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0) {
+    if ((first->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0) {
       for (DpdkRxFlow* f : flows) {
-        if (f->marked() && f->flow().id == m->hash.fdir.hi) return f;
+        if (f->marked() && f->flow().id == first->hash.fdir.hi) return f;
       }
       return nullptr;
     }
     return !flows.empty() && flows.back()->flow().match.any ? flows.back() : nullptr;
   }
-  fields = core::PacketFields::parse(rte_pktmbuf_mtod(m, const std::byte*), m->data_len);
+  fields = core::PacketFields::parse(rte_pktmbuf_mtod(first, const std::byte*), first->data_len);
   for (DpdkRxFlow* f : flows) {
     if (f->flow().match.matches(fields)) return f;
   }
   return nullptr;
+}
+
+rte_mbuf* DpdkRxQueue::take_payload(rte_mbuf* h, uint16_t& flags) {
+  rte_mbuf* p = h->next;
+  h->next = nullptr;
+  h->nb_segs = 1;
+  h->pkt_len = h->data_len;
+  if (p == nullptr) return nullptr;
+  if (p->next != nullptr) {  // longer than a payload buffer: keep what fits one
+    rte_pktmbuf_free(p->next);
+    p->next = nullptr;
+    flags |= DAQIRI_DESC_TRUNCATED;
+    dataplane::bump(counters.truncated, 1);
+  }
+  p->nb_segs = 1;
+  p->pkt_len = p->data_len;
+  return p;
 }
 
 bool DpdkRxQueue::poll() {
@@ -136,10 +169,19 @@ bool DpdkRxQueue::poll() {
   uint64_t now = dataplane::realtime_ns();
   uint32_t dropped = 0;
   uint64_t bytes = 0;
+  uint32_t headers = 0;
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = rx_[i];
     uint16_t flags = 0;
-    if (!owned(m)) {
+    // The NIC split it: the header mbuf is read (and its bytes copied) here, then freed; the
+    // payload's buffer is what clients borrow (none when the frame fit in the header).
+    rte_mbuf* header = nullptr;
+    if (header_pool_ != nullptr && m->pool == header_pool_) {
+      header = heads_[headers++] = m;
+      m = take_payload(header, flags);
+      flags |= DAQIRI_DESC_SPLIT;
+    }
+    if (m != nullptr && !owned(m)) {
       if (frames_on_device()) {  // nothing the CPU could copy into GPU memory
         dataplane::bump(counters.no_buffer, 1);
         drop_[dropped++] = m;
@@ -147,7 +189,7 @@ bool DpdkRxQueue::poll() {
       }
       m = adopt(m);
       if (m == nullptr) continue;
-    } else if (m->nb_segs > 1) {
+    } else if (m != nullptr && m->nb_segs > 1) {
       // No scatter is configured, so this is a PMD's own choice: keep the first segment.
       rte_pktmbuf_free(m->next);
       m->next = nullptr;
@@ -157,35 +199,43 @@ bool DpdkRxQueue::poll() {
       dataplane::bump(counters.truncated, 1);
     }
     core::PacketFields fields;
-    DpdkRxFlow* flow = steer(flows, m, fields);
-    bytes += m->data_len;
+    const rte_mbuf* first = header != nullptr ? header : m;
+    DpdkRxFlow* flow = steer(flows, first, header != nullptr || !frames_on_device(), fields);
+    std::span<const std::byte> head;
+    if (header != nullptr) head = {rte_pktmbuf_mtod(header, const std::byte*), header->data_len};
+    uint32_t length = static_cast<uint32_t>(head.size()) + (m != nullptr ? m->data_len : 0);
+    bytes += length;
     if (flow == nullptr) {
       dataplane::bump(counters.unmatched, 1);
-      drop_[dropped++] = m;
+      if (m != nullptr) drop_[dropped++] = m;
       continue;
     }
-    uint32_t index = index_of(m);
+    uint32_t index = m != nullptr ? index_of(m) : dataplane::RxAttachment::kNoBuffer;
     daqiri_rx_desc d{};
-    d.offset = uint64_t(static_cast<const std::byte*>(m->buf_addr) - base_) + m->data_off;
+    if (m != nullptr) {
+      d.offset = uint64_t(static_cast<const std::byte*>(m->buf_addr) - base_) + m->data_off;
+    }
     d.timestamp_ns = now;
-    d.length = m->data_len;
+    d.length = length;
     d.flow_id = flow->flow().id;
     d.flags = flags;
     d.payload_offset = fields.payload_offset;
     auto& fc = flow->counters;
     dataplane::bump(fc.packets, 1);
-    dataplane::bump(fc.bytes, m->data_len);
-    uint16_t refs = flow->fanout().deliver(d, index, &pool_);
+    dataplane::bump(fc.bytes, length);
+    uint16_t refs = flow->fanout().deliver(d, index, &pool_, head);
     if (refs == 0) {
       dataplane::bump(flow->fanout().active() == 0 ? fc.no_attachment : fc.rings_full, 1);
-      drop_[dropped++] = m;
+      if (m != nullptr) drop_[dropped++] = m;
       continue;
     }
+    if (m == nullptr) continue;  // every byte went beside the rings: nothing on loan
     lent_[index] = m;
     pool_.set_refs(index, refs);
     dataplane::bump(counters.on_loan, 1);
   }
   if (dropped > 0) rte_pktmbuf_free_bulk(drop_.data(), dropped);
+  if (headers > 0) rte_pktmbuf_free_bulk(heads_.data(), headers);
   dataplane::bump(counters.packets, n);
   dataplane::bump(counters.bytes, bytes);
   for (DpdkRxFlow* f : flows)

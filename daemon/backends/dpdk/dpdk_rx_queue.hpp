@@ -79,6 +79,10 @@ struct RxQueueSetup {
   bool in_order = false;
   // gpudirect: the pool in this GPU memory instead of a memfd.
   const memory::DeviceMemory* device = nullptr;
+  // The NIC's buffer split (RTE_ETH_RX_OFFLOAD_BUFFER_SPLIT): each frame's first `split` bytes
+  // into a header mbuf pool of the EAL's (copied beside GPU rings, then freed), the rest into
+  // this queue's pool. 0: whole frames.
+  uint16_t split = 0;
 };
 
 class DpdkRxQueue final : public dataplane::PollTask {
@@ -99,6 +103,9 @@ class DpdkRxQueue final : public dataplane::PollTask {
   rte_mempool* make_private_pool(uint32_t count, int socket);
 
   [[nodiscard]] rte_mempool* mempool() const { return mbufs_pool_->mempool(); }
+  // With the NIC's buffer split: the pool of the frames' first segments; null without.
+  [[nodiscard]] rte_mempool* header_mempool() const { return header_pool_; }
+  [[nodiscard]] uint16_t split() const { return split_; }
   // gpudirect: the frames are in GPU memory, out of the CPU's reach.
   [[nodiscard]] bool frames_on_device() const { return pool_.on_device(); }
   [[nodiscard]] memory::BufferPool& pool() { return pool_; }
@@ -120,9 +127,13 @@ class DpdkRxQueue final : public dataplane::PollTask {
                                  pool_.buf_size());
   }
   rte_mbuf* adopt(rte_mbuf* foreign);
-  // Which flow takes frame `m`; null when none does.
-  [[nodiscard]] DpdkRxFlow* steer(const Flows& flows, const rte_mbuf* m,
-                                  core::PacketFields& fields) const;
+  // Which flow takes the frame starting in `first`; null when none does. `readable`: its bytes
+  // are in host memory (else only the NIC's mark says).
+  [[nodiscard]] static DpdkRxFlow* steer(const Flows& flows, const rte_mbuf* first, bool readable,
+                                         core::PacketFields& fields);
+  // NIC buffer split: detaches the payload from header mbuf `h` (the payload, or null when the
+  // frame fit in the header), keeping the payload's first segment only.
+  rte_mbuf* take_payload(rte_mbuf* h, uint16_t& flags);
   // Gives the buffers clients released back to DPDK; how many.
   uint32_t recycle();
   // The queue's buffers on loan, as each flow reports them (they share the pool).
@@ -133,6 +144,8 @@ class DpdkRxQueue final : public dataplane::PollTask {
   memory::BufferPool pool_;  // buffer refs; its free stack holds buffers to give back to DPDK
   std::unique_ptr<ExternalMbufPool> mbufs_pool_;
   rte_mempool* private_pool_ = nullptr;
+  rte_mempool* header_pool_ = nullptr;  // NIC buffer split
+  uint16_t split_ = 0;
   const std::byte* base_ = nullptr;
   uint32_t batch_;
   bool spinning_ = false;
@@ -140,6 +153,7 @@ class DpdkRxQueue final : public dataplane::PollTask {
   std::vector<rte_mbuf*> lent_;  // by buffer index: the mbuf whose data it is
   std::array<rte_mbuf*, kMaxBatch> rx_{};
   std::array<rte_mbuf*, kMaxBatch> drop_{};
+  std::array<rte_mbuf*, kMaxBatch> heads_{};  // NIC buffer split: header mbufs of a burst
   std::array<uint32_t, kMaxBatch> returned_{};
 };
 
