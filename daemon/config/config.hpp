@@ -83,6 +83,8 @@ struct QueueConfig {
   int core = -1;  // -1: not pinned
   uint32_t batch_size = 64;
   uint32_t ring_size = 1024;
+  // Its poller never parks (nor, on RX, the GPU engine of its GPU rings while attached).
+  bool busy_poll = false;
   std::vector<std::string> regions;
   Located where;
 };

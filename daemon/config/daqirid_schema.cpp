@@ -110,6 +110,7 @@ QueueConfig read_queue(const YamlNode& node, uint32_t index) {
   map.read_int("core", q.core, 0, 4095, q.where);
   map.read_uint("batch_size", q.batch_size, 1, 65536, q.where);
   map.read_uint("ring_size", q.ring_size, 64, 1u << 20, q.where);
+  map.read_bool("busy_poll", q.busy_poll, q.where);
   map.read_string_list("regions", q.regions, q.where);
   if (q.regions.empty()) {
     Origin o = q.where.self;

@@ -79,6 +79,7 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config
       if (!region) return std::unexpected(region.error());
       auto poller = rdma_poller ? rdma_poller : dp->poller_for("rx:" + key, q.core);
       if (!poller) return std::unexpected(poller.error());
+      if (q.busy_poll) (*poller)->spin_always();
       const config::MemoryRegionConfig* headers =
           q.regions.size() == 2 ? config::find_region(c, q.regions[0]) : nullptr;
       dp->rx_queues_[key] = {*poller, &itf, &q, *region, headers};
@@ -91,6 +92,7 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config
       if (!region) return std::unexpected(region.error());
       auto poller = rdma_poller ? rdma_poller : dp->poller_for("tx:" + key, q.core);
       if (!poller) return std::unexpected(poller.error());
+      if (q.busy_poll) (*poller)->spin_always();
       auto home = std::make_unique<TxQueueHome>();
       home->poller = *poller;
       home->itf = &itf;
@@ -306,8 +308,8 @@ Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptio
   if (!id || !options.gpu) return id;
 #ifdef DAQIRI_HAVE_CUDA
   uint32_t header_size = home.headers ? home.headers->buf_size : 0;
-  if (auto ok =
-          add_gpu_engine(attachments_.at(*id), *home.region, ring, header_size, options.cuda_ipc);
+  if (auto ok = add_gpu_engine(attachments_.at(*id), *home.region, ring, header_size,
+                               options.cuda_ipc, home.queue->busy_poll);
       !ok) {
     attachments_.erase(*id);
     return std::unexpected(ok.error());
@@ -381,7 +383,8 @@ Result<gpu::GpuDevice*> DataPlane::gpu_of(const config::MemoryRegionConfig& regi
 }
 
 Result<> DataPlane::add_gpu_engine(Attachment& a, const config::MemoryRegionConfig& region,
-                                   uint32_t slots, uint32_t header_size, bool cuda_ipc) {
+                                   uint32_t slots, uint32_t header_size, bool cuda_ipc,
+                                   bool busy_poll) {
   auto dev = gpu_of(region);
   if (!dev) return std::unexpected(dev.error());
   if (auto ok = (*dev)->make_current(); !ok) return ok;
@@ -405,6 +408,7 @@ Result<> DataPlane::add_gpu_engine(Attachment& a, const config::MemoryRegionConf
                                      region.gpu_copy.value_or(config::GpuCopy::kGather),
                                      header_size, cuda_ipc);
   if (!task) return std::unexpected(task.error());
+  if (busy_poll) (*task)->spin_while_attached();
   auto poller = gpu_pollers_.find(ordinal);
   if (poller == gpu_pollers_.end()) {
     auto p = poller_for("gpu:" + std::to_string(ordinal), -1);

@@ -210,9 +210,10 @@ class DataPlane {
                           const RxAttachOptions& options) const;
 #ifdef DAQIRI_HAVE_CUDA
   // `header_size` > 0: header-data split (the first header_size bytes of each frame to host
-  // header slots, the rest to the GPU ring).
+  // header slots, the rest to the GPU ring). `busy_poll`: the GPU's poller spins while it has
+  // this ring.
   Result<> add_gpu_engine(Attachment& a, const config::MemoryRegionConfig& region, uint32_t slots,
-                          uint32_t header_size, bool cuda_ipc);
+                          uint32_t header_size, bool cuda_ipc, bool busy_poll);
   // The region's GPU (its primary context retained on first use).
   Result<gpu::GpuDevice*> gpu_of(const config::MemoryRegionConfig& region);
   std::map<int, std::unique_ptr<gpu::GpuDevice>> gpus_;

@@ -98,12 +98,13 @@ void Poller::run(const std::stop_token& stop) {
     if (work) {
       ++busy;
       idle = 0;
-    } else if (spin) {
+    } else if (spin || spin_always_.load(std::memory_order_relaxed)) {
       idle = 0;
     } else if (++idle >= kIdleSpins) {
       // Parked: a packet on a task's fd, a control change, or the timeout ends it. The
       // timeout bounds how long client releases and TX submissions wait.
       epoll_event events[16];
+      parks_.store(parks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       int n = ::epoll_wait(epoll_.get(), events, 16, kParkMs);
       for (int i = 0; i < n; ++i) {
         if (events[i].data.fd == wake_.get()) {

@@ -1,6 +1,7 @@
 // One poller thread: busy-polls its tasks (RX flows, TX queues), and after a stretch of idle
 // iterations sleeps in epoll on the tasks' fds for at most 1 ms (the Seastar contract: poll
-// while there is work, park when there is none). Tasks are a Published snapshot.
+// while there is work, park when there is none), unless a task or the configuration
+// (busy_poll) says spin. Tasks are a Published snapshot.
 #pragma once
 
 #include <atomic>
@@ -42,6 +43,11 @@ class Poller {
   [[nodiscard]] const std::string& name() const { return name_; }
   // Fraction of iterations that did work since start (for stats).
   [[nodiscard]] double busy_ratio() const;
+  // From now on never park, idle or not: a queue with busy_poll trades the core for the
+  // wake-up latency parking costs.
+  void spin_always() { spin_always_.store(true, std::memory_order_relaxed); }
+  // How many times it parked (slept in epoll) since start.
+  [[nodiscard]] uint64_t parks() const { return parks_.load(std::memory_order_relaxed); }
 
  private:
   using Tasks = std::vector<PollTask*>;
@@ -57,6 +63,8 @@ class Poller {
   Published<Tasks> tasks_;
   std::atomic<uint64_t> busy_{0};
   std::atomic<uint64_t> loops_{0};
+  std::atomic<uint64_t> parks_{0};
+  std::atomic<bool> spin_always_{false};
   std::jthread thread_;
 };
 

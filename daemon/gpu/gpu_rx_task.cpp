@@ -207,7 +207,7 @@ bool GpuRxTask::launch() {
   uint32_t avail = source_ring_.load_producer() - read_;
   if (avail == 0) {
     backlog_ = false;
-    if (!sleeping_ && inflight_ == 0) {
+    if (!spin_ && !sleeping_ && inflight_ == 0) {
       // Park-ready: the RX poller signals the source eventfd once NEED_WAKEUP is seen.
       source_ring_.set_need_wakeup(true);
       sleeping_ = true;

@@ -54,7 +54,10 @@ class GpuRxTask : public dataplane::PollTask {
   GpuRxTask& operator=(const GpuRxTask&) = delete;
 
   bool poll() override;
-  [[nodiscard]] bool busy_poll() const override { return inflight_ != 0 || backlog_; }
+  [[nodiscard]] bool busy_poll() const override { return spin_ || inflight_ != 0 || backlog_; }
+  // Before it is polled: keep its poller spinning for as long as it is attached (the queue's
+  // busy_poll), instead of sleeping on the source's eventfd when idle.
+  void spin_while_attached() { spin_ = true; }
 
   // ---- control side ----
   [[nodiscard]] int wake_fd() const { return source_.eventfd(); }
@@ -107,6 +110,7 @@ class GpuRxTask : public dataplane::PollTask {
   abi::RingView source_ring_;
   std::vector<uint64_t> pool_device_;
   std::vector<uint64_t> pool_bytes_;
+  bool spin_ = false;
   std::vector<bool> pool_on_device_;  // gpudirect pools: no header is read there by the CPU
   DeviceRing ring_;
   memory::SharedMemory control_;

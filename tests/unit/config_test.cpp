@@ -334,6 +334,16 @@ TEST(Config, SharePagesIsForHugeRegionsOnly) {
       "2 MB hugepages: it applies to huge regions, not host");
 }
 
+TEST(Config, BusyPollIsAQueueSetting) {
+  auto p = parse(with_interface("          busy_poll: true\n"));
+  ASSERT_TRUE(p.config) << p.diags.render();
+  EXPECT_TRUE(p.config->interfaces[0].rx_queues[0].busy_poll);
+  auto q = parse(with_interface());
+  ASSERT_TRUE(q.config) << q.diags.render();
+  EXPECT_FALSE(q.config->interfaces[0].rx_queues[0].busy_poll);
+  EXPECT_THAT(only_error(with_interface("          busy_poll: often\n")), HasSubstr("busy_poll"));
+}
+
 TEST(Config, BackendNotBuiltIn) {
   auto text = with_interface();
   text.replace(text.find("backend: socket"), 15, "backend: dpdk");

@@ -5,13 +5,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
-
+#include <thread>
 #include <vector>
 
 #include "daqiri/frame.hpp"
 #include "daqiri/ring.hpp"
 #include "daqiri/test_pattern.hpp"
+#include "dataplane/poller.hpp"
 #include "dataplane/rx_attachment.hpp"
 #include "dataplane/rx_fanout.hpp"
 #include "dataplane/tx_attachment.hpp"
@@ -216,6 +218,24 @@ TEST(RxFanout, OneBufferManyReferencesFullRingsDropAlone) {
 }
 
 constexpr TxRules kUdpRules{frame::kUdpHeaders, false};
+
+// An idle poller parks; one told to spin (a busy_poll queue) never does.
+TEST(Poller, ParksWhenIdleUnlessToldToSpin) {
+  auto idle = Poller::start("idle", -1);
+  auto spinning = Poller::start("spinning", -1);
+  ASSERT_TRUE(idle && spinning);
+  (*spinning)->spin_always();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((*idle)->parks() < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_GE((*idle)->parks(), 3u);
+  // spin_always() can land after the first idle stretch (2048 empty loops) only if the
+  // thread got that far first: at most one park then, none after.
+  uint64_t early = (*spinning)->parks();
+  EXPECT_LE(early, 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ((*spinning)->parks(), early);
+}
 
 TEST(TxAttachment, ValidDescriptorsAreTakenAndCompleted) {
   auto a = TxAttachment::create(1, 2048, 16, 64, false, kUdpRules);
