@@ -553,6 +553,13 @@ TEST(Config, RegionAccessFlagsAreChecked) {
                         "local, rdma_read or rdma_write"));
 }
 
+// with_interface()'s socket interface as a dpdk one (net_null, no hugepages).
+std::string on_dpdk(std::string text) {
+  text.replace(text.find("backend: socket"), 15, "backend: dpdk");
+  text.replace(text.find("address: 127.0.0.1"), 18, "address: net_null0");
+  return "dpdk: {hugepages: false}\n" + text;
+}
+
 TEST(Config, GpudirectRegionsAreDeviceRegionsOnRdmaAndDpdkReceiveQueues) {
   std::string text = kRdmaInterfaces;
   text.replace(text.find("kind: host"), 10, "kind: device, gpudirect: true");
@@ -572,10 +579,7 @@ TEST(Config, GpudirectRegionsAreDeviceRegionsOnRdmaAndDpdkReceiveQueues) {
               HasSubstr("interfaces[0].rx.queues[0].regions: region \"r\" is gpudirect, which "
                         "this daqirid drives on RX queues of rdma and dpdk interfaces only"));
 
-  std::string dpdk = socket;
-  dpdk.replace(dpdk.find("backend: socket"), 15, "backend: dpdk");
-  dpdk.replace(dpdk.find("address: 127.0.0.1"), 18, "address: net_null0");
-  auto d = parse("dpdk: {hugepages: false}\n" + dpdk);
+  auto d = parse(on_dpdk(socket));
   ASSERT_TRUE(d.config) << d.diags.render();
   EXPECT_TRUE(d.config->memory_regions[0].gpudirect);
 }
@@ -596,12 +600,10 @@ TEST(Config, HeaderDataSplitRegionsAreHeadersThenDevicePayloads) {
               HasSubstr("interfaces[0].rx.queues[0].regions: two regions (\"h\", \"p\") mean "
                         "header-data split: payloads into a gpudirect region need the NIC's "
                         "buffer split (dpdk interfaces)"));
-  std::string dpdk = gpudirect;
-  dpdk.replace(dpdk.find("backend: socket"), 15, "backend: dpdk");
-  dpdk.replace(dpdk.find("address: 127.0.0.1"), 18, "address: net_null0");
-  auto d = parse("dpdk: {hugepages: false}\n" + dpdk);
+  std::string dpdk = on_dpdk(gpudirect);
+  auto d = parse(dpdk);
   EXPECT_TRUE(d.config) << d.diags.render();
-  std::string headers_on_gpu = "dpdk: {hugepages: false}\n" + dpdk;
+  std::string headers_on_gpu = dpdk;
   headers_on_gpu.replace(headers_on_gpu.find("name: h, kind: host"), 19, "name: h, kind: device");
   EXPECT_THAT(only_error(headers_on_gpu),
               HasSubstr("the first region takes the headers: host, huge or pinned, not device"));
