@@ -38,8 +38,10 @@ class RxAttachment {
   // ---- poller side ----
   [[nodiscard]] uint32_t free_slots() const { return ring_.size() - (prod_ - cons_); }
   bool stalled = false;  // block backpressure: its full ring holds the flow back now
+  // A shadow entry is the region index above kRegionShift and the buffer index below.
+  static constexpr uint32_t kRegionShift = 28;
   // A descriptor that lends nothing (a frame the NIC split whose bytes all went to the header).
-  static constexpr uint32_t kNoBuffer = (1u << 28) - 1;
+  static constexpr uint32_t kNoBuffer = (1u << kRegionShift) - 1;
   // Lends `buffer` of `pool` (one of this attachment's pools) under `desc`. `head`: bytes the
   // NIC split off into memory of the daemon's own, kept beside the slot (see reserve_heads).
   void push(const daqiri_rx_desc& desc, uint32_t buffer, const memory::BufferPool* pool,
@@ -81,10 +83,8 @@ class RxAttachment {
  private:
   RxAttachment(uint64_t id, memory::SharedMemory rings, UniqueFd eventfd, abi::RingView ring,
                Backpressure backpressure, std::vector<memory::BufferPool*> pools);
-  // A shadow entry is the region index above kRegionShift and the buffer index below.
-  static constexpr uint32_t kRegionShift = 28;
   void unref(uint32_t entry) {
-    uint32_t buffer = entry & ((1u << kRegionShift) - 1);
+    uint32_t buffer = entry & kNoBuffer;
     if (buffer != kNoBuffer) pools_[entry >> kRegionShift]->unref(buffer);
   }
 

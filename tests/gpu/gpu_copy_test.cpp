@@ -5,11 +5,10 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <thread>
 #include <vector>
 
 #include "dataplane/rx_attachment.hpp"
+#include "engine_driver.hpp"
 #include "gpu/gpu_rx_task.hpp"
 #include "gpu/host_registration.hpp"
 
@@ -92,13 +91,7 @@ TEST_P(GpuCopy, FramesFromPinnedHostBuffersReachTheRingByteExact) {
       (*att)->push(d, g.buffers[i], &pool);
     }
     (*att)->publish();
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while ((*task)->control_ring().load_producer() != frame &&
-           std::chrono::steady_clock::now() < deadline) {
-      (*task)->poll();
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-    ASSERT_EQ((*task)->control_ring().load_producer(), frame);
+    ASSERT_EQ(test::drive_until_produced(**task, frame), frame);
     for (uint32_t f = first; f < frame; ++f) {
       SCOPED_TRACE("frame " + std::to_string(f));
       daqiri_rx_desc d{};

@@ -8,14 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <span>
-#include <thread>
 #include <vector>
 
 #include "core/packet_fields.hpp"
 #include "dataplane/rx_attachment.hpp"
+#include "engine_driver.hpp"
 #include "gpu/device_pool_memory.hpp"
 #include "gpu/gpu_rx_task.hpp"
 
@@ -87,13 +86,7 @@ TEST_P(GpuDirectPool, FramesInGpuMemoryReachAGpuRingDeviceToDevice) {
   auto task = gpu::GpuRxTask::create(**gpu, **att, {reinterpret_cast<uintptr_t>(pool.data())},
                                      kBufs, kBufSize, GetParam());
   ASSERT_TRUE(task) << task.error().message;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while ((*task)->control_ring().load_producer() < kFrames &&
-         std::chrono::steady_clock::now() < deadline) {
-    (*task)->poll();
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  ASSERT_EQ((*task)->control_ring().load_producer(), kFrames);
+  ASSERT_EQ(test::drive_until_produced(**task, kFrames), kFrames);
 
   const gpu::DeviceRing& ring = (*task)->ring();
   std::vector<daqiri_rx_desc> descs(kFrames);
@@ -164,13 +157,7 @@ TEST_P(GpuDirectPool, FramesTheNicSplitLineUpInHeaderAndGpuSlots) {
     frames.push_back(std::move(f));
   }
   (*att)->publish();
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while ((*task)->control_ring().load_producer() <= kFrames &&
-         std::chrono::steady_clock::now() < deadline) {
-    (*task)->poll();
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  ASSERT_EQ((*task)->control_ring().load_producer(), kFrames + 1);
+  ASSERT_EQ(test::drive_until_produced(**task, kFrames + 1), kFrames + 1);
   const gpu::DeviceRing& ring = (*task)->ring();
   ASSERT_NE((*task)->headers(), nullptr);
   const std::byte* header_slots = (*task)->headers()->data();

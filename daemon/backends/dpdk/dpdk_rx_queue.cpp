@@ -136,20 +136,23 @@ DpdkRxFlow* DpdkRxQueue::steer(const Flows& flows, const rte_mbuf* first, bool r
   return nullptr;
 }
 
+void DpdkRxQueue::keep_first_segment(rte_mbuf* m, uint16_t& flags) {
+  if (m->next != nullptr) {
+    rte_pktmbuf_free(m->next);
+    m->next = nullptr;
+    flags |= DAQIRI_DESC_TRUNCATED;
+    dataplane::bump(counters.truncated, 1);
+  }
+  m->nb_segs = 1;
+  m->pkt_len = m->data_len;
+}
+
 rte_mbuf* DpdkRxQueue::take_payload(rte_mbuf* h, uint16_t& flags) {
   rte_mbuf* p = h->next;
   h->next = nullptr;
   h->nb_segs = 1;
   h->pkt_len = h->data_len;
-  if (p == nullptr) return nullptr;
-  if (p->next != nullptr) {  // longer than a payload buffer: keep what fits one
-    rte_pktmbuf_free(p->next);
-    p->next = nullptr;
-    flags |= DAQIRI_DESC_TRUNCATED;
-    dataplane::bump(counters.truncated, 1);
-  }
-  p->nb_segs = 1;
-  p->pkt_len = p->data_len;
+  if (p != nullptr) keep_first_segment(p, flags);  // longer than a payload buffer: what fits one
   return p;
 }
 
@@ -191,12 +194,7 @@ bool DpdkRxQueue::poll() {
       if (m == nullptr) continue;
     } else if (m != nullptr && m->nb_segs > 1) {
       // No scatter is configured, so this is a PMD's own choice: keep the first segment.
-      rte_pktmbuf_free(m->next);
-      m->next = nullptr;
-      m->nb_segs = 1;
-      m->pkt_len = m->data_len;
-      flags |= DAQIRI_DESC_TRUNCATED;
-      dataplane::bump(counters.truncated, 1);
+      keep_first_segment(m, flags);
     }
     core::PacketFields fields;
     const rte_mbuf* first = header != nullptr ? header : m;

@@ -131,6 +131,8 @@ class DpdkRxQueue final : public dataplane::PollTask {
   // are in host memory (else only the NIC's mark says).
   [[nodiscard]] static DpdkRxFlow* steer(const Flows& flows, const rte_mbuf* first, bool readable,
                                          core::PacketFields& fields);
+  // Frees the segments after `m`'s first, flagging and counting the frame truncated if any.
+  void keep_first_segment(rte_mbuf* m, uint16_t& flags);
   // NIC buffer split: detaches the payload from header mbuf `h` (the payload, or null when the
   // frame fit in the header), keeping the payload's first segment only.
   rte_mbuf* take_payload(rte_mbuf* h, uint16_t& flags);
