@@ -3,6 +3,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
+
 namespace daqiri::dataplane {
 
 Result<std::unique_ptr<RxAttachment>> RxAttachment::create(uint64_t id, uint32_t ring_size,
@@ -35,20 +37,31 @@ RxAttachment::RxAttachment(uint64_t id, memory::SharedMemory rings, UniqueFd eve
       pools_(std::move(pools)),
       shadow_(ring.size()) {}
 
-void RxAttachment::publish() {
-  if (prod_ == published_) return;
+bool RxAttachment::publish() {
+  if (prod_ == published_) return false;
   uint32_t n = prod_ - published_;
   published_ = prod_;
-  ring_.publish_producer(prod_);
+  ring_.publish_producer_release(prod_);
   bump(counters.on_loan, n);
-  if (ring_.consumer_wants_wakeup()) {
-    uint64_t one = 1;
-    [[maybe_unused]] auto w = ::write(eventfd_.get(), &one, sizeof one);
-  }
+  if (ring_.consumer_wants_wakeup()) wake();
+  return true;
 }
 
-bool RxAttachment::reclaim() {
+void RxAttachment::wake() {
+  woken_at_ = published_;
+  uint64_t one = 1;
+  [[maybe_unused]] auto w = ::write(eventfd_.get(), &one, sizeof one);
+}
+
+bool RxAttachment::reclaim(bool fenced) {
   uint32_t c = ring_.load_consumer();
+  // A consumer behind, maybe asleep, and not woken since the last publish: publish() may have
+  // missed its NEED_WAKEUP. Fenced, this look cannot miss it (a fence for every poll would cost
+  // more than the rest of it: the store buffer drains first).
+  if (c != published_ && woken_at_ != published_) {
+    if (fenced) std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (ring_.consumer_wants_wakeup()) wake();
+  }
   if (c == cons_) return true;
   // Unsigned distances: valid iff cons_ <= c <= published_ in ring order.
   if (c - cons_ > published_ - cons_) {
@@ -57,16 +70,30 @@ bool RxAttachment::reclaim() {
     return false;
   }
   uint32_t n = c - cons_;
-  for (; cons_ != c; ++cons_)
-    unref(shadow_[cons_ & ring_.mask()]);
+  unref_range(c);
   counters.on_loan.store(counters.on_loan.load(std::memory_order_relaxed) - n,
                          std::memory_order_relaxed);
   return true;
 }
 
+void RxAttachment::unref_range(uint32_t to) {
+  if (pools_.size() > 1) {
+    for (; cons_ != to; ++cons_)
+      unref(shadow_[cons_ & ring_.mask()]);
+    return;
+  }
+  // One pool: every entry is a buffer index (or kNoBuffer, which the pool skips), in at most
+  // two runs of the shadow ring.
+  while (cons_ != to) {
+    uint32_t at = cons_ & ring_.mask();
+    uint32_t run = std::min(to - cons_, ring_.size() - at);
+    pools_[0]->unref_many(shadow_.data() + at, run);
+    cons_ += run;
+  }
+}
+
 void RxAttachment::release_all() {
-  for (; cons_ != prod_; ++cons_)
-    unref(shadow_[cons_ & ring_.mask()]);
+  unref_range(prod_);
   published_ = prod_;
   counters.on_loan.store(0, std::memory_order_relaxed);
   ring_.set_state(DAQIRI_RING_DETACHED);

@@ -13,6 +13,7 @@
 #include "daqiri/abi.h"
 #include "daqiri/ring.hpp"
 #include "dataplane/attachment_state.hpp"
+#include "dataplane/prefetch.hpp"
 #include "memory/buffer_pool.hpp"
 
 namespace daqiri::dataplane {
@@ -42,14 +43,22 @@ class RxAttachment {
   static constexpr uint32_t kRegionShift = 28;
   // A descriptor that lends nothing (a frame the NIC split whose bytes all went to the header).
   static constexpr uint32_t kNoBuffer = (1u << kRegionShift) - 1;
+  static constexpr uint32_t kSlotsPerLine = DAQIRI_CACHE_LINE / sizeof(daqiri_rx_desc);
+  // How far ahead of the producer slots are prefetched for writing: enough lines in flight to
+  // cover a core-to-core round trip, few enough for the core's fill buffers.
+  static constexpr uint32_t kPrefetchSlots = 16 * kSlotsPerLine;
   // Lends `buffer` of `pool` (one of this attachment's pools) under `desc`. `head`: bytes the
   // NIC split off into memory of the daemon's own, kept beside the slot (see reserve_heads).
-  void push(const daqiri_rx_desc& desc, uint32_t buffer, const memory::BufferPool* pool,
-            std::span<const std::byte> head = {}) {
+  [[gnu::always_inline]] void push(const daqiri_rx_desc& desc, uint32_t buffer,
+                                   const memory::BufferPool* pool,
+                                   std::span<const std::byte> head = {}) {
     uint32_t region = 0;
     while (pools_[region] != pool)
       ++region;  // at most kMaxRegions compares
     auto* slot = ring_.slot<daqiri_rx_desc>(prod_);
+    if ((prod_ & (kSlotsPerLine - 1)) == 0) {
+      prefetch_for_write(ring_.slot<daqiri_rx_desc>(prod_ + kPrefetchSlots));
+    }
     *slot = desc;
     slot->region = static_cast<uint16_t>(region);
     shadow_[prod_ & ring_.mask()] = (region << kRegionShift) | buffer;
@@ -58,6 +67,13 @@ class RxAttachment {
                   std::min<size_t>(head.size(), head_size_));
     }
     ++prod_;
+  }
+  // Before a receive of up to `n` packets: starts taking the cache lines of the slots they
+  // will fill (push keeps kPrefetchSlots ahead after that).
+  void prepare(uint32_t n) const {
+    n = std::min({n, free_slots(), kPrefetchSlots});
+    for (uint32_t i = 0; i < n; i += kSlotsPerLine)
+      prefetch_for_write(ring_.slot<daqiri_rx_desc>(prod_ + i));
   }
   // ---- control side, before the attachment is installed ----
   // Room for `bytes` split-off header bytes per slot, for a consumer inside the daemon (the
@@ -72,17 +88,28 @@ class RxAttachment {
   }
   [[nodiscard]] uint32_t head_size() const { return head_size_; }
   [[nodiscard]] const std::vector<memory::BufferPool*>& pools() const { return pools_; }
-  // Makes pushed descriptors visible and wakes a sleeping client.
-  void publish();
+  // Makes pushed descriptors visible and wakes a sleeping client; whether there were any.
+  // The producer index is stored without a fence (a seq_cst store made every poll wait for
+  // the store buffer to drain: the ring lines on their way from the client's core), so the
+  // NEED_WAKEUP load after it may miss a consumer going to sleep just then. reclaim() looks
+  // again every poll while the consumer is behind, behind a fence once a poll published
+  // nothing (RxFanout): a missed wakeup costs at most a poll or two.
+  bool publish();
+  // Starts loading the consumer index (reclaim() reads it).
+  void prefetch_consumer() const { ring_.prefetch_consumer(); }
   // Takes back what the client released. False (and `violated`) when the client's consumer
-  // index is impossible: outside [our consumer, our producer].
-  bool reclaim();
+  // index is impossible: outside [our consumer, our producer]. `fenced`: look for a missed
+  // wakeup behind a fence (see publish()).
+  bool reclaim(bool fenced = true);
   // Returns every buffer still on loan and marks the ring detached; the poller's last act.
   void release_all();
 
  private:
   RxAttachment(uint64_t id, memory::SharedMemory rings, UniqueFd eventfd, abi::RingView ring,
                Backpressure backpressure, std::vector<memory::BufferPool*> pools);
+  // Gives back the buffers of slots [cons_, to) and moves cons_ there.
+  void unref_range(uint32_t to);
+  void wake();
   void unref(uint32_t entry) {
     uint32_t buffer = entry & kNoBuffer;
     if (buffer != kNoBuffer) pools_[entry >> kRegionShift]->unref(buffer);
@@ -99,7 +126,8 @@ class RxAttachment {
   uint32_t head_size_ = 0;
   uint32_t prod_ = 0;  // our producer index
   uint32_t published_ = 0;
-  uint32_t cons_ = 0;  // the consumer index we have validated and reclaimed up to
+  uint32_t woken_at_ = 0;  // the producer index the last eventfd signal announced
+  uint32_t cons_ = 0;      // the consumer index we have validated and reclaimed up to
 };
 
 }  // namespace daqiri::dataplane

@@ -5,6 +5,11 @@
 namespace daqiri::dataplane {
 
 size_t RxFanout::begin() {
+  gather();
+  return reclaim();
+}
+
+size_t RxFanout::gather() {
   active_count_ = 0;
   for (RxAttachment* a : set_.load()) {
     if (a->lifecycle.released.load(std::memory_order_relaxed)) continue;
@@ -13,9 +18,22 @@ size_t RxFanout::begin() {
       continue;
     }
     if (a->lifecycle.violated.load(std::memory_order_relaxed)) continue;
-    if (!a->reclaim()) continue;
+    a->prefetch_consumer();
     active_[active_count_++] = a;
   }
+  return active_count_;
+}
+
+size_t RxFanout::reclaim() {
+  // Nothing published last poll: look for a missed NEED_WAKEUP behind a fence this time
+  // (RxAttachment::publish).
+  bool fenced = !published_last_;
+  published_last_ = false;
+  size_t kept = 0;
+  for (size_t i = 0; i < active_count_; ++i) {
+    if (active_[i]->reclaim(fenced)) active_[kept++] = active_[i];
+  }
+  active_count_ = kept;
   return active_count_;
 }
 
@@ -47,26 +65,9 @@ void RxFanout::count_no_buffer(uint64_t n) const {
     bump(active_[i]->counters.dropped_no_buffer, n);
 }
 
-uint16_t RxFanout::deliver(const daqiri_rx_desc& desc, uint32_t buffer,
-                           const memory::BufferPool* pool, std::span<const std::byte> head) {
-  uint16_t refs = 0;
-  for (size_t i = 0; i < active_count_; ++i) {
-    RxAttachment* a = active_[i];
-    if (a->free_slots() == 0) {
-      bump(a->counters.dropped_ring_full, 1);
-      continue;
-    }
-    a->push(desc, buffer, pool, head);
-    bump(a->counters.packets, 1);
-    bump(a->counters.bytes, desc.length);
-    ++refs;
-  }
-  return refs;
-}
-
 void RxFanout::publish() {
   for (size_t i = 0; i < active_count_; ++i)
-    active_[i]->publish();
+    published_last_ |= active_[i]->publish();
 }
 
 void RxFanout::add(RxAttachment* a, const Epoch& epoch) {

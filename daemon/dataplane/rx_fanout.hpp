@@ -20,19 +20,47 @@ class RxFanout {
 
   // ---- poller side, once per poll ----
   // Loads the attachment set, returns released buffers, lets go of closing attachments, and
-  // gathers the ones to deliver to. Returns how many there are.
+  // gathers the ones to deliver to. Returns how many there are. gather() then reclaim().
   size_t begin();
+  // begin() in two steps, for a poller with a wait between them (a receive syscall): gather()
+  // lets go of closing attachments, collects the others and starts loading their consumer
+  // indices (lines the client's core wrote); reclaim() returns what they released, drops any
+  // that lied, and returns how many remain.
+  size_t gather();
+  size_t reclaim();
   [[nodiscard]] size_t active() const { return active_count_; }
   // Whether an attachment with blocking backpressure lacks room for `burst` more packets.
   [[nodiscard]] bool must_wait(uint32_t burst) const;
   // The free slots of the fullest attachment with blocking backpressure (UINT32_MAX: none).
   [[nodiscard]] uint32_t blocking_room() const;
+  // Before a receive of up to `n` packets (RxAttachment::prepare).
+  void prepare(uint32_t n) const {
+    for (size_t i = 0; i < active_count_; ++i)
+      active_[i]->prepare(n);
+  }
   // Packets every active attachment lost because the flow's pool was empty.
   void count_no_buffer(uint64_t n) const;
   // Hands one buffer to every active attachment with room; returns the references taken.
-  // `head`: header bytes the NIC split off (RxAttachment::push).
-  uint16_t deliver(const daqiri_rx_desc& desc, uint32_t buffer, const memory::BufferPool* pool,
-                   std::span<const std::byte> head = {});
+  // `head`: header bytes the NIC split off (RxAttachment::push). Inline, so that the caller's
+  // descriptor stays in registers: built on the stack and read back whole, it made every
+  // packet wait for the store buffer (and the ring lines the client holds) to drain.
+  [[gnu::always_inline]] uint16_t deliver(const daqiri_rx_desc& desc, uint32_t buffer,
+                                          const memory::BufferPool* pool,
+                                          std::span<const std::byte> head = {}) {
+    uint16_t refs = 0;
+    for (size_t i = 0; i < active_count_; ++i) {
+      RxAttachment* a = active_[i];
+      if (a->free_slots() == 0) {
+        bump(a->counters.dropped_ring_full, 1);
+        continue;
+      }
+      a->push(desc, buffer, pool, head);
+      bump(a->counters.packets, 1);
+      bump(a->counters.bytes, desc.length);
+      ++refs;
+    }
+    return refs;
+  }
   void publish();
 
   // ---- control side (callers serialise) ----
@@ -44,6 +72,7 @@ class RxFanout {
   Published<Set> set_;
   std::array<RxAttachment*, kMaxAttachmentsPerFlow> active_{};
   size_t active_count_ = 0;
+  bool published_last_ = false;
 };
 
 }  // namespace daqiri::dataplane

@@ -1,5 +1,7 @@
 #include "memory/buffer_pool.hpp"
 
+#include <bit>
+
 namespace daqiri::memory {
 
 Result<BufferPool> BufferPool::create(const std::string& name, uint32_t buf_size, uint32_t num_bufs,
@@ -47,6 +49,14 @@ BufferPool::BufferPool(std::shared_ptr<SharedMemory> memory, uint64_t base, uint
       free_(num_bufs),
       count_(num_bufs),
       refs_(num_bufs, 0) {
+  if (buf_size != 0) {
+    size_shift_ = static_cast<uint32_t>(std::countr_zero(buf_size));
+    uint64_t odd = buf_size >> size_shift_;
+    // Newton's iteration doubles the correct low bits: odd * odd = 1 (mod 8) to start.
+    odd_inverse_ = odd;
+    for (int i = 0; i < 5; ++i)
+      odd_inverse_ *= 2 - odd * odd_inverse_;
+  }
   // Lowest indices first: the first buffers used are the first pages touched.
   for (uint32_t i = 0; i < num_bufs; ++i)
     free_[i] = i;

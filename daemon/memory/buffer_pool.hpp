@@ -32,6 +32,12 @@ class BufferPool {
   [[nodiscard]] uint32_t num_bufs() const { return num_bufs_; }
   [[nodiscard]] uint32_t available() const { return count_; }
   [[nodiscard]] std::byte* buffer(uint32_t index) const { return data_ + offset(index); }
+  // The buffer whose first byte is at `start`, without a division (an exact quotient is the
+  // dividend, shifted, times the inverse of the divisor's odd part modulo 2^64).
+  [[nodiscard]] uint32_t index_at(const std::byte* start) const {
+    auto bytes = static_cast<uint64_t>(start - buffer(0));
+    return static_cast<uint32_t>((bytes >> size_shift_) * odd_inverse_);
+  }
   // Where a buffer starts in memory(): what descriptors carry.
   [[nodiscard]] uint64_t offset(uint32_t index) const {
     return base_ + uint64_t{index} * buf_size_;
@@ -51,11 +57,13 @@ class BufferPool {
   // with one reference.
   uint32_t alloc(uint32_t* out, uint32_t n) {
     uint32_t got = n < count_ ? n : count_;
+    uint32_t head = head_;  // in a register: the stores below could alias the member
     for (uint32_t i = 0; i < got; ++i) {
-      out[i] = free_[head_];
+      out[i] = free_[head];
       refs_[out[i]] = 1;
-      if (++head_ == num_bufs_) head_ = 0;
+      if (++head == num_bufs_) head = 0;
     }
+    head_ = head;
     count_ -= got;
     return got;
   }
@@ -67,6 +75,26 @@ class BufferPool {
   // Drops one reference; the buffer returns to the free queue at zero.
   void unref(uint32_t index) {
     if (--refs_[index] == 0) push_free(index);
+  }
+  // unref() of each of `n` indices in turn; an index >= num_bufs() names none and is skipped.
+  // Keeps the queue's ends in registers, where a loop of unref() goes through memory for them.
+  void unref_many(const uint32_t* indices, uint32_t n) {
+    if (owner_managed_) {
+      for (uint32_t i = 0; i < n; ++i)
+        if (indices[i] < num_bufs_) --refs_[indices[i]];
+      return;
+    }
+    uint32_t tail = head_ + count_;
+    if (tail >= num_bufs_) tail -= num_bufs_;
+    uint32_t freed = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      uint32_t b = indices[i];
+      if (b >= num_bufs_ || --refs_[b] != 0) continue;
+      free_[tail] = b;
+      if (++tail == num_bufs_) tail = 0;
+      ++freed;
+    }
+    count_ += freed;
   }
   [[nodiscard]] uint16_t refs(uint32_t index) const { return refs_[index]; }
   // For a pool whose owner picks the buffers itself (an RDMA remote window, where the peer
@@ -87,6 +115,8 @@ class BufferPool {
   uint64_t base_ = 0;
   uint32_t buf_size_ = 0;
   uint32_t num_bufs_ = 0;
+  uint32_t size_shift_ = 0;   // buf_size_ = odd << size_shift_
+  uint64_t odd_inverse_ = 1;  // odd * odd_inverse_ = 1 (mod 2^64)
   void push_free(uint32_t index) {
     if (owner_managed_) return;
     uint32_t tail = head_ + count_;

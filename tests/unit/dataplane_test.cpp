@@ -50,6 +50,33 @@ TEST(BufferPool, AllocatesReferencesAndFrees) {
   EXPECT_EQ(pool->available(), 2u);
 }
 
+// A buffer's index from its address (how the DPDK queue names an mbuf's buffer), for sizes
+// with and without odd factors, up to the last buffer.
+TEST(BufferPool, NamesTheBufferAtAnAddress) {
+  for (uint32_t size : {2048u, 9216u, 1500u, 64u, 3u}) {
+    auto pool = memory::BufferPool::create("t", size, 3000, false);
+    ASSERT_TRUE(pool) << size;
+    for (uint32_t i : {0u, 1u, 2u, 1499u, 2999u})
+      EXPECT_EQ(pool->index_at(pool->buffer(i)), i) << size;
+  }
+}
+
+// A run of releases at once, as an attachment returns a client's burst: buffers come back
+// when their last reference goes, in order; indices that name no buffer are passed over.
+TEST(BufferPool, ReleasesARunOfBuffersAndSkipsWhatNamesNone) {
+  auto pool = memory::BufferPool::create("t", 2048, 8, false);
+  ASSERT_TRUE(pool);
+  uint32_t got[8];
+  ASSERT_EQ(pool->alloc(got, 6), 6u);
+  pool->set_refs(got[2], 2);
+  const uint32_t run[] = {got[0], got[1], 8u, got[2], 0x0fffffffu, got[3]};
+  pool->unref_many(run, 6);
+  EXPECT_EQ(pool->available(), 2u + 3u);
+  EXPECT_EQ(pool->refs(got[2]), 1u);
+  ASSERT_EQ(pool->alloc(got, 8), 5u);
+  EXPECT_EQ(std::vector<uint32_t>(got, got + 5), (std::vector<uint32_t>{6, 7, 0, 1, 3}));
+}
+
 // Buffers released in the order they were handed out come back in that order, so the next
 // bursts land in consecutive buffers again (one strided array for a client), across the wrap.
 TEST(BufferPool, ReusesBuffersInTheOrderTheyWereFreed) {
@@ -153,6 +180,43 @@ TEST(RxAttachment, SplitOffHeadersAreKeptBesideTheSlotsAndHeaderOnlyFramesLendNo
   }
   EXPECT_EQ(pool->available(), 64u - 5u + 3u) << "the three lent buffers, nothing else";
   EXPECT_EQ((*a)->counters.on_loan.load(), 0u);
+}
+
+// publish() looks at NEED_WAKEUP without a fence, so a consumer may set it just after that
+// look, having read the old producer index. The next reclaim() wakes it, once for that
+// producer index; a consumer that caught up needs no wakeup.
+uint64_t signals(int eventfd) {
+  uint64_t v = 0;
+  return ::read(eventfd, &v, sizeof v) == sizeof v ? v : 0;
+}
+
+TEST(RxAttachment, AConsumerThatFellAsleepJustAfterAPublishIsWokenByTheNextPoll) {
+  auto pool = memory::BufferPool::create("t", 2048, 64, false);
+  auto a = RxAttachment::create(1, 64, Backpressure::kDropNew, {&*pool});
+  ASSERT_TRUE(pool && a);
+  uint32_t bufs[3];
+  ASSERT_EQ(pool->alloc(bufs, 3), 3u);
+  (*a)->push(desc(*pool, bufs[0]), bufs[0], &*pool);
+  ASSERT_TRUE((*a)->publish());
+  EXPECT_EQ(signals((*a)->eventfd()), 0u) << "nobody asked to be woken";
+  auto ring = client_ring(**a);
+  ring.set_need_wakeup(true);  // ... too late for that publish
+  ASSERT_TRUE((*a)->reclaim(false));
+  EXPECT_EQ(signals((*a)->eventfd()), 1u);
+  ASSERT_TRUE((*a)->reclaim(true));
+  EXPECT_EQ(signals((*a)->eventfd()), 0u) << "woken once for one producer index";
+  // A publish that sees the flag wakes at once; one the consumer has read needs nothing more.
+  (*a)->push(desc(*pool, bufs[1]), bufs[1], &*pool);
+  ASSERT_TRUE((*a)->publish());
+  EXPECT_EQ(signals((*a)->eventfd()), 1u);
+  ring.set_need_wakeup(false);
+  (*a)->push(desc(*pool, bufs[2]), bufs[2], &*pool);
+  ASSERT_TRUE((*a)->publish());
+  ring.publish_consumer(3);
+  ring.set_need_wakeup(true);
+  ASSERT_TRUE((*a)->reclaim(true));
+  EXPECT_EQ(signals((*a)->eventfd()), 0u) << "it has read everything";
+  EXPECT_FALSE((*a)->publish()) << "nothing new";
 }
 
 TEST(RxAttachment, ImpossibleConsumerIndicesAreViolations) {

@@ -69,9 +69,15 @@ class RingView {
   [[nodiscard]] uint32_t load_consumer() const {
     return std::atomic_ref<uint32_t>(h_->consumer).load(std::memory_order_acquire);
   }
+  void prefetch_consumer() const { __builtin_prefetch(&h_->consumer); }
   // Publishes slots written so far. seq_cst pairs with the consumer's NEED_WAKEUP handshake.
   void publish_producer(uint32_t p) const {
     std::atomic_ref<uint32_t>(h_->producer).store(p, std::memory_order_seq_cst);
+  }
+  // Publishes without the fence: the caller then looks at NEED_WAKEUP again later, fenced at
+  // the latest once it has nothing new to publish (see RxAttachment in the daemon).
+  void publish_producer_release(uint32_t p) const {
+    std::atomic_ref<uint32_t>(h_->producer).store(p, std::memory_order_release);
   }
   [[nodiscard]] bool consumer_wants_wakeup() const {
     return (std::atomic_ref<uint32_t>(h_->consumer_flags).load(std::memory_order_seq_cst) &

@@ -167,6 +167,8 @@ bool DpdkRxQueue::poll() {
   if (recycle() > 0) publish_on_loan(flows);
   spinning_ = active > 0;
   if (active == 0 || wait) return false;
+  for (DpdkRxFlow* f : flows)
+    f->fanout().prepare(batch_);
   uint16_t n = rte_eth_rx_burst(port_, queue_, rx_.data(), static_cast<uint16_t>(batch_));
   if (n == 0) return false;
   uint64_t now = dataplane::realtime_ns();

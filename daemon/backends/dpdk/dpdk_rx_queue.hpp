@@ -123,8 +123,7 @@ class DpdkRxQueue final : public dataplane::PollTask {
   DpdkRxQueue(uint16_t port, uint16_t queue, memory::BufferPool pool, uint32_t batch);
   [[nodiscard]] bool owned(const rte_mbuf* m) const { return m->pool == mempool(); }
   [[nodiscard]] uint32_t index_of(const rte_mbuf* m) const {
-    return static_cast<uint32_t>((static_cast<const std::byte*>(m->buf_addr) - base_) /
-                                 pool_.buf_size());
+    return pool_.index_at(static_cast<const std::byte*>(m->buf_addr));
   }
   rte_mbuf* adopt(rte_mbuf* foreign);
   // Which flow takes the frame starting in `first`; null when none does. `readable`: its bytes

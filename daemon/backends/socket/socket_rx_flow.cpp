@@ -113,8 +113,11 @@ void SocketRxFlow::link(Port& port) const {
     port.msg[i].msg_hdr.msg_iov = &port.iov[i];
     port.msg[i].msg_hdr.msg_iovlen = 1;
     port.msg[i].msg_hdr.msg_name = &port.from[i];
-    port.msg[i].msg_hdr.msg_control = port.control[i].data();
   }
+  // Only the first datagram of a batch reports the drop count: it is cumulative, so the
+  // drops behind the others are reported by the next batch's first (and the kernel writes no
+  // control message per datagram).
+  port.msg[0].msg_hdr.msg_control = port.control.data();
 }
 
 void SocketRxFlow::arm(Port& port) {
@@ -124,13 +127,19 @@ void SocketRxFlow::arm(Port& port) {
   for (uint32_t i = 0; i < port.armed; ++i) {
     port.iov[i].iov_base = pool_.buffer(port.buffer[i]) + frame::kUdpHeaders;
     port.msg[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
-    port.msg[i].msg_hdr.msg_controllen = Port::kControl;
   }
+  port.msg[0].msg_hdr.msg_controllen = Port::kControl;
 }
 
 bool SocketRxFlow::poll() {
-  size_t active = fanout_.begin();
-  if (active > 0 && fanout_.must_wait(batch_)) return false;  // blocking backpressure
+  // What clients released is taken back after the first receive: the syscall hides the wait
+  // for their consumer indices. Room is judged on the last poll's (a poll late at worst).
+  size_t active = fanout_.gather();
+  reclaimed_ = false;
+  if (active > 0 && fanout_.must_wait(batch_)) {  // blocking backpressure
+    fanout_.reclaim();
+    return false;
+  }
   bool work = false;
   uint64_t now = 0;
   for (auto& port : ports_) {
@@ -152,6 +161,7 @@ bool SocketRxFlow::poll() {
       ++port->idle;
     }
   }
+  if (!reclaimed_) fanout_.reclaim();
   if (work) fanout_.publish();
   uint32_t armed = 0;
   for (const auto& port : ports_)
@@ -183,10 +193,15 @@ void SocketRxFlow::drained(Port& port) {
 }
 
 bool SocketRxFlow::receive(Port& port, uint64_t& now_ns) {
+  fanout_.prepare(port.armed);  // the ring lines come over while the kernel copies
   int n = ::recvmmsg(port.fd, port.msg.data(), port.armed, MSG_DONTWAIT, nullptr);
   if (n <= 0) {
     drained(port);
     return false;
+  }
+  if (!reclaimed_) {
+    fanout_.reclaim();
+    reclaimed_ = true;
   }
   if (now_ns == 0) now_ns = dataplane::realtime_ns();  // once a poll, and only when packets came
   const core::FlowMatch& m = flow_.match;
@@ -227,8 +242,8 @@ bool SocketRxFlow::receive(Port& port, uint64_t& now_ns) {
   }
   dataplane::bump(counters.packets, uint64_t(n));
   dataplane::bump(counters.bytes, bytes);
-  // The drop count is cumulative: the batch's last datagram tells every drop up to it.
-  count_drops(port, port.msg[n - 1].msg_hdr);
+  // The drop count is cumulative: the batch's first datagram tells every drop up to it.
+  count_drops(port, port.msg[0].msg_hdr);
   // Keep the buffers that were posted but not filled; re-arm the rest next poll.
   if (uint32_t(n) < port.armed) drained(port);
   uint32_t left = port.armed - uint32_t(n);

@@ -55,8 +55,8 @@ class SocketRxFlow final : public dataplane::RxFlowTask {
     std::array<sockaddr_in, kMaxBatch> from{};
     // SO_RXQ_OVFL: each datagram carries the socket's drop count when it was queued.
     static constexpr size_t kControl = CMSG_SPACE(sizeof(uint32_t));
-    std::array<std::array<std::byte, kControl>, kMaxBatch> control{};
-    uint32_t drops_seen = 0;  // the last drop count a datagram carried
+    std::array<std::byte, kControl> control{};  // the first datagram's
+    uint32_t drops_seen = 0;                    // the last drop count a datagram carried
     // Whose drops the next batches report. The kernel drops while the pool is dry, but only a
     // datagram queued after the drops carries them: the backlog queued before them, and then
     // the first batch after the socket was drained, still speak for the starved time.
@@ -81,6 +81,7 @@ class SocketRxFlow final : public dataplane::RxFlowTask {
   memory::BufferPool pool_;
   uint32_t bind_ipv4_;
   uint32_t batch_;
+  bool reclaimed_ = false;  // this poll's fanout_.reclaim() is done
   std::vector<std::unique_ptr<Port>> ports_;
   dataplane::RxFanout fanout_;
 };
