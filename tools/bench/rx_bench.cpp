@@ -1,5 +1,7 @@
 // Receive-side benchmark peer and subject, built the same way so they measure the same thing:
 //   rx-bench recvmmsg PORT BURST COUNT   a plain kernel UDP reader (the peer)
+//   rx-bench recvmmsg-meta PORT BURST COUNT   the same, also asking for each datagram's
+//                                        source address and the drop count, as daqirid does
 //   rx-bench daqiri SOCKET FLOW BURST COUNT   a libdaqiri client of daqirid (the subject)
 //   rx-bench attach SOCKET FLOW RUNS     time from attach_rx() to the first packet, per run
 //   rx-bench uring PORT BURST COUNT      the same reader on io_uring: one multishot recvmsg
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -49,7 +52,9 @@ int bind_loopback_udp(uint16_t port) {
   return fd;
 }
 
-int plain(uint16_t port, uint32_t burst, uint64_t count) {
+// `meta`: also ask for what daqirid's socket backend asks of each datagram (the sender's
+// address, and the drop count, SO_RXQ_OVFL), to tell the kernel's cost of those from daqirid's.
+int plain(uint16_t port, uint32_t burst, uint64_t count, bool meta) {
   int fd = bind_loopback_udp(port);
   if (fd < 0) return 1;
   std::printf("ready\n");
@@ -57,11 +62,25 @@ int plain(uint16_t port, uint32_t burst, uint64_t count) {
   std::vector<std::vector<char>> bufs(burst, std::vector<char>(9216));
   std::vector<iovec> iov(burst);
   std::vector<mmsghdr> msgs(burst);
+  std::vector<sockaddr_in> from(burst);
+  std::array<char, 64> ctl{};  // the first datagram's drop count, as daqirid asks for it
+  if (meta) {
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one);
+  }
   for (uint32_t i = 0; i < burst; ++i) {
     iov[i] = {bufs[i].data(), bufs[i].size()};
     msgs[i] = {};
     msgs[i].msg_hdr.msg_iov = &iov[i];
     msgs[i].msg_hdr.msg_iovlen = 1;
+    if (meta) {
+      msgs[i].msg_hdr.msg_name = &from[i];
+      msgs[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
+    }
+  }
+  if (meta) {
+    msgs[0].msg_hdr.msg_control = ctl.data();
+    msgs[0].msg_hdr.msg_controllen = ctl.size();
   }
   uint64_t packets = 0, bytes = 0;
   Clock::time_point first{}, last = Clock::now();
@@ -73,8 +92,11 @@ int plain(uint16_t port, uint32_t burst, uint64_t count) {
       continue;
     }
     if (packets == 0) first = now;
-    for (int i = 0; i < n; ++i)
+    for (int i = 0; i < n; ++i) {
       bytes += msgs[i].msg_len;
+      if (meta) msgs[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
+    }
+    if (meta) msgs[0].msg_hdr.msg_controllen = ctl.size();
     packets += uint64_t(n);
     last = now;
   }
@@ -224,8 +246,9 @@ int attach_latency(const std::string& socket, const std::string& flow, int runs)
 
 int main(int argc, char** argv) {
   std::vector<std::string> a(argv + 1, argv + argc);
-  if (a.size() == 4 && a[0] == "recvmmsg") {
-    return plain(static_cast<uint16_t>(std::stoi(a[1])), std::stoul(a[2]), std::stoull(a[3]));
+  if (a.size() == 4 && (a[0] == "recvmmsg" || a[0] == "recvmmsg-meta")) {
+    return plain(static_cast<uint16_t>(std::stoi(a[1])), std::stoul(a[2]), std::stoull(a[3]),
+                 a[0] == "recvmmsg-meta");
   }
   if (a.size() == 5 && a[0] == "daqiri")
     return daqiri_rx(a[1], a[2], std::stoul(a[3]), std::stoull(a[4]));
