@@ -3,8 +3,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <atomic>
-
 namespace daqiri::dataplane {
 
 Result<std::unique_ptr<RxAttachment>> RxAttachment::create(uint64_t id, uint32_t ring_size,
@@ -56,10 +54,10 @@ void RxAttachment::wake() {
 bool RxAttachment::reclaim(bool fenced) {
   uint32_t c = ring_.load_consumer();
   // A consumer behind, maybe asleep, and not woken since the last publish: publish() may have
-  // missed its NEED_WAKEUP. Fenced, this look cannot miss it (a fence for every poll would cost
-  // more than the rest of it: the store buffer drains first).
+  // missed its NEED_WAKEUP. Fenced (settle_producer), this look cannot miss it; fencing every
+  // poll would cost more than the rest of the poll (the store buffer drains first).
   if (c != published_ && woken_at_ != published_) {
-    if (fenced) std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (fenced) ring_.settle_producer();
     if (ring_.consumer_wants_wakeup()) wake();
   }
   if (c == cons_) return true;

@@ -79,6 +79,13 @@ class RingView {
   void publish_producer_release(uint32_t p) const {
     std::atomic_ref<uint32_t>(h_->producer).store(p, std::memory_order_release);
   }
+  // After publish_producer_release: a seq_cst read-modify-write of the producer index that
+  // leaves it as it is. Ordered with the consumer's seq_cst NEED_WAKEUP store and producer
+  // load, it does what a fence would before consumer_wants_wakeup(), in terms the C++ memory
+  // model (and ThreadSanitizer, which has no fences) states directly.
+  void settle_producer() const {
+    std::atomic_ref<uint32_t>(h_->producer).fetch_add(0, std::memory_order_seq_cst);
+  }
   [[nodiscard]] bool consumer_wants_wakeup() const {
     return (std::atomic_ref<uint32_t>(h_->consumer_flags).load(std::memory_order_seq_cst) &
             DAQIRI_RING_NEED_WAKEUP) != 0;

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "backends/socket/poller_syscalls.hpp"
 #include "daqiri/frame.hpp"
 
 namespace daqiri::backends::socket {
@@ -194,7 +195,7 @@ void SocketRxFlow::drained(Port& port) {
 
 bool SocketRxFlow::receive(Port& port, uint64_t& now_ns) {
   fanout_.prepare(port.armed);  // the ring lines come over while the kernel copies
-  int n = ::recvmmsg(port.fd, port.msg.data(), port.armed, MSG_DONTWAIT, nullptr);
+  int n = recvmmsg_now(port.fd, port.msg.data(), port.armed, MSG_DONTWAIT);
   if (n <= 0) {
     drained(port);
     return false;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "backends/socket/poller_syscalls.hpp"
 #include "daqiri/frame.hpp"
 
 namespace daqiri::backends::socket {
@@ -74,7 +75,7 @@ bool SocketTxQueue::drain(dataplane::TxAttachment& a) {
   }
   uint32_t sent = 0;
   while (sent < m) {
-    int r = ::sendmmsg(raw_.get(), msgs_.data() + sent, m - sent, MSG_DONTWAIT);
+    int r = sendmmsg_now(raw_.get(), msgs_.data() + sent, m - sent, MSG_DONTWAIT);
     if (r <= 0) {
       // Socket buffer full or an error: the rest are completed unsent and counted.
       dataplane::bump(a.counters.send_errors, m - sent);

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "backends/socket/poller_syscalls.hpp"
+
 namespace daqiri::backends::socket {
 
 Result<std::unique_ptr<TcpRxFlow>> TcpRxFlow::create(const core::Flow& flow, uint32_t bind_ipv4,
@@ -112,7 +114,7 @@ bool TcpRxFlow::read_some(Connection& c, uint64_t now_ns) {
     if (fanout_.active() > 0 && fanout_.must_wait(1)) return work;  // blocking backpressure
     uint32_t buf = 0;
     if (pool_.alloc(&buf, 1) == 0) return work;  // pool dry: TCP flow control holds the sender
-    ssize_t n = ::recv(c.fd, pool_.buffer(buf), pool_.buf_size(), MSG_DONTWAIT);
+    ssize_t n = recv_now(c.fd, pool_.buffer(buf), pool_.buf_size(), MSG_DONTWAIT);
     if (n <= 0) {
       pool_.set_refs(buf, 0);
       if (n == 0 || (errno != EAGAIN && errno != EINTR)) c.fd = -c.fd - 1;  // closed: reap below
