@@ -54,10 +54,14 @@ void RxAttachment::wake() {
 bool RxAttachment::reclaim(bool fenced) {
   uint32_t c = ring_.load_consumer();
   // A consumer behind, maybe asleep, and not woken since the last publish: publish() may have
-  // missed its NEED_WAKEUP. Fenced (settle_producer), this look cannot miss it; fencing every
-  // poll would cost more than the rest of the poll (the store buffer drains first).
-  if (c != published_ && woken_at_ != published_) {
-    if (fenced) ring_.settle_producer();
+  // missed its NEED_WAKEUP. One look behind a fence after a publish is enough (a consumer that
+  // sets the flag after it will see that producer index before it sleeps); fencing every poll
+  // would cost more than the rest of the poll (the store buffer drains first).
+  if (c != published_ && woken_at_ != published_ && fenced_at_ != published_) {
+    if (fenced) {
+      ring_.fence_after_publish();
+      fenced_at_ = published_;
+    }
     if (ring_.consumer_wants_wakeup()) wake();
   }
   if (c == cons_) return true;

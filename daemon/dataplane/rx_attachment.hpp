@@ -126,8 +126,9 @@ class RxAttachment {
   uint32_t head_size_ = 0;
   uint32_t prod_ = 0;  // our producer index
   uint32_t published_ = 0;
-  uint32_t woken_at_ = 0;  // the producer index the last eventfd signal announced
-  uint32_t cons_ = 0;      // the consumer index we have validated and reclaimed up to
+  uint32_t woken_at_ = 0;   // the producer index the last eventfd signal announced
+  uint32_t fenced_at_ = 0;  // the producer index the last fenced NEED_WAKEUP look was after
+  uint32_t cons_ = 0;       // the consumer index we have validated and reclaimed up to
 };
 
 }  // namespace daqiri::dataplane
