@@ -92,8 +92,9 @@ class RxAttachment {
   // The producer index is stored without a fence (a seq_cst store made every poll wait for
   // the store buffer to drain: the ring lines on their way from the client's core), so the
   // NEED_WAKEUP load after it may miss a consumer going to sleep just then. reclaim() looks
-  // again every poll while the consumer is behind, behind a fence once a poll published
-  // nothing (RxFanout): a missed wakeup costs at most a poll or two.
+  // again each poll while the consumer is behind and unwoken, and once a poll has published
+  // nothing (RxFanout) it looks behind a fence, once per published index: a missed wakeup
+  // costs at most a poll or two.
   bool publish();
   // Starts loading the consumer index (reclaim() reads it).
   void prefetch_consumer() const { ring_.prefetch_consumer(); }

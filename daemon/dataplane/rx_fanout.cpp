@@ -10,6 +10,7 @@ size_t RxFanout::begin() {
 }
 
 size_t RxFanout::gather() {
+  reclaimed_ = false;
   active_count_ = 0;
   for (RxAttachment* a : set_.load()) {
     if (a->lifecycle.released.load(std::memory_order_relaxed)) continue;
@@ -25,6 +26,8 @@ size_t RxFanout::gather() {
 }
 
 size_t RxFanout::reclaim() {
+  if (reclaimed_) return active_count_;
+  reclaimed_ = true;
   // Nothing published last poll: look for a missed NEED_WAKEUP behind a fence this time
   // (RxAttachment::publish).
   bool fenced = !published_last_;

@@ -25,7 +25,8 @@ class RxFanout {
   // begin() in two steps, for a poller with a wait between them (a receive syscall): gather()
   // lets go of closing attachments, collects the others and starts loading their consumer
   // indices (lines the client's core wrote); reclaim() returns what they released, drops any
-  // that lied, and returns how many remain.
+  // that lied, and returns how many remain. Only the first reclaim() after a gather() works;
+  // later ones return the count, so a poller may call it wherever it might be first.
   size_t gather();
   size_t reclaim();
   [[nodiscard]] size_t active() const { return active_count_; }
@@ -73,6 +74,7 @@ class RxFanout {
   std::array<RxAttachment*, kMaxAttachmentsPerFlow> active_{};
   size_t active_count_ = 0;
   bool published_last_ = false;
+  bool reclaimed_ = false;  // since the last gather()
 };
 
 }  // namespace daqiri::dataplane

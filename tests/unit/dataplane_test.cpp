@@ -281,6 +281,33 @@ TEST(RxFanout, OneBufferManyReferencesFullRingsDropAlone) {
   EXPECT_TRUE((*tight)->lifecycle.released.load());
 }
 
+// A socket poller reclaims after its first receive, or at the end of a poll that received
+// nothing: only the first reclaim() after gather() takes releases back.
+TEST(RxFanout, ReclaimsOnceAPoll) {
+  auto pool = memory::BufferPool::create("t", 2048, 16, false);
+  auto a = RxAttachment::create(1, 16, Backpressure::kDropNew, {&*pool});
+  ASSERT_TRUE(pool && a);
+  Epoch epoch;
+  epoch.set_stopped();
+  RxFanout fanout;
+  fanout.add(a->get(), epoch);
+  ASSERT_EQ(fanout.begin(), 1u);
+  uint32_t bufs[4];
+  ASSERT_EQ(pool->alloc(bufs, 4), 4u);
+  for (uint32_t b : bufs)
+    pool->set_refs(b, fanout.deliver(desc(*pool, b), b, &*pool));
+  fanout.publish();
+  ASSERT_EQ(fanout.gather(), 1u);
+  client_ring(**a).publish_consumer(2);
+  EXPECT_EQ(fanout.reclaim(), 1u);
+  EXPECT_EQ(pool->available(), 16u - 2u);
+  client_ring(**a).publish_consumer(4);
+  EXPECT_EQ(fanout.reclaim(), 1u);
+  EXPECT_EQ(pool->available(), 16u - 2u) << "the same poll: already reclaimed";
+  ASSERT_EQ(fanout.begin(), 1u);
+  EXPECT_EQ(pool->available(), 16u);
+}
+
 constexpr TxRules kUdpRules{frame::kUdpHeaders, false};
 
 // An idle poller parks; one told to spin (a busy_poll queue) never does.

@@ -18,7 +18,8 @@
  * re-reads `producer` (both seq_cst, so that a producer cannot miss the flag), and waits on the
  * attachment's eventfd. The producer, after publishing (seq_cst), signals the eventfd only when
  * the flag is set. (On RX rings daqirid publishes with release only and makes up for it by
- * looking again on later polls, fenced once idle: docs/protocol.md. Consumers do as above.)
+ * looking again on later polls, fenced once a poll publishes nothing: docs/protocol.md.
+ * Consumers do as above.)
  *
  * RX attachment: one ring of daqiri_rx_desc, daemon -> client. The client returns buffers by
  * advancing `consumer` (in order, a whole burst at once is fine). Buffers are read-only to the

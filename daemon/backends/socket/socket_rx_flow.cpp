@@ -133,10 +133,10 @@ void SocketRxFlow::arm(Port& port) {
 }
 
 bool SocketRxFlow::poll() {
-  // What clients released is taken back after the first receive: the syscall hides the wait
-  // for their consumer indices. Room is judged on the last poll's (a poll late at worst).
+  // What clients released is taken back after the first receive (RxFanout::reclaim, once a
+  // poll): the syscall hides the wait for their consumer indices. Room is judged on the last
+  // poll's (a poll late at worst).
   size_t active = fanout_.gather();
-  reclaimed_ = false;
   if (active > 0 && fanout_.must_wait(batch_)) {  // blocking backpressure
     fanout_.reclaim();
     return false;
@@ -162,7 +162,7 @@ bool SocketRxFlow::poll() {
       ++port->idle;
     }
   }
-  if (!reclaimed_) fanout_.reclaim();
+  fanout_.reclaim();  // nothing came: not done yet
   if (work) fanout_.publish();
   uint32_t armed = 0;
   for (const auto& port : ports_)
@@ -200,10 +200,7 @@ bool SocketRxFlow::receive(Port& port, uint64_t& now_ns) {
     drained(port);
     return false;
   }
-  if (!reclaimed_) {
-    fanout_.reclaim();
-    reclaimed_ = true;
-  }
+  fanout_.reclaim();
   if (now_ns == 0) now_ns = dataplane::realtime_ns();  // once a poll, and only when packets came
   const core::FlowMatch& m = flow_.match;
   uint64_t bytes = 0;

@@ -81,7 +81,6 @@ class SocketRxFlow final : public dataplane::RxFlowTask {
   memory::BufferPool pool_;
   uint32_t bind_ipv4_;
   uint32_t batch_;
-  bool reclaimed_ = false;  // this poll's fanout_.reclaim() is done
   std::vector<std::unique_ptr<Port>> ports_;
   dataplane::RxFanout fanout_;
 };
