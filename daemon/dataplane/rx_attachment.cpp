@@ -40,6 +40,10 @@ bool RxAttachment::publish() {
   uint32_t n = prod_ - published_;
   published_ = prod_;
   ring_.publish_producer_release(prod_);
+  // Counted here, once a burst: per packet the counters took two more stores each.
+  bump(counters.packets, n);
+  bump(counters.bytes, unpublished_bytes_);
+  unpublished_bytes_ = 0;
   bump(counters.on_loan, n);
   if (ring_.consumer_wants_wakeup()) wake();
   return true;

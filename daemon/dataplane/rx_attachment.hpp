@@ -13,6 +13,7 @@
 #include "daqiri/abi.h"
 #include "daqiri/ring.hpp"
 #include "dataplane/attachment_state.hpp"
+#include "dataplane/descriptor_store.hpp"
 #include "dataplane/prefetch.hpp"
 #include "memory/buffer_pool.hpp"
 
@@ -59,9 +60,9 @@ class RxAttachment {
     if ((prod_ & (kSlotsPerLine - 1)) == 0) {
       prefetch_for_write(ring_.slot<daqiri_rx_desc>(prod_ + kPrefetchSlots));
     }
-    *slot = desc;
-    slot->region = static_cast<uint16_t>(region);
+    store_rx_desc(slot, desc, static_cast<uint16_t>(region));
     shadow_[prod_ & ring_.mask()] = (region << kRegionShift) | buffer;
+    unpublished_bytes_ += desc.length;
     if (head_size_ != 0 && !head.empty()) {
       std::memcpy(heads_.data() + size_t{prod_ & ring_.mask()} * head_size_, head.data(),
                   std::min<size_t>(head.size(), head_size_));
@@ -88,7 +89,8 @@ class RxAttachment {
   }
   [[nodiscard]] uint32_t head_size() const { return head_size_; }
   [[nodiscard]] const std::vector<memory::BufferPool*>& pools() const { return pools_; }
-  // Makes pushed descriptors visible and wakes a sleeping client; whether there were any.
+  // Makes pushed descriptors visible, counts them, and wakes a sleeping client; whether there
+  // were any.
   // The producer index is stored without a fence (a seq_cst store made every poll wait for
   // the store buffer to drain: the ring lines on their way from the client's core), so the
   // NEED_WAKEUP load after it may miss a consumer going to sleep just then. reclaim() looks
@@ -127,9 +129,10 @@ class RxAttachment {
   uint32_t head_size_ = 0;
   uint32_t prod_ = 0;  // our producer index
   uint32_t published_ = 0;
-  uint32_t woken_at_ = 0;   // the producer index the last eventfd signal announced
-  uint32_t fenced_at_ = 0;  // the producer index the last fenced NEED_WAKEUP look was after
-  uint32_t cons_ = 0;       // the consumer index we have validated and reclaimed up to
+  uint64_t unpublished_bytes_ = 0;  // of the descriptors pushed since the last publish
+  uint32_t woken_at_ = 0;           // the producer index the last eventfd signal announced
+  uint32_t fenced_at_ = 0;          // the producer index the last fenced NEED_WAKEUP look was after
+  uint32_t cons_ = 0;               // the consumer index we have validated and reclaimed up to
 };
 
 }  // namespace daqiri::dataplane

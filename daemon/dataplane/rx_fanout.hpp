@@ -55,9 +55,7 @@ class RxFanout {
         bump(a->counters.dropped_ring_full, 1);
         continue;
       }
-      a->push(desc, buffer, pool, head);
-      bump(a->counters.packets, 1);
-      bump(a->counters.bytes, desc.length);
+      a->push(desc, buffer, pool, head);  // counted when published
       ++refs;
     }
     return refs;

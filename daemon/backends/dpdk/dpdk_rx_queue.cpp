@@ -35,6 +35,7 @@ Result<std::unique_ptr<DpdkRxQueue>> DpdkRxQueue::create(const RxQueueSetup& s) 
   if (!mp) return std::unexpected(mp.error());
   q->mbufs_pool_ = std::move(*mp);
   q->base_ = q->pool_.data();
+  if (auto ok = q->map_mbufs(); !ok) return std::unexpected(ok.error());
   if (s.split != 0) {
     std::string name = s.pool_name + "_hdr";
     q->header_pool_ =
@@ -59,7 +60,7 @@ DpdkRxQueue::DpdkRxQueue(uint16_t port, uint16_t queue, memory::BufferPool pool,
       pool_(std::move(pool)),
       batch_(batch),
       flows_(std::make_unique<const Flows>()),
-      lent_(pool_.num_bufs(), nullptr) {}
+      mbuf_of_(pool_.num_bufs(), nullptr) {}
 
 DpdkRxQueue::~DpdkRxQueue() {
   if (private_pool_ != nullptr) rte_mempool_free(private_pool_);
@@ -73,15 +74,32 @@ rte_mempool* DpdkRxQueue::make_private_pool(uint32_t count, int socket) {
   return private_pool_;
 }
 
+Result<void> DpdkRxQueue::map_mbufs() {
+  // Each mbuf of an external-buffer pool keeps the buffer it was given at creation (pinned),
+  // so the table is written once here and only read by the poller.
+  rte_mempool_obj_iter(
+      mempool(),
+      [](rte_mempool*, void* queue, void* obj, unsigned) {
+        auto* q = static_cast<DpdkRxQueue*>(queue);
+        auto* m = static_cast<rte_mbuf*>(obj);
+        uint32_t index = q->index_of(m);
+        if (index < q->mbuf_of_.size()) q->mbuf_of_[index] = m;
+      },
+      this);
+  if (std::find(mbuf_of_.begin(), mbuf_of_.end(), nullptr) != mbuf_of_.end()) {
+    return fail(ErrorCode::kInternal,
+                "mbuf pool " + std::string(mempool()->name) + ": a buffer without its mbuf");
+  }
+  return {};
+}
+
 uint32_t DpdkRxQueue::recycle() {
   uint32_t n = 0;
   uint32_t total = 0;
   while ((n = pool_.alloc(returned_.data(), kMaxBatch)) > 0) {
     total += n;
-    for (uint32_t i = 0; i < n; ++i) {
-      drop_[i] = lent_[returned_[i]];
-      lent_[returned_[i]] = nullptr;
-    }
+    for (uint32_t i = 0; i < n; ++i)
+      drop_[i] = mbuf_of_[returned_[i]];
     rte_pktmbuf_free_bulk(drop_.data(), n);
     counters.on_loan.store(counters.on_loan.load(std::memory_order_relaxed) - n,
                            std::memory_order_relaxed);
@@ -175,6 +193,18 @@ bool DpdkRxQueue::poll() {
   uint32_t dropped = 0;
   uint64_t bytes = 0;
   uint32_t headers = 0;
+  uint32_t lent = 0;
+  // Flow counters are added up in registers while frames keep going to the same flow: a store
+  // per counter per frame filled the store buffer behind the ring slots' stores.
+  DpdkRxFlow* counted = nullptr;
+  uint64_t run_packets = 0;
+  uint64_t run_bytes = 0;
+  auto count_run = [&] {
+    if (counted == nullptr) return;
+    dataplane::bump(counted->counters.packets, run_packets);
+    dataplane::bump(counted->counters.bytes, run_bytes);
+    run_packets = run_bytes = 0;
+  };
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = rx_[i];
     uint16_t flags = 0;
@@ -220,20 +250,25 @@ bool DpdkRxQueue::poll() {
     d.flow_id = flow->flow().id;
     d.flags = flags;
     d.payload_offset = fields.payload_offset;
-    auto& fc = flow->counters;
-    dataplane::bump(fc.packets, 1);
-    dataplane::bump(fc.bytes, length);
+    if (flow != counted) {
+      count_run();
+      counted = flow;
+    }
+    ++run_packets;
+    run_bytes += length;
     uint16_t refs = flow->fanout().deliver(d, index, &pool_, head);
     if (refs == 0) {
+      auto& fc = flow->counters;
       dataplane::bump(flow->fanout().active() == 0 ? fc.no_attachment : fc.rings_full, 1);
       if (m != nullptr) drop_[dropped++] = m;
       continue;
     }
     if (m == nullptr) continue;  // every byte went beside the rings: nothing on loan
-    lent_[index] = m;
     pool_.set_refs(index, refs);
-    dataplane::bump(counters.on_loan, 1);
+    ++lent;
   }
+  count_run();
+  dataplane::bump(counters.on_loan, lent);
   if (dropped > 0) rte_pktmbuf_free_bulk(drop_.data(), dropped);
   if (headers > 0) rte_pktmbuf_free_bulk(heads_.data(), headers);
   dataplane::bump(counters.packets, n);

@@ -135,6 +135,8 @@ class DpdkRxQueue final : public dataplane::PollTask {
   // NIC buffer split: detaches the payload from header mbuf `h` (the payload, or null when the
   // frame fit in the header), keeping the payload's first segment only.
   rte_mbuf* take_payload(rte_mbuf* h, uint16_t& flags);
+  // Fills mbuf_of_ from the mempool's objects.
+  Result<void> map_mbufs();
   // Gives the buffers clients released back to DPDK; how many.
   uint32_t recycle();
   // The queue's buffers on loan, as each flow reports them (they share the pool).
@@ -151,7 +153,7 @@ class DpdkRxQueue final : public dataplane::PollTask {
   uint32_t batch_;
   bool spinning_ = false;
   dataplane::Published<Flows> flows_;
-  std::vector<rte_mbuf*> lent_;  // by buffer index: the mbuf whose data it is
+  std::vector<rte_mbuf*> mbuf_of_;  // by buffer index: the mbuf whose data it is (map_mbufs)
   std::array<rte_mbuf*, kMaxBatch> rx_{};
   std::array<rte_mbuf*, kMaxBatch> drop_{};
   std::array<rte_mbuf*, kMaxBatch> heads_{};  // NIC buffer split: header mbufs of a burst
