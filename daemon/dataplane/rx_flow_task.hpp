@@ -21,7 +21,7 @@ struct FlowCounters {
   std::atomic<uint64_t> rings_full{0};     // every attached client's ring was full
   std::atomic<uint64_t> filtered{0};       // failed the match's source filters
   std::atomic<uint64_t> truncated{0};      // larger than a buffer
-  // Kernel drops as the datagrams after them report them (SO_RXQ_OVFL), split by cause:
+  // Kernel drops, as the socket's drop count (SO_MEMINFO) reports them, split by cause:
   std::atomic<uint64_t> no_buffer{0};    // the flow's pool was empty (clients held it)
   std::atomic<uint64_t> overflow{0};     // the pool had buffers: the poller fell behind
   std::atomic<uint32_t> on_loan{0};      // buffers held by clients, as of the last poll

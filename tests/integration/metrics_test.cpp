@@ -126,6 +126,51 @@ TEST_F(MetricsTest, RingOccupancyAndBackpressureStalls) {
   EXPECT_EQ(tap.wait(), 0) << tap.output();
 }
 
+// A daemon that stops reading while its pool has buffers (stopped by SIGSTOP): the kernel drops
+// what its socket buffer cannot hold, and every one of those drops is counted as the poller's
+// (reason "kernel"), none as the empty pool's, matching the kernel's own count exactly.
+TEST_F(MetricsTest, KernelDropsWhileThePoolHasBuffersAreCountedAsKernel) {
+  start();
+  Spawned tap(dir_,
+              {ctl_path(), "--socket", socket_, "tap", "stream0", "--quiet", "--timeout", "30"});
+  auto body = [&] { return http_get(port_, "/metrics").value_or(""); };
+  for (int i = 0;
+       i < 200 && metric_value(body(), "daqiri_flow_attachments", "flow=\"stream0\"") != 1; ++i)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(::kill(daemon_->pid(), SIGSTOP), 0);
+  // 1000-byte datagrams: the socket's 16 MiB (8 MiB forced, doubled by the kernel) holds
+  // fewer than 10 000 of them.
+  const uint64_t sent = 40000;
+  auto g = run(
+      {gen_path(), "--dest", "127.0.0.1:4096", "--size", "1000", "--count", std::to_string(sent)});
+  ::kill(daemon_->pid(), SIGCONT);
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  auto flow = [&](const std::string& b, const std::string& reason) {
+    return metric_value(b, "daqiri_flow_dropped_packets_total",
+                        "flow=\"stream0\",steering=\"software\",reason=\"" + reason + "\"");
+  };
+  std::string b;
+  double received = 0;
+  double kernel = 0;
+  for (int i = 0; i < 500; ++i) {
+    b = body();
+    received = metric_value(b, "daqiri_flow_packets_total", "flow=\"stream0\"");
+    kernel = flow(b, "kernel");
+    if (received + kernel == double(sent)) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(received + kernel, double(sent)) << b;
+  EXPECT_GT(kernel, 0) << b;
+  EXPECT_EQ(flow(b, "no_buffer"), 0) << b;
+  // The kernel's own count, from /proc/net/udp through the control API.
+  auto stats = run({ctl_path(), "--socket", socket_, "--json", "stats"});
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(stats.out, m, std::regex("\"kernel_drops\": \"([0-9]+)\"")))
+      << stats.out;
+  EXPECT_EQ(std::stod(m[1]), kernel) << stats.out;
+  tap.kill(SIGKILL);
+}
+
 // Every query of the shipped Grafana dashboard is valid PromQL (promtool parses them as
 // recording rules) and names only families docs/metrics.md lists.
 TEST(GrafanaDashboard, QueriesParseAndNameOurFamilies) {

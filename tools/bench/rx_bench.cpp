@@ -1,7 +1,7 @@
 // Receive-side benchmark peer and subject, built the same way so they measure the same thing:
 //   rx-bench recvmmsg PORT BURST COUNT   a plain kernel UDP reader (the peer)
 //   rx-bench recvmmsg-meta PORT BURST COUNT   the same, also asking for each datagram's
-//                                        source address and the drop count, as daqirid does
+//                                        source address, as daqirid does
 //   rx-bench daqiri SOCKET FLOW BURST COUNT   a libdaqiri client of daqirid (the subject)
 //   rx-bench attach SOCKET FLOW RUNS     time from attach_rx() to the first packet, per run
 //   rx-bench uring PORT BURST COUNT      the same reader on io_uring: one multishot recvmsg
@@ -53,7 +53,7 @@ int bind_loopback_udp(uint16_t port) {
 }
 
 // `meta`: also ask for what daqirid's socket backend asks of each datagram (the sender's
-// address, and the drop count, SO_RXQ_OVFL), to tell the kernel's cost of those from daqirid's.
+// address), to tell the kernel's cost of that from daqirid's.
 int plain(uint16_t port, uint32_t burst, uint64_t count, bool meta) {
   int fd = bind_loopback_udp(port);
   if (fd < 0) return 1;
@@ -63,11 +63,6 @@ int plain(uint16_t port, uint32_t burst, uint64_t count, bool meta) {
   std::vector<iovec> iov(burst);
   std::vector<mmsghdr> msgs(burst);
   std::vector<sockaddr_in> from(burst);
-  std::array<char, 64> ctl{};  // the first datagram's drop count, as daqirid asks for it
-  if (meta) {
-    int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one);
-  }
   for (uint32_t i = 0; i < burst; ++i) {
     iov[i] = {bufs[i].data(), bufs[i].size()};
     msgs[i] = {};
@@ -77,10 +72,6 @@ int plain(uint16_t port, uint32_t burst, uint64_t count, bool meta) {
       msgs[i].msg_hdr.msg_name = &from[i];
       msgs[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
     }
-  }
-  if (meta) {
-    msgs[0].msg_hdr.msg_control = ctl.data();
-    msgs[0].msg_hdr.msg_controllen = ctl.size();
   }
   uint64_t packets = 0, bytes = 0;
   Clock::time_point first{}, last = Clock::now();
@@ -96,7 +87,6 @@ int plain(uint16_t port, uint32_t burst, uint64_t count, bool meta) {
       bytes += msgs[i].msg_len;
       if (meta) msgs[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
     }
-    if (meta) msgs[0].msg_hdr.msg_controllen = ctl.size();
     packets += uint64_t(n);
     last = now;
   }

@@ -1,6 +1,7 @@
 #include "backends/socket/socket_rx_flow.hpp"
 
 #include <arpa/inet.h>
+#include <linux/sock_diag.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,8 +23,6 @@ Result<int> bind_udp(uint32_t ipv4, uint16_t port) {
   if (fd < 0) return fail_errno("socket(UDP)");
   int rcvbuf = 8 << 20;  // absorb bursts while the poller is busy elsewhere
   ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
-  int one = 1;  // drop counts ride along with the datagrams: no syscall to learn them
-  ::setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
@@ -115,10 +114,6 @@ void SocketRxFlow::link(Port& port) const {
     port.msg[i].msg_hdr.msg_iovlen = 1;
     port.msg[i].msg_hdr.msg_name = &port.from[i];
   }
-  // Only the first datagram of a batch reports the drop count: it is cumulative, so the
-  // drops behind the others are reported by the next batch's first (and the kernel writes no
-  // control message per datagram).
-  port.msg[0].msg_hdr.msg_control = port.control.data();
 }
 
 void SocketRxFlow::arm(Port& port) {
@@ -129,7 +124,6 @@ void SocketRxFlow::arm(Port& port) {
     port.iov[i].iov_base = pool_.buffer(port.buffer[i]) + frame::kUdpHeaders;
     port.msg[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
   }
-  port.msg[0].msg_hdr.msg_controllen = Port::kControl;
 }
 
 bool SocketRxFlow::poll() {
@@ -150,7 +144,10 @@ bool SocketRxFlow::poll() {
     }
     if (port->armed < batch_) arm(*port);
     if (port->armed == 0) {  // pool exhausted: the kernel buffers until clients release
-      port->feed = Port::Feed::kStarved;
+      if (!port->starved) {
+        count_drops(*port, dataplane::realtime_ns());  // the drops before it were ours
+        port->starved = true;
+      }
       continue;
     }
     if (receive(*port, now)) {
@@ -171,33 +168,46 @@ bool SocketRxFlow::poll() {
   return work;
 }
 
-void SocketRxFlow::count_drops(Port& port, msghdr& hdr) {
-  for (cmsghdr* c = CMSG_FIRSTHDR(&hdr); c != nullptr; c = CMSG_NXTHDR(&hdr, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_RXQ_OVFL) continue;
-    uint32_t drops = 0;
-    std::memcpy(&drops, CMSG_DATA(c), sizeof drops);
-    uint32_t delta = drops - port.drops_seen;  // the count wraps at 2^32
-    port.drops_seen = drops;
-    if (delta == 0) continue;
-    if (port.feed != Port::Feed::kFed) {
-      dataplane::bump(counters.no_buffer, delta);
-      fanout_.count_no_buffer(delta);
-    } else {
-      dataplane::bump(counters.overflow, delta);
-    }
+void SocketRxFlow::count_drops(Port& port, uint64_t now_ns) {
+  port.unread_drops = false;
+  port.drops_due_ns = now_ns + kDropReadNs;
+  std::array<uint32_t, SK_MEMINFO_VARS> meminfo{};
+  socklen_t len = sizeof meminfo;
+  if (::getsockopt(port.fd, SOL_SOCKET, SO_MEMINFO, meminfo.data(), &len) != 0 ||
+      len <= SK_MEMINFO_DROPS * sizeof(uint32_t)) {
+    return;
   }
-  if (port.feed == Port::Feed::kReporting) port.feed = Port::Feed::kFed;
+  uint32_t drops = meminfo[SK_MEMINFO_DROPS];
+  uint32_t delta = drops - port.drops_seen;  // the count wraps at 2^32
+  port.drops_seen = drops;
+  if (delta == 0) return;
+  if (port.starved) {
+    dataplane::bump(counters.no_buffer, delta);
+    fanout_.count_no_buffer(delta);
+  } else {
+    dataplane::bump(counters.overflow, delta);
+  }
 }
 
-void SocketRxFlow::drained(Port& port) {
-  if (port.feed == Port::Feed::kStarved) port.feed = Port::Feed::kReporting;
+void SocketRxFlow::drained(Port& port, uint64_t now_ns) {
+  // Drained after a starved time: every drop so far was the empty pool's (the backlog it left
+  // kept the socket full until now).
+  if (port.starved) {
+    count_drops(port, now_ns != 0 ? now_ns : dataplane::realtime_ns());
+    port.starved = false;
+    return;
+  }
+  // Traffic stopped: the last drops, if any, are read once the time comes.
+  if (!port.unread_drops) return;
+  if (now_ns == 0) now_ns = dataplane::realtime_ns();
+  if (now_ns >= port.drops_due_ns) count_drops(port, now_ns);
 }
 
 bool SocketRxFlow::receive(Port& port, uint64_t& now_ns) {
   fanout_.prepare(port.armed);  // the ring lines come over while the kernel copies
   int n = recvmmsg_now(port.fd, port.msg.data(), port.armed, MSG_DONTWAIT);
   if (n <= 0) {
-    drained(port);
+    drained(port, now_ns);
     return false;
   }
   fanout_.reclaim();
@@ -240,10 +250,13 @@ bool SocketRxFlow::receive(Port& port, uint64_t& now_ns) {
   }
   dataplane::bump(counters.packets, uint64_t(n));
   dataplane::bump(counters.bytes, bytes);
-  // The drop count is cumulative: the batch's first datagram tells every drop up to it.
-  count_drops(port, port.msg[0].msg_hdr);
+  port.unread_drops = true;
+  if (uint32_t(n) < port.armed) {
+    drained(port, now_ns);
+  } else if (now_ns >= port.drops_due_ns) {
+    count_drops(port, now_ns);
+  }
   // Keep the buffers that were posted but not filled; re-arm the rest next poll.
-  if (uint32_t(n) < port.armed) drained(port);
   uint32_t left = port.armed - uint32_t(n);
   for (uint32_t i = 0; i < left; ++i)
     port.buffer[i] = port.buffer[uint32_t(n) + i];
