@@ -317,10 +317,15 @@ TEST_P(VethPortTest, ReceivesWhatAKernelSenderSends) {
   Spawned rx(dir_, tap("gen", 3000, {"--verify"}), user_->ids());
   ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
   std::this_thread::sleep_for(20ms);  // the queue starts polling within a millisecond
+  // 5000 pps: at 20 000 af_xdp lost 160 or 480 frames in about one run of twenty under
+  // ThreadSanitizer. Not pinned down; the likeliest cause is the veth's 256-frame XDP ring
+  // overflowing while its softirq waits for a CPU the pollers spin on (13 ms at 20 000 pps).
+  // A failure prints the daemon's counters and the veth's, to tell where frames went.
   auto g = run(veth.in_namespace({gen_path(), "--dest", "10.77.0.1:7100", "--size", "300",
-                                  "--count", "3000", "--rate", "20000"}));
+                                  "--count", "3000", "--rate", "5000"}));
   ASSERT_EQ(g.exit_code, 0) << g.out;
-  ASSERT_EQ(rx.wait(), 0) << rx.output() << daemon_->log();
+  ASSERT_EQ(rx.wait(), 0) << rx.output() << daemon_->log() << stats().DebugString()
+                          << run(veth.in_namespace({VethPair::ip_path(), "-s", "link"})).out;
   EXPECT_THAT(rx.output(), HasSubstr("received 3000 packets, 900000 payload bytes"));
   EXPECT_THAT(rx.output(),
               HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
