@@ -314,13 +314,14 @@ TEST_P(VethPortTest, ReceivesWhatAKernelSenderSends) {
                "  - {name: gen, interface: veth0, match: {udp_dst: 7100}}\n", false,
                unprivileged_access(), 3072));
   veth.add_neighbour();
-  Spawned rx(dir_, tap("gen", 3000, {"--verify"}), user_->ids());
+  Spawned rx(dir_, tap("gen", 3000, {"--verify", "--block"}), user_->ids());
   ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
   std::this_thread::sleep_for(20ms);  // the queue starts polling within a millisecond
-  // 5000 pps: at 20 000 af_xdp lost 160 or 480 frames in about one run of twenty under
-  // ThreadSanitizer. Not pinned down; the likeliest cause is the veth's 256-frame XDP ring
-  // overflowing while its softirq waits for a CPU the pollers spin on (13 ms at 20 000 pps).
-  // A failure prints the daemon's counters and the veth's, to tell where frames went.
+  // A tap that falls behind (a sanitizer build on two CPUs beside a spinning poller) must not
+  // turn into lost frames: at 20 000 pps with drop-new backpressure its ring overflowed in about
+  // one run of twenty under ThreadSanitizer (480 frames counted as dropped_rings_full). It
+  // blocks instead (--block: the queue waits, the PMD's ring absorbs), at 5000 pps. A failure
+  // prints the daemon's counters and the veth's, to tell where frames went.
   auto g = run(veth.in_namespace({gen_path(), "--dest", "10.77.0.1:7100", "--size", "300",
                                   "--count", "3000", "--rate", "5000"}));
   ASSERT_EQ(g.exit_code, 0) << g.out;
