@@ -138,8 +138,8 @@ TEST_F(MetricsTest, KernelDropsWhileThePoolHasBuffersAreCountedAsKernel) {
        i < 200 && metric_value(body(), "daqiri_flow_attachments", "flow=\"stream0\"") != 1; ++i)
     std::this_thread::sleep_for(10ms);
   ASSERT_EQ(::kill(daemon_->pid(), SIGSTOP), 0);
-  // 1000-byte datagrams: the socket's 16 MiB (8 MiB forced, doubled by the kernel) holds
-  // fewer than 10 000 of them.
+  // 1000-byte datagrams: each takes more than 1 KiB of the socket's 16 MiB (8 MiB forced,
+  // doubled by the kernel), so at most 16 384 of the 40 000 fit.
   const uint64_t sent = 40000;
   auto g = run(
       {gen_path(), "--dest", "127.0.0.1:4096", "--size", "1000", "--count", std::to_string(sent)});

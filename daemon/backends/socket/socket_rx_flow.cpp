@@ -189,15 +189,15 @@ void SocketRxFlow::count_drops(Port& port, uint64_t now_ns) {
   }
 }
 
-void SocketRxFlow::drained(Port& port, uint64_t now_ns) {
+void SocketRxFlow::read_drops_if_due(Port& port, uint64_t now_ns, bool drained) {
   // Drained after a starved time: every drop so far was the empty pool's (the backlog it left
   // kept the socket full until now).
-  if (port.starved) {
+  if (drained && port.starved) {
     count_drops(port, now_ns != 0 ? now_ns : dataplane::realtime_ns());
     port.starved = false;
     return;
   }
-  // Traffic stopped: the last drops, if any, are read once the time comes.
+  // While datagrams come, and once after they stop (an empty socket keeps being polled).
   if (!port.unread_drops) return;
   if (now_ns == 0) now_ns = dataplane::realtime_ns();
   if (now_ns >= port.drops_due_ns) count_drops(port, now_ns);
@@ -207,7 +207,7 @@ bool SocketRxFlow::receive(Port& port, uint64_t& now_ns) {
   fanout_.prepare(port.armed);  // the ring lines come over while the kernel copies
   int n = recvmmsg_now(port.fd, port.msg.data(), port.armed, MSG_DONTWAIT);
   if (n <= 0) {
-    drained(port, now_ns);
+    read_drops_if_due(port, now_ns, true);
     return false;
   }
   fanout_.reclaim();
@@ -251,11 +251,7 @@ bool SocketRxFlow::receive(Port& port, uint64_t& now_ns) {
   dataplane::bump(counters.packets, uint64_t(n));
   dataplane::bump(counters.bytes, bytes);
   port.unread_drops = true;
-  if (uint32_t(n) < port.armed) {
-    drained(port, now_ns);
-  } else if (now_ns >= port.drops_due_ns) {
-    count_drops(port, now_ns);
-  }
+  read_drops_if_due(port, now_ns, uint32_t(n) < port.armed);
   // Keep the buffers that were posted but not filled; re-arm the rest next poll.
   uint32_t left = port.armed - uint32_t(n);
   for (uint32_t i = 0; i < left; ++i)
