@@ -100,7 +100,11 @@ uint32_t DpdkRxQueue::recycle() {
     total += n;
     for (uint32_t i = 0; i < n; ++i)
       drop_[i] = mbuf_of_[returned_[i]];
-    rte_pktmbuf_free_bulk(drop_.data(), n);
+    // Straight back to the mempool, as rte_mbuf_raw_free does: a lent mbuf is one segment
+    // (keep_first_segment), its refcount 1 and its external buffer pinned, so the per-mbuf
+    // checks of rte_pktmbuf_free_bulk (three cache lines of each mbuf, cold by now) find
+    // nothing to do. The PMD resets the flags when it hands the mbuf out again.
+    rte_mempool_put_bulk(mempool(), reinterpret_cast<void* const*>(drop_.data()), n);
     counters.on_loan.store(counters.on_loan.load(std::memory_order_relaxed) - n,
                            std::memory_order_relaxed);
   }
