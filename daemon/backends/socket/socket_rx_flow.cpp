@@ -18,6 +18,13 @@
 namespace daqiri::backends::socket {
 namespace {
 
+// The poll's clock reading (0: not taken yet), taken when something first needs it: packets to
+// stamp, or a drop count to read.
+uint64_t poll_time(uint64_t& now_ns) {
+  if (now_ns == 0) now_ns = dataplane::realtime_ns();
+  return now_ns;
+}
+
 Result<int> bind_udp(uint32_t ipv4, uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return fail_errno("socket(UDP)");
@@ -145,7 +152,7 @@ bool SocketRxFlow::poll() {
     if (port->armed < batch_) arm(*port);
     if (port->armed == 0) {  // pool exhausted: the kernel buffers until clients release
       if (!port->starved) {
-        count_drops(*port, dataplane::realtime_ns());  // the drops before it were ours
+        count_drops(*port, poll_time(now));  // the drops before it were ours
         port->starved = true;
       }
       continue;
@@ -189,18 +196,16 @@ void SocketRxFlow::count_drops(Port& port, uint64_t now_ns) {
   }
 }
 
-void SocketRxFlow::read_drops_if_due(Port& port, uint64_t now_ns, bool drained) {
-  // Drained after a starved time: every drop so far was the empty pool's (the backlog it left
-  // kept the socket full until now).
+void SocketRxFlow::read_drops_if_due(Port& port, uint64_t& now_ns, bool drained) {
   if (drained && port.starved) {
-    count_drops(port, now_ns != 0 ? now_ns : dataplane::realtime_ns());
+    // Drained after a starved time: every drop so far was the empty pool's (the backlog it
+    // left kept the socket full until now).
+    count_drops(port, poll_time(now_ns));
     port.starved = false;
-    return;
+  } else if (port.unread_drops && poll_time(now_ns) >= port.drops_due_ns) {
+    // While datagrams come, and once after they stop (an empty socket keeps being polled).
+    count_drops(port, now_ns);
   }
-  // While datagrams come, and once after they stop (an empty socket keeps being polled).
-  if (!port.unread_drops) return;
-  if (now_ns == 0) now_ns = dataplane::realtime_ns();
-  if (now_ns >= port.drops_due_ns) count_drops(port, now_ns);
 }
 
 bool SocketRxFlow::receive(Port& port, uint64_t& now_ns) {
@@ -211,7 +216,7 @@ bool SocketRxFlow::receive(Port& port, uint64_t& now_ns) {
     return false;
   }
   fanout_.reclaim();
-  if (now_ns == 0) now_ns = dataplane::realtime_ns();  // once a poll, and only when packets came
+  poll_time(now_ns);  // the packets' stamp
   const core::FlowMatch& m = flow_.match;
   uint64_t bytes = 0;
   for (int i = 0; i < n; ++i) {

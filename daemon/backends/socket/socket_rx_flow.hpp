@@ -79,8 +79,8 @@ class SocketRxFlow final : public dataplane::RxFlowTask {
   // each datagram (SO_RXQ_OVFL) cost the receive path about 8 % at one datagram a call.
   void count_drops(Port& port, uint64_t now_ns);
   // After each receive: count_drops() when the time has come. `drained`: the socket's queue
-  // is empty now; `now_ns` 0: not read yet.
-  void read_drops_if_due(Port& port, uint64_t now_ns, bool drained);
+  // is empty now; `now_ns`: the poll's clock reading (0: not taken yet; taken if needed).
+  void read_drops_if_due(Port& port, uint64_t& now_ns, bool drained);
 
   core::Flow flow_;
   memory::BufferPool pool_;
