@@ -1,7 +1,5 @@
 #include "core/flow_match.hpp"
 
-#include "core/packet_fields.hpp"
-
 #include <arpa/inet.h>
 
 #include <charconv>
@@ -41,20 +39,6 @@ bool FlowMatch::overlaps(const FlowMatch& o) const {
   return dims_overlap(udp_src, o.udp_src) && dims_overlap(udp_dst, o.udp_dst) &&
          dims_overlap(ipv4_src, o.ipv4_src) && dims_overlap(ipv4_dst, o.ipv4_dst) &&
          dims_overlap(tcp_dst, o.tcp_dst);
-}
-
-bool FlowMatch::matches(const PacketFields& p) const {
-  if (any) return true;
-  if (!p.ipv4) return false;
-  if (ipv4_src && !ipv4_src->contains(p.src_ip)) return false;
-  if (ipv4_dst && !ipv4_dst->contains(p.dst_ip)) return false;
-  if (udp_src || udp_dst) {
-    if (p.protocol != PacketFields::kUdp) return false;
-    if (udp_src && !udp_src->contains(p.src_port)) return false;
-    if (udp_dst && !udp_dst->contains(p.dst_port)) return false;
-  }
-  if (tcp_dst && (p.protocol != PacketFields::kTcp || !tcp_dst->contains(p.dst_port))) return false;
-  return true;
 }
 
 std::string FlowMatch::to_string() const {

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/packet_fields.hpp"
 #include "daqiri/common/result.hpp"
 
 namespace daqiri::core {
@@ -39,8 +40,6 @@ struct Ipv4Prefix {
   friend bool operator==(const Ipv4Prefix&, const Ipv4Prefix&) = default;
 };
 
-struct PacketFields;
-
 struct FlowMatch {
   std::optional<PortRange> udp_src;
   std::optional<PortRange> udp_dst;
@@ -57,8 +56,23 @@ struct FlowMatch {
   // True when some packet would match both: steering between them would be ambiguous.
   // A catch-all overlaps nothing (it takes what is left) but another catch-all.
   [[nodiscard]] bool overlaps(const FlowMatch& o) const;
-  // Whether a received frame's fields match (software steering).
-  [[nodiscard]] bool matches(const PacketFields& p) const;
+  // Whether a received frame's fields match (software steering). Inline: pollers call it for
+  // every frame.
+  [[nodiscard]] bool matches(const PacketFields& p) const {
+    if (any) return true;
+    if (!p.ipv4) return false;
+    if (ipv4_src && !ipv4_src->contains(p.src_ip)) return false;
+    if (ipv4_dst && !ipv4_dst->contains(p.dst_ip)) return false;
+    if (udp_src || udp_dst) {
+      if (p.protocol != PacketFields::kUdp) return false;
+      if (udp_src && !udp_src->contains(p.src_port)) return false;
+      if (udp_dst && !udp_dst->contains(p.dst_port)) return false;
+    }
+    if (tcp_dst && (p.protocol != PacketFields::kTcp || !tcp_dst->contains(p.dst_port))) {
+      return false;
+    }
+    return true;
+  }
   // "udp_dst=4096 ipv4_dst=10.0.0.0/24"
   [[nodiscard]] std::string to_string() const;
   friend bool operator==(const FlowMatch&, const FlowMatch&) = default;

@@ -24,7 +24,7 @@ struct PacketFields {
   uint16_t dst_port = 0;
   uint16_t payload_offset = 0;  // UDP payload within the frame; 0 when not UDP
 
-  static PacketFields parse(const std::byte* frame, uint32_t length) {
+  [[gnu::always_inline]] static PacketFields parse(const std::byte* frame, uint32_t length) {
     PacketFields p;
     auto u8 = [frame](uint32_t at) { return static_cast<uint8_t>(frame[at]); };
     auto u16 = [&u8](uint32_t at) { return static_cast<uint16_t>(u8(at) << 8 | u8(at + 1)); };

@@ -139,8 +139,8 @@ rte_mbuf* DpdkRxQueue::adopt(rte_mbuf* foreign) {
   return m;
 }
 
-DpdkRxFlow* DpdkRxQueue::steer(const Flows& flows, const rte_mbuf* first, bool readable,
-                               core::PacketFields& fields) {
+inline DpdkRxFlow* DpdkRxQueue::steer(const Flows& flows, const rte_mbuf* first, bool readable,
+                                      core::PacketFields& fields) {
   if (!readable) {
     fields.payload_offset = core::kPayloadOffsetUnread;
     if ((first->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0) {

@@ -127,9 +127,11 @@ class DpdkRxQueue final : public dataplane::PollTask {
   }
   rte_mbuf* adopt(rte_mbuf* foreign);
   // Which flow takes the frame starting in `first`; null when none does. `readable`: its bytes
-  // are in host memory (else only the NIC's mark says).
-  [[nodiscard]] static DpdkRxFlow* steer(const Flows& flows, const rte_mbuf* first, bool readable,
-                                         core::PacketFields& fields);
+  // are in host memory (else only the NIC's mark says). Inline in poll(): a call per frame.
+  [[nodiscard, gnu::always_inline]] static inline DpdkRxFlow* steer(const Flows& flows,
+                                                                    const rte_mbuf* first,
+                                                                    bool readable,
+                                                                    core::PacketFields& fields);
   // Frees the segments after `m`'s first, flagging and counting the frame truncated if any.
   void keep_first_segment(rte_mbuf* m, uint16_t& flags);
   // NIC buffer split: detaches the payload from header mbuf `h` (the payload, or null when the
