@@ -48,7 +48,7 @@ BufferPool::BufferPool(std::shared_ptr<SharedMemory> memory, uint64_t base, uint
       num_bufs_(num_bufs),
       free_(num_bufs),
       count_(num_bufs),
-      refs_(num_bufs, 0) {
+      refs_(num_bufs, 1) {
   if (buf_size != 0) {
     size_shift_ = static_cast<uint32_t>(std::countr_zero(buf_size));
     uint64_t odd = buf_size >> size_shift_;

@@ -4,9 +4,12 @@
 // the order they were handed out and the next burst again lands in consecutive buffers. A
 // burst of equal-sized frames is then one strided array in the client's mapping (Python's
 // Burst.payloads() is a view, not a gather).
+// A free buffer's count reads 1, what alloc() hands it out with: a buffer that goes to one
+// reader and back costs no store to its count.
 // Owned by one poller thread once installed: no atomics, no locks, no allocation after create.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -60,7 +63,6 @@ class BufferPool {
     uint32_t head = head_;  // in a register: the stores below could alias the member
     for (uint32_t i = 0; i < got; ++i) {
       out[i] = free_[head];
-      refs_[out[i]] = 1;
       if (++head == num_bufs_) head = 0;
     }
     head_ = head;
@@ -69,12 +71,24 @@ class BufferPool {
   }
   // Sets the references of a buffer in use (0 frees it).
   void set_refs(uint32_t index, uint16_t refs) {
+    if (refs == 0) {
+      push_free(index);
+      return;
+    }
     refs_[index] = refs;
-    if (refs == 0) push_free(index);
+  }
+  // A buffer alloc() handed out went to `refs` readers (0: none, it is free again). It holds
+  // one reference already, so a buffer with one reader costs no store.
+  void lend(uint32_t index, uint16_t refs) {
+    if (refs != 1) set_refs(index, refs);
   }
   // Drops one reference; the buffer returns to the free queue at zero.
   void unref(uint32_t index) {
-    if (--refs_[index] == 0) push_free(index);
+    if (refs_[index] == 1) {
+      push_free(index);
+      return;
+    }
+    --refs_[index];
   }
   // unref() of each of `n` indices in turn; an index >= num_bufs() names none and is skipped.
   // Keeps the queue's ends in registers, where a loop of unref() goes through memory for them.
@@ -89,7 +103,11 @@ class BufferPool {
     uint32_t freed = 0;
     for (uint32_t i = 0; i < n; ++i) {
       uint32_t b = indices[i];
-      if (b >= num_bufs_ || --refs_[b] != 0) continue;
+      if (b >= num_bufs_) continue;
+      if (uint16_t r = refs_[b]; r != 1) {
+        refs_[b] = static_cast<uint16_t>(r - 1);
+        continue;
+      }
       free_[tail] = b;
       if (++tail == num_bufs_) tail = 0;
       ++freed;
@@ -103,6 +121,7 @@ class BufferPool {
   void make_owner_managed() {
     owner_managed_ = true;
     count_ = 0;
+    std::fill(refs_.begin(), refs_.end(), uint16_t{0});
   }
 
  private:
@@ -117,8 +136,13 @@ class BufferPool {
   uint32_t num_bufs_ = 0;
   uint32_t size_shift_ = 0;   // buf_size_ = odd << size_shift_
   uint64_t odd_inverse_ = 1;  // odd * odd_inverse_ = 1 (mod 2^64)
+  // The last reference went: back to the queue, its count left at (or set to) 1.
   void push_free(uint32_t index) {
-    if (owner_managed_) return;
+    if (owner_managed_) {
+      refs_[index] = 0;
+      return;
+    }
+    refs_[index] = 1;
     uint32_t tail = head_ + count_;
     free_[tail >= num_bufs_ ? tail - num_bufs_ : tail] = index;
     ++count_;

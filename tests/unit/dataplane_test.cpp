@@ -97,6 +97,33 @@ TEST(BufferPool, ReusesBuffersInTheOrderTheyWereFreed) {
   EXPECT_EQ(pool->available(), 0u);
 }
 
+// lend(): a buffer alloc() handed out goes to one reader without a count of its own, to
+// several with one, or to none and straight back; each comes back exactly when its last
+// reader lets go, and a buffer that went round once is lent again the same way.
+TEST(BufferPool, LentBuffersComeBackWhenTheirLastReaderLetsGo) {
+  auto pool = memory::BufferPool::create("t", 2048, 4, false);
+  ASSERT_TRUE(pool);
+  for (int round = 0; round < 2; ++round) {
+    uint32_t got[4];
+    ASSERT_EQ(pool->alloc(got, 4), 4u) << round;
+    pool->lend(got[0], 1);
+    pool->lend(got[1], 3);
+    pool->lend(got[2], 0);
+    pool->lend(got[3], 2);
+    EXPECT_EQ(pool->available(), 1u);  // got[2], which nobody took
+    pool->unref(got[0]);
+    EXPECT_EQ(pool->available(), 2u);
+    const uint32_t run[] = {got[1], got[3], got[1]};
+    pool->unref_many(run, 3);
+    EXPECT_EQ(pool->refs(got[1]), 1u);
+    EXPECT_EQ(pool->refs(got[3]), 1u);
+    EXPECT_EQ(pool->available(), 2u);
+    const uint32_t last[] = {got[3], got[1]};
+    pool->unref_many(last, 2);
+    EXPECT_EQ(pool->available(), 4u);
+  }
+}
+
 // share_pages: pools fill a slab front to back at 64-byte aligned offsets, the next slab
 // starts when one is full, and a slab whose pools are all gone is not handed out again.
 TEST(PageArena, PacksPoolsIntoSlabsOfWholePages) {

@@ -268,7 +268,7 @@ bool DpdkRxQueue::poll() {
       continue;
     }
     if (m == nullptr) continue;  // every byte went beside the rings: nothing on loan
-    pool_.set_refs(index, refs);
+    pool_.lend(index, refs);     // every buffer DPDK holds came through recycle()'s alloc()
     ++lent;
   }
   count_run();

@@ -250,7 +250,7 @@ bool SocketRxFlow::receive(Port& port, uint64_t& now_ns) {
     uint16_t refs = fanout_.deliver(d, buf, &pool_);
     if (refs == 0)
       dataplane::bump(fanout_.active() == 0 ? counters.no_attachment : counters.rings_full, 1);
-    pool_.set_refs(buf, refs);
+    pool_.lend(buf, refs);
     bytes += d.length;
   }
   dataplane::bump(counters.packets, uint64_t(n));

@@ -130,7 +130,7 @@ bool TcpRxFlow::read_some(Connection& c, uint64_t now_ns) {
     uint16_t refs = fanout_.deliver(d, buf, &pool_);
     if (refs == 0)
       dataplane::bump(fanout_.active() == 0 ? counters.no_attachment : counters.rings_full, 1);
-    pool_.set_refs(buf, refs);
+    pool_.lend(buf, refs);
     dataplane::bump(counters.packets, 1);
     dataplane::bump(counters.bytes, uint64_t(n));
     work = true;
