@@ -111,6 +111,11 @@ uint32_t DpdkRxQueue::recycle() {
   return total;
 }
 
+void DpdkRxQueue::reclaim(const Flows& flows) {
+  for (DpdkRxFlow* f : flows)
+    f->fanout().reclaim();
+}
+
 void DpdkRxQueue::publish_on_loan(const Flows& flows) {
   uint32_t on_loan = counters.on_loan.load(std::memory_order_relaxed);
   for (DpdkRxFlow* f : flows)
@@ -180,18 +185,27 @@ rte_mbuf* DpdkRxQueue::take_payload(rte_mbuf* h, uint16_t& flags) {
 
 bool DpdkRxQueue::poll() {
   const Flows& flows = flows_.load();
+  // Small bursts: what clients released is taken back after the receive (RxFanout::reclaim),
+  // which hides the wait for their consumer indices, and goes back to the mempool at the next
+  // poll's recycle(); room is judged on the last poll's look (a poll late at worst), as the
+  // socket poller does. Large bursts take it back first: a burst more of mbufs in flight
+  // then costs more than the wait (docs/benchmarks.md).
   size_t active = 0;
   bool wait = false;
   for (DpdkRxFlow* f : flows) {
-    active += f->fanout().begin();
+    active += late_reclaim_ ? f->fanout().gather() : f->fanout().begin();
     wait |= f->fanout().must_wait(batch_);
   }
   if (recycle() > 0) publish_on_loan(flows);
   spinning_ = active > 0;
-  if (active == 0 || wait) return false;
+  if (active == 0 || wait) {
+    reclaim(flows);
+    return false;
+  }
   for (DpdkRxFlow* f : flows)
     f->fanout().prepare(batch_);
   uint16_t n = rte_eth_rx_burst(port_, queue_, rx_.data(), static_cast<uint16_t>(batch_));
+  reclaim(flows);
   if (n == 0) return false;
   uint64_t now = dataplane::realtime_ns();
   uint32_t dropped = 0;

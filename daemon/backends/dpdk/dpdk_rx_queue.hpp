@@ -139,6 +139,8 @@ class DpdkRxQueue final : public dataplane::PollTask {
   rte_mbuf* take_payload(rte_mbuf* h, uint16_t& flags);
   // Fills mbuf_of_ from the mempool's objects.
   Result<void> map_mbufs();
+  // Takes back what the clients of every flow released (RxFanout::reclaim).
+  static void reclaim(const Flows& flows);
   // Gives the buffers clients released back to DPDK; how many.
   uint32_t recycle();
   // The queue's buffers on loan, as each flow reports them (they share the pool).
@@ -153,6 +155,9 @@ class DpdkRxQueue final : public dataplane::PollTask {
   uint16_t split_ = 0;
   const std::byte* base_ = nullptr;
   uint32_t batch_;
+  // Bursts up to this take clients' releases back after the receive (poll()).
+  static constexpr uint32_t kLateReclaimMaxBatch = 64;
+  bool late_reclaim_ = batch_ <= kLateReclaimMaxBatch;
   bool spinning_ = false;
   dataplane::Published<Flows> flows_;
   std::vector<rte_mbuf*> mbuf_of_;  // by buffer index: the mbuf whose data it is (map_mbufs)
