@@ -141,6 +141,8 @@ class DpdkRxQueue final : public dataplane::PollTask {
   Result<void> map_mbufs();
   // Takes back what the clients of every flow released (RxFanout::reclaim).
   static void reclaim(const Flows& flows);
+  // drop_[0, n): the mbufs of buffers returned_[0, n).
+  void gather_mbufs(uint32_t n);
   // Gives the buffers clients released back to DPDK; how many.
   uint32_t recycle();
   // The queue's buffers on loan, as each flow reports them (they share the pool).
