@@ -212,7 +212,7 @@ bool DpdkRxQueue::poll() {
   size_t active = 0;
   bool wait = false;
   for (DpdkRxFlow* f : flows) {
-    active += late_reclaim_ ? f->fanout().gather() : f->fanout().begin();
+    active += late_reclaim() ? f->fanout().gather() : f->fanout().begin();
     wait |= f->fanout().must_wait(batch_);
   }
   if (recycle() > 0) publish_on_loan(flows);
@@ -301,7 +301,7 @@ bool DpdkRxQueue::poll() {
       continue;
     }
     if (m == nullptr) continue;  // every byte went beside the rings: nothing on loan
-    pool_.lend(index, refs);     // every buffer DPDK holds came through recycle()'s alloc()
+    pool_.lend(index, refs);     // every buffer DPDK holds was handed out by pool_.alloc()
     ++lent;
   }
   count_run();

@@ -159,7 +159,7 @@ class DpdkRxQueue final : public dataplane::PollTask {
   uint32_t batch_;
   // Bursts up to this take clients' releases back after the receive (poll()).
   static constexpr uint32_t kLateReclaimMaxBatch = 64;
-  bool late_reclaim_ = batch_ <= kLateReclaimMaxBatch;
+  [[nodiscard]] bool late_reclaim() const { return batch_ <= kLateReclaimMaxBatch; }
   bool spinning_ = false;
   dataplane::Published<Flows> flows_;
   std::vector<rte_mbuf*> mbuf_of_;  // by buffer index: the mbuf whose data it is (map_mbufs)
