@@ -124,13 +124,29 @@ void SocketRxFlow::link(Port& port) const {
 }
 
 void SocketRxFlow::arm(Port& port) {
-  port.armed += pool_.alloc(port.buffer.data() + port.armed, batch_ - port.armed);
-  // Only what moves: the buffers (shifted down after a receive) and the lengths the kernel
-  // wrote back. The rest link() set once.
-  for (uint32_t i = 0; i < port.armed; ++i) {
+  uint32_t first = port.armed;
+  port.armed += pool_.alloc(port.buffer.data() + first, batch_ - first);
+  // Only the new entries: the buffer and the address length (the rest link() set once).
+  for (uint32_t i = first; i < port.armed; ++i) {
     port.iov[i].iov_base = pool_.buffer(port.buffer[i]) + frame::kUdpHeaders;
     port.msg[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
   }
+}
+
+void SocketRxFlow::compact(Port& port, uint32_t n) {
+  // Entries [0, n) were filled, [n, armed) are still posted. Moving the last of those into
+  // the holes rewrites at most n entries; shifting them all down rewrote every posted entry
+  // (a cache line each) on every poll, which at large batches and small receives cost more
+  // than the receive. Which buffer gets which datagram does not matter.
+  uint32_t left = port.armed - n;
+  uint32_t moved = std::min(n, left);
+  for (uint32_t i = 0; i < moved; ++i) {
+    uint32_t from = port.armed - moved + i;
+    port.buffer[i] = port.buffer[from];
+    port.iov[i].iov_base = port.iov[from].iov_base;
+    port.msg[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
+  }
+  port.armed = left;
 }
 
 bool SocketRxFlow::poll() {
@@ -257,11 +273,7 @@ bool SocketRxFlow::receive(Port& port, uint64_t& now_ns) {
   dataplane::bump(counters.bytes, bytes);
   port.unread_drops = true;
   read_drops_if_due(port, now_ns, uint32_t(n) < port.armed);
-  // Keep the buffers that were posted but not filled; re-arm the rest next poll.
-  uint32_t left = port.armed - uint32_t(n);
-  for (uint32_t i = 0; i < left; ++i)
-    port.buffer[i] = port.buffer[uint32_t(n) + i];
-  port.armed = left;
+  compact(port, uint32_t(n));  // the posted buffers not filled stay; arm() adds the rest
   return true;
 }
 

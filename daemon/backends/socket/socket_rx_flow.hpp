@@ -71,6 +71,8 @@ class SocketRxFlow final : public dataplane::RxFlowTask {
   void link(Port& port) const;
   // Posts free buffers up to the batch size.
   void arm(Port& port);
+  // After a receive of `n`: the posted buffers left unfilled fill the first entries again.
+  void compact(Port& port, uint32_t n);
   // One recvmmsg; `now_ns` (0: not read yet this poll) stamps the packets.
   bool receive(Port& port, uint64_t& now_ns);
   // Reads the socket's drop count; the drops since the last read count as no_buffer if the
