@@ -9,6 +9,8 @@
 
 #include <algorithm>
 
+#include "dataplane/receive_clock.hpp"
+
 namespace daqiri::dataplane {
 namespace {
 
@@ -82,6 +84,7 @@ void Poller::run(const std::stop_token& stop) {
       spdlog::warn("poller {}: cannot pin to core {}", name_, core_);
     }
   }
+  ReceiveClock::start_thread();
   if (on_start_ != nullptr) on_start_();
   int idle = 0;
   uint64_t busy = 0;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/packet_fields.hpp"
+#include "dataplane/receive_clock.hpp"
 
 namespace daqiri::backends::dpdk {
 
@@ -226,7 +227,7 @@ bool DpdkRxQueue::poll() {
   uint16_t n = rte_eth_rx_burst(port_, queue_, rx_.data(), static_cast<uint16_t>(batch_));
   reclaim(flows);
   if (n == 0) return false;
-  uint64_t now = dataplane::realtime_ns();
+  uint64_t now = dataplane::ReceiveClock::now_ns();
   uint32_t dropped = 0;
   uint64_t bytes = 0;
   uint32_t headers = 0;

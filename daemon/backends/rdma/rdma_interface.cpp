@@ -9,7 +9,7 @@
 #include <cstring>
 #include <thread>
 
-#include "dataplane/clock.hpp"
+#include "dataplane/receive_clock.hpp"
 
 namespace daqiri::backends::rdma {
 namespace {
@@ -605,7 +605,7 @@ bool RdmaInterface::poll_completions() {
   ibv_wc wc[32];
   int n = ibv_poll_cq(cq_.get(), 32, wc);
   if (n <= 0) return false;
-  uint64_t stamp = dataplane::realtime_ns();
+  uint64_t stamp = dataplane::ReceiveClock::now_ns();
   for (int i = 0; i < n; ++i) {
     const ibv_wc& w = wc[i];
     Connection& c = conns_[wr_slot(w.wr_id)];

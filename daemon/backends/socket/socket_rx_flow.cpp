@@ -14,6 +14,7 @@
 
 #include "backends/socket/poller_syscalls.hpp"
 #include "daqiri/frame.hpp"
+#include "dataplane/receive_clock.hpp"
 
 namespace daqiri::backends::socket {
 namespace {
@@ -21,7 +22,7 @@ namespace {
 // The poll's clock reading (0: not taken yet), taken when something first needs it: packets to
 // stamp, or a drop count to read.
 uint64_t poll_time(uint64_t& now_ns) {
-  if (now_ns == 0) now_ns = dataplane::realtime_ns();
+  if (now_ns == 0) now_ns = dataplane::ReceiveClock::now_ns();
   return now_ns;
 }
 

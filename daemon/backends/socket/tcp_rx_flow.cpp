@@ -12,6 +12,7 @@
 #include <ctime>
 
 #include "backends/socket/poller_syscalls.hpp"
+#include "dataplane/receive_clock.hpp"
 
 namespace daqiri::backends::socket {
 
@@ -142,7 +143,7 @@ bool TcpRxFlow::poll() {
   fanout_.begin();
   uint64_t now = 0;
   if (flow_.connect && count_ == 0) {
-    now = dataplane::realtime_ns();
+    now = dataplane::ReceiveClock::now_ns();
     if (redial_.due(now)) start_connect(now);
   }
   bool work = false;
@@ -174,7 +175,7 @@ bool TcpRxFlow::poll() {
         }
         continue;
       }
-      if (now == 0) now = dataplane::realtime_ns();
+      if (now == 0) now = dataplane::ReceiveClock::now_ns();
       work |= read_some(*c, now);
     }
     if (n > 0) {
@@ -190,7 +191,7 @@ bool TcpRxFlow::poll() {
       conns_[i].fd = -conns_[i].fd - 1;
       close_connection(i);
       if (flow_.connect) {
-        if (now == 0) now = dataplane::realtime_ns();
+        if (now == 0) now = dataplane::ReceiveClock::now_ns();
         redial_.failed(now);
       }
     } else {
