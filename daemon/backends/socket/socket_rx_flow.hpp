@@ -20,6 +20,8 @@ namespace daqiri::backends::socket {
 
 inline constexpr uint32_t kMaxBatch = 256;
 inline constexpr uint32_t kMaxPortsPerFlow = 64;
+// Entries of a port's receive window (SocketRxFlow::arm): room for it to move a batch up.
+inline constexpr uint32_t kPortEntries = 2 * kMaxBatch;
 
 class SocketRxFlow final : public dataplane::RxFlowTask {
  public:
@@ -48,11 +50,12 @@ class SocketRxFlow final : public dataplane::RxFlowTask {
     // every 2^min(idle, kMaxSkipShift) iterations; one packet brings it back to every iteration.
     uint32_t idle = 0;
     uint32_t skip = 0;
-    uint32_t armed = 0;  // buffers [0, armed) are posted
-    std::array<uint32_t, kMaxBatch> buffer{};
-    std::array<mmsghdr, kMaxBatch> msg{};
-    std::array<iovec, kMaxBatch> iov{};
-    std::array<sockaddr_in, kMaxBatch> from{};
+    uint32_t first = 0;  // entries [first, first + armed) are posted, in the order allocated
+    uint32_t armed = 0;
+    std::array<uint32_t, kPortEntries> buffer{};
+    std::array<mmsghdr, kPortEntries> msg{};
+    std::array<iovec, kPortEntries> iov{};
+    std::array<sockaddr_in, kPortEntries> from{};
     // The socket's drop count (SO_MEMINFO) as last read, and when to read it next while
     // datagrams keep coming.
     uint32_t drops_seen = 0;
@@ -71,8 +74,6 @@ class SocketRxFlow final : public dataplane::RxFlowTask {
   void link(Port& port) const;
   // Posts free buffers up to the batch size.
   void arm(Port& port);
-  // After a receive of `n`: the posted buffers left unfilled fill the first entries again.
-  void compact(Port& port, uint32_t n);
   // One recvmmsg; `now_ns` (0: not read yet this poll) stamps the packets.
   bool receive(Port& port, uint64_t& now_ns);
   // Reads the socket's drop count; the drops since the last read count as no_buffer if the
