@@ -12,7 +12,7 @@ RXCORE=$((ncpu - 1))   # the receive work: the plain reader, or daqirid's poller
 GENCORE=0
 
 config() {  # config BURST BUFSIZE
-  local ring=4096 bufs=$((4096 * 3 / 2 + $1 + 64))
+  local ring=${DAQIRI_RX_RING:-4096}; local bufs=$((ring * 3 / 2 + $1 + 64))
   cat <<YAML
 daemon: {socket: $SOCK, metrics: "off", log_level: warn}
 memory_regions:
