@@ -53,22 +53,59 @@ class RxAttachment {
   [[gnu::always_inline]] void push(const daqiri_rx_desc& desc, uint32_t buffer,
                                    const memory::BufferPool* pool,
                                    std::span<const std::byte> head = {}) {
-    uint32_t region = 0;
-    while (pools_[region] != pool)
-      ++region;  // at most kMaxRegions compares
-    auto* slot = ring_.slot<daqiri_rx_desc>(prod_);
-    if ((prod_ & (kSlotsPerLine - 1)) == 0) {
-      prefetch_for_write(ring_.slot<daqiri_rx_desc>(prod_ + kPrefetchSlots));
-    }
-    store_rx_desc(slot, desc, static_cast<uint16_t>(region));
-    shadow_[prod_ & ring_.mask()] = (region << kRegionShift) | buffer;
-    unpublished_bytes_ += desc.length;
     if (head_size_ != 0 && !head.empty()) {
       std::memcpy(heads_.data() + size_t{prod_ & ring_.mask()} * head_size_, head.data(),
                   std::min<size_t>(head.size(), head_size_));
     }
-    ++prod_;
+    Run run(*this, pool);
+    run.push(desc, buffer);  // the caller saw a free slot
+    run.finish();
   }
+  // Pushes into this attachment alone with its producer state in registers, for a poller
+  // whose run of frames goes to a flow with this one client and no split-off headers. push()
+  // keeps the producer index and the byte count in the attachment: two more stores a frame,
+  // queued in the store buffer behind the slot stores that wait for the client's lines.
+  // finish() writes the state back; nothing else may push to the attachment in between.
+  class Run {
+   public:
+    Run() = default;
+    Run(RxAttachment& a, const memory::BufferPool* pool)
+        : a_(&a),
+          slots_(a.ring_.slot<daqiri_rx_desc>(0)),
+          shadow_(a.shadow_.data()),
+          mask_(a.ring_.mask()),
+          prod_(a.prod_),
+          end_(a.cons_ + a.ring_.size()) {
+      while (a.pools_[region_] != pool)
+        ++region_;  // at most kMaxRegions compares
+    }
+    // False: the ring is full.
+    [[gnu::always_inline]] bool push(const daqiri_rx_desc& desc, uint32_t buffer) {
+      if (prod_ == end_) return false;
+      if ((prod_ & (kSlotsPerLine - 1)) == 0) {
+        prefetch_for_write(slots_ + ((prod_ + kPrefetchSlots) & mask_));
+      }
+      store_rx_desc(slots_ + (prod_ & mask_), desc, region_);
+      shadow_[prod_ & mask_] = (uint32_t{region_} << kRegionShift) | buffer;
+      bytes_ += desc.length;
+      ++prod_;
+      return true;
+    }
+    void finish() {
+      a_->prod_ = prod_;
+      a_->unpublished_bytes_ += bytes_;
+    }
+
+   private:
+    RxAttachment* a_ = nullptr;
+    daqiri_rx_desc* slots_ = nullptr;
+    uint32_t* shadow_ = nullptr;
+    uint32_t mask_ = 0;
+    uint32_t prod_ = 0;
+    uint32_t end_ = 0;
+    uint16_t region_ = 0;
+    uint64_t bytes_ = 0;
+  };
   // Before a receive of up to `n` packets: starts taking the cache lines of the slots they
   // will fill (push keeps kPrefetchSlots ahead after that).
   void prepare(uint32_t n) const {

@@ -30,6 +30,8 @@ class RxFanout {
   size_t gather();
   size_t reclaim();
   [[nodiscard]] size_t active() const { return active_count_; }
+  // The attachment to deliver to when there is exactly one (RxAttachment::Run), else null.
+  [[nodiscard]] RxAttachment* single() const { return active_count_ == 1 ? active_[0] : nullptr; }
   // Whether an attachment with blocking backpressure lacks room for `burst` more packets.
   [[nodiscard]] bool must_wait(uint32_t burst) const;
   // The free slots of the fullest attachment with blocking backpressure (UINT32_MAX: none).
@@ -61,6 +63,35 @@ class RxFanout {
     return refs;
   }
   void publish();
+
+  // Deliveries of a run of frames to this flow (a poll's, or consecutive frames of one): with
+  // one client and no split-off headers the client's ring state stays in registers
+  // (RxAttachment::Run), else deliver() above. finish() before anything else delivers to the
+  // flow or publishes.
+  class Run {
+   public:
+    Run() = default;
+    Run(RxFanout& fanout, const memory::BufferPool* pool, bool heads)
+        : fanout_(&fanout), pool_(pool), single_(heads ? nullptr : fanout.single()) {
+      if (single_ != nullptr) ring_ = RxAttachment::Run(*single_, pool);
+    }
+    [[gnu::always_inline]] uint16_t deliver(const daqiri_rx_desc& desc, uint32_t buffer,
+                                            std::span<const std::byte> head = {}) {
+      if (single_ == nullptr) return fanout_->deliver(desc, buffer, pool_, head);
+      if (ring_.push(desc, buffer)) return 1;
+      bump(single_->counters.dropped_ring_full, 1);
+      return 0;
+    }
+    void finish() {
+      if (single_ != nullptr) ring_.finish();
+    }
+
+   private:
+    RxFanout* fanout_ = nullptr;
+    const memory::BufferPool* pool_ = nullptr;
+    RxAttachment* single_ = nullptr;
+    RxAttachment::Run ring_;
+  };
 
   // ---- control side (callers serialise) ----
   [[nodiscard]] size_t size() const { return set_.load().size(); }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -173,6 +174,33 @@ INSTANTIATE_TEST_SUITE_P(Memory, NullPortTest, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& p) {
                            return std::string(p.param ? "Hugepages" : "NoHuge");
                          });
+
+// A client that falls behind: once its ring is full, net_null's frames are dropped and counted
+// against it (and against the flow, which nobody else took them for); what it was given is a
+// ring's worth plus what it released; killed, it gives every buffer back.
+TEST_F(DpdkTest, AClientThatFallsBehindIsCountedAndGivesEveryBufferBack) {
+  start(config(dir_.file("d.sock"), port("null0", "net_null0"),
+               "  - {name: all, interface: null0, match: {any: true}}\n", false,
+               unprivileged_access()));
+  Spawned slow(dir_, {test_client_path(), "slow", socket_, "all", "5"}, user_->ids());
+  ASSERT_TRUE(slow.wait_for_output("attached")) << slow.output() << daemon_->log();
+  ASSERT_TRUE(eventually([](const v1::Stats& s) {
+    return s.attachments_size() == 1 && s.attachments(0).dropped_ring_full() > 100000;
+  })) << stats().DebugString();
+  auto s = stats();
+  const auto& a = s.attachments(0);
+  ASSERT_EQ(a.ring_size(), 1024u);
+  // One release every 5 ms: over the few seconds at most this takes, a few hundred.
+  EXPECT_GE(a.packets(), 1024u);
+  EXPECT_LT(a.packets(), 1024u + 2000u);
+  EXPECT_LE(a.ring_used(), 1024u);
+  EXPECT_GT(flow(s, "all").dropped_rings_full(), 100000u);
+  EXPECT_EQ(queue(s, "rx0").unmatched(), 0u);
+  slow.kill(SIGKILL);
+  EXPECT_TRUE(eventually([](const v1::Stats& t) {
+    return t.attachments_size() == 0 && t.nics(0).queues(0).buffers_on_loan() == 0;
+  })) << stats().DebugString();
+}
 
 // net_ring: what the daemon sends on TX comes back on RX. A client's TX buffers go out as
 // external mbufs, and an unprivileged client reads them on the RX flow: nothing lost (blocking

@@ -237,7 +237,9 @@ bool DpdkRxQueue::poll() {
   DpdkRxFlow* counted = nullptr;
   uint64_t run_packets = 0;
   uint64_t run_bytes = 0;
+  dataplane::RxFanout::Run delivery;  // to `counted`
   auto count_run = [&] {
+    delivery.finish();
     if (counted == nullptr) return;
     dataplane::bump(counted->counters.packets, run_packets);
     dataplane::bump(counted->counters.bytes, run_bytes);
@@ -291,10 +293,11 @@ bool DpdkRxQueue::poll() {
     if (flow != counted) {
       count_run();
       counted = flow;
+      delivery = dataplane::RxFanout::Run(flow->fanout(), &pool_, header_pool_ != nullptr);
     }
     ++run_packets;
     run_bytes += length;
-    uint16_t refs = flow->fanout().deliver(d, index, &pool_, head);
+    uint16_t refs = delivery.deliver(d, index, head);
     if (refs == 0) {
       auto& fc = flow->counters;
       dataplane::bump(flow->fanout().active() == 0 ? fc.no_attachment : fc.rings_full, 1);

@@ -235,6 +235,7 @@ bool SocketRxFlow::receive(Port& port, uint64_t& now_ns) {
   poll_time(now_ns);  // the packets' stamp
   const core::FlowMatch& m = flow_.match;
   uint64_t bytes = 0;
+  dataplane::RxFanout::Run delivery(fanout_, &pool_, false);
   for (uint32_t i = port.first; i < port.first + uint32_t(n); ++i) {
     uint32_t buf = port.buffer[i];
     const sockaddr_in& from = port.from[i];
@@ -263,12 +264,13 @@ bool SocketRxFlow::receive(Port& port, uint64_t& now_ns) {
     d.region = 0;
     d.flags = flags;
     d.payload_offset = frame::kUdpHeaders;
-    uint16_t refs = fanout_.deliver(d, buf, &pool_);
+    uint16_t refs = delivery.deliver(d, buf);
     if (refs == 0)
       dataplane::bump(fanout_.active() == 0 ? counters.no_attachment : counters.rings_full, 1);
     pool_.lend(buf, refs);
     bytes += d.length;
   }
+  delivery.finish();
   dataplane::bump(counters.packets, uint64_t(n));
   dataplane::bump(counters.bytes, bytes);
   port.unread_drops = true;
