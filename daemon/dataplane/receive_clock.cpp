@@ -26,8 +26,8 @@ void ReceiveClock::start_thread() {
   state_.enabled = usable;
 }
 
-uint64_t ReceiveClock::resync(uint64_t tsc) {
 #if defined(__x86_64__)
+uint64_t ReceiveClock::resync(uint64_t tsc) {
   State& s = state_;
   uint64_t ns = realtime_ns();
   tsc += (__rdtsc() - tsc) / 2;  // the real clock was read between the two TSC readings
@@ -56,10 +56,7 @@ uint64_t ReceiveClock::resync(uint64_t tsc) {
   uint64_t v = ns > s.last ? ns : s.last;
   s.last = v;
   return v;
-#else
-  (void)tsc;
-  return realtime_ns();
-#endif
 }
+#endif
 
 }  // namespace daqiri::dataplane

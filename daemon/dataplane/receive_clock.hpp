@@ -62,7 +62,9 @@ class ReceiveClock {
   static uint64_t scale(uint64_t ticks, uint64_t mult) {
     return uint64_t((static_cast<unsigned __int128>(ticks) * mult) >> 32);
   }
+#if defined(__x86_64__)
   static uint64_t resync(uint64_t tsc);
+#endif
 
   [[gnu::tls_model("initial-exec")]] static inline thread_local constinit State state_{};
 };

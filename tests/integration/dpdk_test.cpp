@@ -193,7 +193,7 @@ TEST_F(DpdkTest, AClientThatFallsBehindIsCountedAndGivesEveryBufferBack) {
   // One release every 5 ms: over the few seconds at most this takes, a few hundred.
   EXPECT_GE(a.packets(), 1024u);
   EXPECT_LT(a.packets(), 1024u + 2000u);
-  EXPECT_LE(a.ring_used(), 1024u);
+  EXPECT_GE(a.ring_used(), 1000u);  // full: a released slot is filled again at once
   EXPECT_GT(flow(s, "all").dropped_rings_full(), 100000u);
   EXPECT_EQ(queue(s, "rx0").unmatched(), 0u);
   slow.kill(SIGKILL);

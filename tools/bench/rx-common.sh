@@ -11,8 +11,13 @@ ncpu=$(nproc)
 RXCORE=$((ncpu - 1))   # the receive work: the plain reader, or daqirid's poller
 GENCORE=0
 
+# Client rings of DAQIRI_RX_RING slots (default 4096); a pool of 1.5 rings plus a batch and
+# a margin, what daqirid asks of a pool that feeds a queue of that ring (docs/configuration.md).
+RING=${DAQIRI_RX_RING:-4096}
+pool_bufs() { echo $((RING * 3 / 2 + $1 + 64)); }  # pool_bufs BURST
+
 config() {  # config BURST BUFSIZE
-  local ring=${DAQIRI_RX_RING:-4096}; local bufs=$((ring * 3 / 2 + $1 + 64))
+  local ring=$RING bufs; bufs=$(pool_bufs "$1")
   cat <<YAML
 daemon: {socket: $SOCK, metrics: "off", log_level: warn}
 memory_regions:
