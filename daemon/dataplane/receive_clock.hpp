@@ -3,9 +3,10 @@
 // loads (RDTSCP, or LFENCE then RDTSC), more than a whole packet's share of a poll at 64 bytes.
 // Where the kernel keeps time with the TSC, a poller thread instead extrapolates from a plain
 // RDTSC: the real clock is read once a millisecond (kResyncNs), and the TSC's rate is learnt
-// from those readings. A thread's readings never go backwards unless the real clock stepped
-// back by more than kResyncNs (then they follow it). Threads that did not call start_thread(),
-// and hosts without a TSC clocksource, read the real clock every time.
+// from those readings (a rate is taken only when two readings in a row agree on it). A thread's
+// readings never go backwards unless the real clock stepped back by more than kResyncNs (then they
+// follow it). Threads that did not call start_thread(), and hosts without a TSC clocksource, read
+// the real clock every time.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,8 @@ struct ReceiveClockState {
   uint64_t mult = 0;     // nanoseconds per tick, 32.32 fixed point (0: not learnt yet)
   uint64_t cal_tsc = 0;  // the reading the rate is measured from
   uint64_t cal_ns = 0;
-  uint64_t last = 0;  // the latest value handed out
+  uint64_t candidate = 0;  // a rate measured once that differs from `mult`
+  uint64_t last = 0;       // the latest value handed out
 };
 
 class ReceiveClock {
@@ -47,7 +49,7 @@ class ReceiveClock {
       uint64_t t = __rdtsc();
       uint64_t d = t - s.tsc0;
       if (d >= s.limit) [[unlikely]]
-        return resync(t);
+        return resync();
       uint64_t v = s.ns0 + scale(d, s.mult);
       v = v > s.last ? v : s.last;
       s.last = v;
@@ -63,7 +65,8 @@ class ReceiveClock {
     return uint64_t((static_cast<unsigned __int128>(ticks) * mult) >> 32);
   }
 #if defined(__x86_64__)
-  static uint64_t resync(uint64_t tsc);
+  // Reads the real clock and re-anchors (and learns the rate); returns the stamp.
+  static uint64_t resync();
 #endif
 
   [[gnu::tls_model("initial-exec")]] static inline thread_local constinit State state_{};
