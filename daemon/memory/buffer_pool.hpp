@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "memory/device_memory.hpp"
@@ -68,6 +69,18 @@ class BufferPool {
     head_ = head;
     count_ -= got;
     return got;
+  }
+  // The oldest free buffers, up to `n` of them, as one run of the queue (which wraps, so fewer
+  // may come back while more are free), for a caller that maps each to something else on the
+  // way out; take() them then. alloc() without the copy.
+  [[nodiscard]] std::span<const uint32_t> oldest_free(uint32_t n) const {
+    return {free_.data() + head_, std::min({n, count_, num_bufs_ - head_})};
+  }
+  // Takes the first `n` buffers of oldest_free() (n at most its size).
+  void take(uint32_t n) {
+    head_ += n;
+    if (head_ == num_bufs_) head_ = 0;
+    count_ -= n;
   }
   // Sets the references of a buffer in use (0 frees it).
   void set_refs(uint32_t index, uint16_t refs) {

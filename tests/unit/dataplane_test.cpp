@@ -100,6 +100,31 @@ TEST(BufferPool, ReusesBuffersInTheOrderTheyWereFreed) {
   EXPECT_EQ(pool->available(), 0u);
 }
 
+// oldest_free() + take(): what alloc() hands out, read in place, one run of the queue at a
+// time where it wraps.
+TEST(BufferPool, OldestFreeIsAllocInPlaceOneRunAtATime) {
+  auto pool = memory::BufferPool::create("t", 2048, 8, false);
+  ASSERT_TRUE(pool);
+  uint32_t got[8];
+  ASSERT_EQ(pool->alloc(got, 6), 6u);
+  for (uint32_t i = 0; i < 6; ++i)
+    pool->unref(got[i]);  // the queue: 6 7 | 0 1 2 3 4 5, head at 6
+  auto run = pool->oldest_free(5);
+  EXPECT_EQ(std::vector<uint32_t>(run.begin(), run.end()), (std::vector<uint32_t>{6, 7}));
+  EXPECT_EQ(pool->available(), 8u) << "nothing taken yet";
+  pool->take(1);
+  run = pool->oldest_free(5);
+  EXPECT_EQ(std::vector<uint32_t>(run.begin(), run.end()), (std::vector<uint32_t>{7}));
+  pool->take(1);
+  run = pool->oldest_free(3);
+  EXPECT_EQ(std::vector<uint32_t>(run.begin(), run.end()), (std::vector<uint32_t>{0, 1, 2}));
+  pool->take(3);
+  EXPECT_EQ(pool->available(), 3u);
+  ASSERT_EQ(pool->alloc(got, 8), 3u);
+  EXPECT_EQ(std::vector<uint32_t>(got, got + 3), (std::vector<uint32_t>{3, 4, 5}));
+  EXPECT_TRUE(pool->oldest_free(8).empty());
+}
+
 // lend(): a buffer alloc() handed out goes to one reader without a count of its own, to
 // several with one, or to none and straight back; each comes back exactly when its last
 // reader lets go, and a buffer that went round once is lent again the same way.

@@ -101,25 +101,29 @@ Result<void> DpdkRxQueue::map_mbufs() {
 // The pointers go into drop_ two at a time: rte_mempool_put_bulk copies them out with 16-byte
 // loads, and a load that spans two 8-byte stores cannot be forwarded from them, so it waited
 // for the whole store buffer (the last poll's ring slot stores among it) to drain.
-void DpdkRxQueue::gather_mbufs(uint32_t n) {
+void DpdkRxQueue::gather_mbufs(std::span<const uint32_t> buffers) {
+  auto n = static_cast<uint32_t>(buffers.size());
   uint32_t i = 0;
 #if defined(__x86_64__)
   for (; i + 1 < n; i += 2) {
-    __m128i pair = _mm_set_epi64x(reinterpret_cast<int64_t>(mbuf_of_[returned_[i + 1]]),
-                                  reinterpret_cast<int64_t>(mbuf_of_[returned_[i]]));
+    __m128i pair = _mm_set_epi64x(reinterpret_cast<int64_t>(mbuf_of_[buffers[i + 1]]),
+                                  reinterpret_cast<int64_t>(mbuf_of_[buffers[i]]));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(&drop_[i]), pair);
   }
 #endif
   for (; i < n; ++i)
-    drop_[i] = mbuf_of_[returned_[i]];
+    drop_[i] = mbuf_of_[buffers[i]];
 }
 
 uint32_t DpdkRxQueue::recycle() {
-  uint32_t n = 0;
   uint32_t total = 0;
-  while ((n = pool_.alloc(returned_.data(), kMaxBatch)) > 0) {
+  // Read straight out of the pool's free queue: a copy into an array of our own was a store
+  // and a load more a frame.
+  for (auto run = pool_.oldest_free(kMaxBatch); !run.empty(); run = pool_.oldest_free(kMaxBatch)) {
+    auto n = static_cast<uint32_t>(run.size());
+    gather_mbufs(run);
+    pool_.take(n);
     total += n;
-    gather_mbufs(n);
     // Straight back to the mempool, as rte_mbuf_raw_free does: a lent mbuf is one segment
     // (keep_first_segment), its refcount 1 and its external buffer pinned, so the per-mbuf
     // checks of rte_pktmbuf_free_bulk (three cache lines of each mbuf, cold by now) find

@@ -141,8 +141,8 @@ class DpdkRxQueue final : public dataplane::PollTask {
   Result<void> map_mbufs();
   // Takes back what the clients of every flow released (RxFanout::reclaim).
   static void reclaim(const Flows& flows);
-  // drop_[0, n): the mbufs of buffers returned_[0, n).
-  void gather_mbufs(uint32_t n);
+  // drop_[0, buffers.size()): the mbufs of `buffers`.
+  void gather_mbufs(std::span<const uint32_t> buffers);
   // Gives the buffers clients released back to DPDK; how many.
   uint32_t recycle();
   // The queue's buffers on loan, as each flow reports them (they share the pool).
@@ -166,7 +166,6 @@ class DpdkRxQueue final : public dataplane::PollTask {
   std::array<rte_mbuf*, kMaxBatch> rx_{};
   std::array<rte_mbuf*, kMaxBatch> drop_{};
   std::array<rte_mbuf*, kMaxBatch> heads_{};  // NIC buffer split: header mbufs of a burst
-  std::array<uint32_t, kMaxBatch> returned_{};
 };
 
 }  // namespace daqiri::backends::dpdk
