@@ -60,19 +60,17 @@ class BufferPool {
   // Takes up to n free buffers into `out`, oldest freed first; returns how many. Each starts
   // with one reference.
   uint32_t alloc(uint32_t* out, uint32_t n) {
-    uint32_t got = n < count_ ? n : count_;
-    uint32_t head = head_;  // in a register: the stores below could alias the member
-    for (uint32_t i = 0; i < got; ++i) {
-      out[i] = free_[head];
-      if (++head == num_bufs_) head = 0;
+    uint32_t got = 0;
+    for (auto run = oldest_free(n); !run.empty(); run = oldest_free(n - got)) {
+      std::copy(run.begin(), run.end(), out + got);
+      got += static_cast<uint32_t>(run.size());
+      take(static_cast<uint32_t>(run.size()));
     }
-    head_ = head;
-    count_ -= got;
     return got;
   }
   // The oldest free buffers, up to `n` of them, as one run of the queue (which wraps, so fewer
   // may come back while more are free), for a caller that maps each to something else on the
-  // way out; take() them then. alloc() without the copy.
+  // way out; take() them then. alloc() copies them out run by run.
   [[nodiscard]] std::span<const uint32_t> oldest_free(uint32_t n) const {
     return {free_.data() + head_, std::min({n, count_, num_bufs_ - head_})};
   }
