@@ -10,10 +10,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -364,6 +367,104 @@ TEST_F(DataPlaneTest, QueueAttachmentCarriesEveryFlowOfTheQueue) {
     return flow_stats(st, "stream0")->buffers_on_loan() == 0 &&
            flow_stats(st, "stream1")->buffers_on_loan() == 0;
   }));
+}
+
+// What a process holds, by kind, with how many of each: the targets of its fds and its
+// mappings of memfds, numbers (inodes, attachment ids) left out.
+std::map<std::string, int> held_by(pid_t pid) {
+  auto kind = [](std::string s) {
+    s.erase(std::remove_if(s.begin(), s.end(), [](char c) { return std::isdigit(c) != 0; }),
+            s.end());
+    return s;
+  };
+  std::map<std::string, int> out;
+  std::string proc = "/proc/" + std::to_string(pid);
+  for (const auto& e : std::filesystem::directory_iterator(proc + "/fd")) {
+    std::error_code ec;
+    auto target = std::filesystem::read_symlink(e.path(), ec);
+    if (!ec) ++out["fd " + kind(target.string())];  // else closed while we looked
+  }
+  std::ifstream maps(proc + "/maps");
+  for (std::string line; std::getline(maps, line);) {
+    auto at = line.find("/memfd:");
+    if (at != std::string::npos) ++out["mapping " + kind(line.substr(at))];
+  }
+  return out;
+}
+
+std::string describe(const std::map<std::string, int>& held) {
+  std::string s;
+  for (const auto& [what, n] : held)
+    s += "  " + std::to_string(n) + " x " + what + "\n";
+  return s;
+}
+
+// Clients that come and go on one flow (killed while holding buffers, cut off for breaking
+// the protocol, detaching cleanly, sending) leave the daemon holding nothing more than before
+// (fds, memfd mappings, buffers, sessions), and a client on the other flow all along gets
+// every packet.
+TEST_F(DataPlaneTest, ClientChurnLeavesNothingBehind) {
+  start();
+  constexpr uint64_t kSteady = 3000;
+  Spawned steady(dir_, tap("stream0", kSteady, {"--block"}));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  const auto before = held_by(daemon_->pid());
+  std::thread sender([&] { EXPECT_EQ(gen(4096, kSteady, 300, 1500).exit_code, 0); });
+
+  auto attached = [&](int n) {
+    return eventually([n](const v1::Stats& s) { return s.attachments_size() == n; });
+  };
+  constexpr int kCycles = 3;
+  for (int cycle = 0; cycle < kCycles; ++cycle) {
+    SCOPED_TRACE("cycle " + std::to_string(cycle));
+    {  // killed while it holds buffers
+      Spawned c(dir_, client({"hold", "stream1", "20"}));
+      ASSERT_TRUE(c.wait_for_output("attached")) << c.output();
+      EXPECT_EQ(gen(4097, 20, 100).exit_code, 0);
+      ASSERT_TRUE(c.wait_for_output("holding 20")) << c.output();
+      c.kill(SIGKILL);
+      c.wait();
+    }
+    for (const char* kind : {"consumer-index", "tx-descriptor"}) {  // cut off
+      Spawned c(dir_, client({"hostile", "stream1", kind}));
+      ASSERT_TRUE(c.wait_for_output("attached")) << c.output();
+      if (std::string(kind) == "consumer-index") {  // it breaks the ring once it gets a packet
+        EXPECT_EQ(gen(4097, 5, 100).exit_code, 0);
+      }
+      EXPECT_EQ(c.wait(), 0) << c.output();
+      EXPECT_THAT(c.output(), HasSubstr("cut off"));
+    }
+    {  // a clean receive and detach
+      Spawned c(dir_, tap("stream1", 10));
+      ASSERT_TRUE(attached(2));
+      EXPECT_EQ(gen(4097, 10, 100).exit_code, 0);
+      EXPECT_EQ(c.wait(), 0) << c.output();
+    }
+    {  // a sender through the daemon, to a port nobody reads
+      Spawned c(dir_, client({"tx", "lo", "5555", "9", "200", "64"}));
+      EXPECT_EQ(c.wait(), 0) << c.output();
+    }
+  }
+  sender.join();
+  ASSERT_EQ(steady.wait(), 0) << steady.output();
+  EXPECT_THAT(steady.output(), HasSubstr("received 3000 packets"));
+  EXPECT_THAT(steady.output(),
+              HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+
+  ASSERT_TRUE(eventually([&](const v1::Stats& s) {
+    return s.attachments_size() == 0 && flow_stats(s, "stream1")->buffers_on_loan() == 0 &&
+           flow_stats(s, "stream0")->buffers_on_loan() == 0;
+  })) << flow_stats(stats(), "stream1")->buffers_on_loan();
+  EXPECT_EQ(stats().sessions_cut_off(), 2u * kCycles);
+  // The steady client's own session is gone too now: compare with it taken out again.
+  Spawned again(dir_, tap("stream0", 1));
+  ASSERT_TRUE(attached(1));
+  std::map<std::string, int> after;
+  for (int i = 0; i < 50 && (after = held_by(daemon_->pid())) != before; ++i)
+    std::this_thread::sleep_for(100ms);  // a hang-up is noticed by the session thread
+  EXPECT_EQ(describe(after), describe(before));
+  EXPECT_EQ(gen(4096, 1, 100).exit_code, 0);
+  EXPECT_EQ(again.wait(), 0) << again.output();
 }
 
 TEST_F(DataPlaneTest, SessionsAreListedWithTheirAttachments) {
