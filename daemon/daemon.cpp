@@ -93,7 +93,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(config::Config config) {
     }
   }
   auto sessions = session::SessionServer::start(session::session_socket_path(kept.socket_path),
-                                                group, *d->data_plane_);
+                                                kept.limits, group, *d->data_plane_);
   if (!sessions) return std::unexpected(sessions.error());
   d->sessions_ = std::move(*sessions);
   d->captures_ =

@@ -54,6 +54,14 @@ Error from_status(const grpc::Status& s) {
   return {code, s.error_message(), {}};
 }
 
+// The daemon's ERROR message as an error of ours (its code is a gRPC status code).
+Error from_message(const void* msg) {
+  daqiri_msg_error e{};
+  std::memcpy(&e, msg, sizeof e);
+  e.message[sizeof e.message - 1] = '\0';
+  return from_status(grpc::Status(static_cast<grpc::StatusCode>(e.code), e.message));
+}
+
 daqiri_msg_header header(daqiri_msg_type type, size_t length) {
   return {DAQIRI_MSG_MAGIC, DAQIRI_ABI_VERSION, static_cast<uint16_t>(type),
           static_cast<uint32_t>(length), 0};
@@ -146,14 +154,28 @@ Result<> Client::Impl::open_session() {
   daqiri_msg_hello hello{};
   hello.h = header(DAQIRI_MSG_HELLO, sizeof hello);
   std::strncpy(hello.name, options.name.c_str(), sizeof hello.name - 1);
-  if (auto ok = send_with_fds(fd.get(), &hello, sizeof hello, {}); !ok) return ok;
-  daqiri_msg_welcome welcome{};
+  // The daemon answers ERROR instead of WELCOME when it will not take the session (a limit
+  // reached), and hangs up, perhaps before the HELLO arrives: its reason is still there to
+  // read when the send failed.
+  auto sent = send_with_fds(fd.get(), &hello, sizeof hello, {});
+  alignas(8) unsigned char reply[sizeof(daqiri_msg_error)];
   std::vector<UniqueFd> fds;
-  auto n = recv_with_fds(fd.get(), &welcome, sizeof welcome, fds);
+  auto n = recv_with_fds(fd.get(), reply, sizeof reply, fds, sent ? 0 : MSG_DONTWAIT);
+  // A hang-up while our HELLO was unread is reported first (ECONNRESET), the reply after it.
+  if (!n && errno == ECONNRESET)
+    n = recv_with_fds(fd.get(), reply, sizeof reply, fds, MSG_DONTWAIT);
+  daqiri_msg_header h{};
+  if (n && *n >= sizeof h) std::memcpy(&h, reply, sizeof h);
+  if (h.type == DAQIRI_MSG_ERROR && *n == sizeof(daqiri_msg_error)) {
+    return std::unexpected(from_message(reply));
+  }
+  if (!sent) return sent;
   if (!n) return std::unexpected(n.error());
-  if (*n != sizeof welcome || welcome.h.type != DAQIRI_MSG_WELCOME) {
+  daqiri_msg_welcome welcome{};
+  if (*n != sizeof welcome || h.type != DAQIRI_MSG_WELCOME) {
     return fail(ErrorCode::kUnavailable, "daqirid refused the session");
   }
+  std::memcpy(&welcome, reply, sizeof welcome);
   session = std::move(fd);
   session_id = welcome.session_id;
   ++sessions_opened;
@@ -186,10 +208,7 @@ Result<Client::Impl::Claimed> Client::Impl::claim(const v1::AttachRequest& reque
   if (*n < sizeof h) return fail(ErrorCode::kUnavailable, "the daemon closed the session");
   std::memcpy(&h, buf, sizeof h);
   if (h.type == DAQIRI_MSG_ERROR && *n == sizeof(daqiri_msg_error)) {
-    daqiri_msg_error e{};
-    std::memcpy(&e, buf, sizeof e);
-    e.message[sizeof e.message - 1] = '\0';
-    return fail(ErrorCode::kFailedPrecondition, e.message);
+    return std::unexpected(from_message(buf));
   }
   daqiri_msg_attached& a = c.msg.base;
   if (h.type != DAQIRI_MSG_ATTACHED || *n < sizeof a) {

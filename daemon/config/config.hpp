@@ -49,6 +49,13 @@ struct TcpListenerConfig {
   Located where;
 };
 
+// What one user (uid) may hold at once, so that no user can take the daemon's fds and memory
+// from the others.
+struct ClientLimitsConfig {
+  uint32_t sessions_per_user = 64;
+  uint32_t attachments_per_user = 128;
+};
+
 struct DaemonConfig {
   std::string socket_path = "/run/daqiri/daqiri.sock";
   std::optional<std::string> socket_group;         // unset: "daqiri" if that group exists
@@ -59,6 +66,7 @@ struct DaemonConfig {
   std::optional<TcpListenerConfig> tcp;
   // Where StartCapture may write (absolute folders; files go inside, never through a link).
   std::vector<std::string> capture_dirs{"/var/lib/daqiri/captures"};
+  ClientLimitsConfig limits;
   Located where;
 };
 

@@ -7,7 +7,10 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include <cerrno>
 #include <cstring>
+
+#include "system/connection_acceptor.hpp"
 
 namespace daqiri::control {
 
@@ -75,6 +78,8 @@ void UnixListener::stop() {
 
 void UnixListener::accept_loop(const AcceptFn& on_accept) {
   pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+  // gRPC's endpoint for an adopted fd expects a non-blocking socket.
+  system::ConnectionAcceptor acceptor(path_, fd_.get(), SOCK_CLOEXEC | SOCK_NONBLOCK);
   for (;;) {
     if (::poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
@@ -82,14 +87,15 @@ void UnixListener::accept_loop(const AcceptFn& on_accept) {
       return;
     }
     if (fds[1].revents != 0) return;
-    // gRPC's endpoint for an adopted fd expects a non-blocking socket.
-    UniqueFd conn(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    UniqueFd conn = acceptor.accept();
     if (!conn) {
-      if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
+      if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED && errno != EMFILE &&
+          errno != ENFILE) {
         spdlog::warn("{}: accept: {}", path_, std::strerror(errno));
       }
       continue;
     }
+    acceptor.kept();
     auto peer = identify_unix_peer(conn.get());
     if (!peer) {
       spdlog::warn("{}: dropping a connection: {}", path_, peer.error().message);

@@ -18,6 +18,9 @@ namespace daqiri::session {
 namespace {
 
 constexpr int kGrpcNotFound = static_cast<int>(grpc::StatusCode::NOT_FOUND);
+constexpr int kGrpcResourceExhausted = static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED);
+constexpr int kGrpcUnavailable = static_cast<int>(grpc::StatusCode::UNAVAILABLE);
+constexpr const char* kOutOfFds = "daqirid is out of file descriptors";
 
 daqiri_msg_header header(daqiri_msg_type type, size_t length) {
   return {DAQIRI_MSG_MAGIC, DAQIRI_ABI_VERSION, static_cast<uint16_t>(type),
@@ -31,6 +34,26 @@ bool same_token(const uint8_t* a, const uint8_t* b) {
   return diff == 0;
 }
 
+void send_error(int conn, uint64_t attachment, int code, const std::string& text) {
+  daqiri_msg_error e{};
+  e.h = header(DAQIRI_MSG_ERROR, sizeof e);
+  e.code = code;
+  e.attachment_id = attachment;
+  std::strncpy(e.message, text.c_str(), sizeof e.message - 1);
+  (void)send_with_fds(conn, &e, sizeof e, {});
+}
+
+// Tells a connection why it is not taken, before the caller closes it. What it sent so far
+// (a HELLO) is read first: closing with a message unread makes the client's next read fail
+// with ECONNRESET instead of returning the reason. A few messages at most: a client that
+// keeps sending does not hold the session thread here.
+void refuse(int conn, int code, const std::string& why) {
+  send_error(conn, 0, code, why);
+  alignas(8) unsigned char drain[sizeof(daqiri_msg_hello)];
+  for (int i = 0; i < 4 && ::recv(conn, drain, sizeof drain, MSG_DONTWAIT) > 0; ++i) {
+  }
+}
+
 }  // namespace
 
 std::string session_socket_path(const std::string& control_socket) {
@@ -41,9 +64,9 @@ std::string session_socket_path(const std::string& control_socket) {
   return control_socket + ".session";
 }
 
-Result<std::unique_ptr<SessionServer>> SessionServer::start(const std::string& path,
-                                                            std::optional<gid_t> group,
-                                                            dataplane::DataPlane& data_plane) {
+Result<std::unique_ptr<SessionServer>> SessionServer::start(
+    const std::string& path, const config::ClientLimitsConfig& limits, std::optional<gid_t> group,
+    dataplane::DataPlane& data_plane) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof addr.sun_path) {
@@ -76,15 +99,18 @@ Result<std::unique_ptr<SessionServer>> SessionServer::start(const std::string& p
     ::epoll_ctl(ep.get(), EPOLL_CTL_ADD, f, &ev);
   }
   std::unique_ptr<SessionServer> s(
-      new SessionServer(path, std::move(fd), std::move(ep), std::move(wake), data_plane));
+      new SessionServer(path, limits, std::move(fd), std::move(ep), std::move(wake), data_plane));
   s->thread_ = std::thread([raw = s.get()] { raw->run(); });
   return s;
 }
 
-SessionServer::SessionServer(std::string path, UniqueFd listen, UniqueFd epoll, UniqueFd wake,
+SessionServer::SessionServer(std::string path, const config::ClientLimitsConfig& limits,
+                             UniqueFd listen, UniqueFd epoll, UniqueFd wake,
                              dataplane::DataPlane& dp)
     : path_(std::move(path)),
+      limits_(limits),
       listen_(std::move(listen)),
+      acceptor_(path_, listen_.get(), SOCK_CLOEXEC | SOCK_NONBLOCK),
       epoll_(std::move(epoll)),
       wake_(std::move(wake)),
       dp_(dp) {}
@@ -140,16 +166,33 @@ void SessionServer::run() {
 }
 
 void SessionServer::accept_one() {
-  UniqueFd conn(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+  UniqueFd conn =
+      acceptor_.accept([](int refused) { refuse(refused, kGrpcResourceExhausted, kOutOfFds); });
   if (!conn) return;
   auto peer = control::identify_unix_peer(conn.get());
   if (!peer) {
     spdlog::warn("session socket: {}", peer.error().message);
     return;
   }
+  if (uint32_t held = sessions_of(peer->uid); held >= limits_.sessions_per_user) {
+    std::string why = peer->describe() + " already holds " + std::to_string(held) +
+                      " sessions, the most daemon.limits.sessions_per_user allows";
+    refuse(conn.get(), kGrpcResourceExhausted, why);
+    std::lock_guard lock(mutex_);
+    if (over_limit_.insert(peer->uid).second) spdlog::warn("session socket: refused: {}", why);
+    return;
+  }
   ProcessHandle pidfd = ProcessHandle::open(peer->pid);
   if (!pidfd) {
-    spdlog::warn("session socket: pidfd_open({}): {}", peer->pid, std::strerror(errno));
+    int err = errno;
+    if (err == EMFILE || err == ENFILE) {
+      refuse(conn.get(), kGrpcResourceExhausted, kOutOfFds);
+      acceptor_.count_refused();  // logged once a streak: a line each would flood the log
+      return;
+    }
+    spdlog::warn("session socket: pidfd_open({}): {}", peer->pid, std::strerror(err));
+    refuse(conn.get(), kGrpcUnavailable,
+           std::string("daqirid cannot watch the process: ") + std::strerror(err));
     return;
   }
   auto s = std::make_unique<Session>();
@@ -164,6 +207,7 @@ void SessionServer::accept_one() {
   pidfd.watch(epoll_.get());
   by_fd_[conn.get()] = s->id;
   by_fd_[pidfd.get()] = s->id;
+  acceptor_.kept();
   s->conn = std::move(conn);
   s->pidfd = std::move(pidfd);
   sessions_[s->id] = std::move(s);
@@ -254,15 +298,16 @@ void SessionServer::handle_claim(Session& s, const void* msg, size_t len) {
     if (it == s.attachments.end() || it->second.claimed ||
         !same_token(it->second.token.data(), claim.token)) {
       // Unknown, already claimed, or a wrong token: nothing is revealed about which.
-      send_error(s, claim.attachment_id, kGrpcNotFound, "no such attachment for this session");
+      send_error(s.conn.get(), claim.attachment_id, kGrpcNotFound,
+                 "no such attachment for this session");
       return;
     }
     it->second.claimed = true;  // one time only, right or wrong later on
   }
   auto share = dp_.activate(claim.attachment_id);
   if (!share) {
-    send_error(s, claim.attachment_id, static_cast<int>(control::to_grpc_code(share.error().code)),
-               share.error().message);
+    send_error(s.conn.get(), claim.attachment_id,
+               static_cast<int>(control::to_grpc_code(share.error().code)), share.error().message);
     return;
   }
   daqiri_msg_attached_gpu message{};
@@ -307,21 +352,12 @@ void SessionServer::handle_detach(Session& s, const void* msg, size_t len) {
     known = s.attachments.erase(d.attachment_id) > 0;
   }
   if (!known) {
-    send_error(s, d.attachment_id, kGrpcNotFound, "no such attachment for this session");
+    send_error(s.conn.get(), d.attachment_id, kGrpcNotFound, "no such attachment for this session");
     return;
   }
   dp_.close(d.attachment_id);
   daqiri_msg_detach reply{header(DAQIRI_MSG_DETACHED, sizeof reply), d.attachment_id};
   (void)send_with_fds(s.conn.get(), &reply, sizeof reply, {});
-}
-
-void SessionServer::send_error(Session& s, uint64_t attachment, int code, const std::string& text) {
-  daqiri_msg_error e{};
-  e.h = header(DAQIRI_MSG_ERROR, sizeof e);
-  e.code = code;
-  e.attachment_id = attachment;
-  std::strncpy(e.message, text.c_str(), sizeof e.message - 1);
-  (void)send_with_fds(s.conn.get(), &e, sizeof e, {});
 }
 
 void SessionServer::cut_off(uint64_t session_id, const std::string& why) {
@@ -338,6 +374,7 @@ void SessionServer::end_session(uint64_t session_id, const std::string& why) {
     if (it == sessions_.end()) return;
     s = std::move(it->second);
     sessions_.erase(it);
+    over_limit_.erase(s->peer.uid);  // the next refusal is news again
     by_fd_.erase(s->conn.get());
     by_fd_.erase(s->pidfd.get());
   }
@@ -392,6 +429,15 @@ Result<AttachGrant> SessionServer::attach(const control::PeerIdentity& caller,
                       " belongs to another process; attach from the process that opened it",
                   "session_id");
     }
+    size_t held = 0;
+    for (const auto& [id, other] : sessions_) {
+      if (other->peer.uid == caller.uid) held += other->attachments.size();
+    }
+    if (held >= limits_.attachments_per_user) {
+      return fail(ErrorCode::kResourceExhausted,
+                  caller.describe() + " already holds " + std::to_string(held) +
+                      " attachments, the most daemon.limits.attachments_per_user allows");
+    }
   }
   Result<uint64_t> id = !spec.flow.empty() ? dp_.create_rx(spec.flow, spec.rx_options)
                         : !spec.rx_interface.empty()
@@ -439,6 +485,14 @@ std::vector<SessionInfo> SessionServer::sessions() const {
     out.push_back(std::move(info));
   }
   return out;
+}
+
+uint32_t SessionServer::sessions_of(uid_t uid) const {
+  std::lock_guard lock(mutex_);
+  uint32_t n = 0;
+  for (const auto& [id, s] : sessions_)
+    n += s->peer.uid == uid ? 1 : 0;
+  return n;
 }
 
 uint64_t SessionServer::session_of(uint64_t attachment_id) const {

@@ -14,14 +14,17 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "config/config.hpp"
 #include "control/peer_identity.hpp"
 #include "daqiri/abi.h"
 #include "dataplane/data_plane.hpp"
 #include "session/process_handle.hpp"
+#include "system/connection_acceptor.hpp"
 
 namespace daqiri::session {
 
@@ -59,6 +62,7 @@ struct SessionInfo {
 class SessionServer {
  public:
   static Result<std::unique_ptr<SessionServer>> start(const std::string& path,
+                                                      const config::ClientLimitsConfig& limits,
                                                       std::optional<gid_t> group,
                                                       dataplane::DataPlane& data_plane);
   // Ends every session (returning all buffers), stops the thread, removes the socket.
@@ -93,15 +97,16 @@ class SessionServer {
     std::map<uint64_t, Attachment> attachments;
   };
 
-  SessionServer(std::string path, UniqueFd listen, UniqueFd epoll, UniqueFd wake,
-                dataplane::DataPlane& dp);
+  SessionServer(std::string path, const config::ClientLimitsConfig& limits, UniqueFd listen,
+                UniqueFd epoll, UniqueFd wake, dataplane::DataPlane& dp);
   void run();
   void accept_one();
   void on_message(uint64_t session_id);
   void handle_hello(Session& s, const void* msg, size_t len);
   void handle_claim(Session& s, const void* msg, size_t len);
   void handle_detach(Session& s, const void* msg, size_t len);
-  void send_error(Session& s, uint64_t attachment, int code, const std::string& text);
+  // Sessions, welcomed or not, held by `uid`.
+  uint32_t sessions_of(uid_t uid) const;
   // Ends a session: every attachment closed, fds dropped. `why` goes to the log.
   void end_session(uint64_t session_id, const std::string& why);
   // Ends a session for breaking the protocol, and counts it.
@@ -109,13 +114,16 @@ class SessionServer {
   void cut_off_violators();
 
   std::string path_;
+  config::ClientLimitsConfig limits_;
   UniqueFd listen_;
+  system::ConnectionAcceptor acceptor_;
   UniqueFd epoll_;
   UniqueFd wake_;
   dataplane::DataPlane& dp_;
   mutable std::mutex mutex_;  // sessions_ and their attachments
   std::map<uint64_t, std::unique_ptr<Session>> sessions_;
   std::map<int, uint64_t> by_fd_;  // conn and pidfd -> session
+  std::set<uid_t> over_limit_;     // refused a session since their last one ended (logged once)
   uint64_t next_session_ = 1;
   std::atomic<uint64_t> cut_off_{0};
   std::atomic<bool> stop_{false};

@@ -6,7 +6,11 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +24,7 @@
 #include <optional>
 #include <thread>
 
+#include "daqiri/abi.h"
 #include "daqiri/test_pattern.hpp"
 #include "daqiri/v1/control.grpc.pb.h"
 #include "dataplane_fixture.hpp"
@@ -465,6 +470,121 @@ TEST_F(DataPlaneTest, ClientChurnLeavesNothingBehind) {
   EXPECT_EQ(describe(after), describe(before));
   EXPECT_EQ(gen(4096, 1, 100).exit_code, 0);
   EXPECT_EQ(again.wait(), 0) << again.output();
+}
+
+std::string user_name() {
+  passwd* pw = ::getpwuid(::getuid());
+  return pw != nullptr ? pw->pw_name : "";
+}
+
+// One user cannot take every session or attachment: past daemon.limits the next one is
+// refused with the reason, what the user already holds keeps working, and a slot freed is
+// a slot taken again.
+TEST_F(DataPlaneTest, LimitsPerUserRefuseTheNextOneWithTheReason) {
+  start("  limits: {sessions_per_user: 2, attachments_per_user: 3}\n");
+  Spawned first(dir_, client({"attach-many", "stream1", "2"}));
+  ASSERT_TRUE(first.wait_for_output("attached 2")) << first.output();
+  Spawned second(dir_, client({"attach-many", "stream0", "2"}));
+  EXPECT_EQ(second.wait(), 3);
+  EXPECT_THAT(second.output(),
+              HasSubstr("attach 2 failed: uid " + std::to_string(::getuid()) + " (" + user_name() +
+                        ") already holds 3 attachments, the most "
+                        "daemon.limits.attachments_per_user allows"));
+  Spawned holder(dir_, client({"hold", "stream0", "1"}));
+  ASSERT_TRUE(holder.wait_for_output("attached")) << holder.output();
+  auto refused = run(tap("stream0", 1));
+  EXPECT_EQ(refused.exit_code, 5) << refused.out << refused.err;
+  EXPECT_THAT(refused.out + refused.err,
+              HasSubstr("tap: uid " + std::to_string(::getuid()) + " (" + user_name() +
+                        ") already holds 2 sessions, the most daemon.limits.sessions_per_user "
+                        "allows"));
+  // What the user holds still works, and a freed session is taken again.
+  EXPECT_EQ(gen(4096, 1, 100).exit_code, 0);
+  ASSERT_TRUE(holder.wait_for_output("holding 1")) << holder.output();
+  holder.kill(SIGKILL);
+  holder.wait();
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+  Spawned again(dir_, tap("stream0", 1));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 3; }));
+  EXPECT_EQ(gen(4096, 1, 100).exit_code, 0);
+  EXPECT_EQ(again.wait(), 0) << again.output();
+  EXPECT_EQ(run({ctl_path(), "--socket", socket_, "health"}).exit_code, 0);
+}
+
+// Out of fds, the daemon refuses the next session with the reason (instead of leaving the
+// connection queued and spinning on it), keeps serving the clients it has, and takes sessions
+// again once fds are free.
+TEST_F(DataPlaneTest, OutOfFdsRefusesSessionsSaysWhyAndRecovers) {
+  start();
+  Spawned steady(dir_, tap("stream1", 5, {"--block"}));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  size_t open_now = std::distance(
+      std::filesystem::directory_iterator("/proc/" + std::to_string(daemon_->pid()) + "/fd"),
+      std::filesystem::directory_iterator{});
+  rlimit low{open_now + 6, open_now + 6};  // room for three sessions: a connection and a pidfd
+  ASSERT_EQ(::prlimit(daemon_->pid(), RLIMIT_NOFILE, &low, nullptr), 0) << std::strerror(errno);
+
+  // Raw connections that never say HELLO: each holds a session, a connection and a pidfd,
+  // until closed. Once the fds are gone, every later one gets the reason and a hang-up at once
+  // (how many fit depends on what else the daemon has open just then).
+  std::string path = dir_.file("d.session.sock");
+  std::vector<UniqueFd> conns;
+  for (int i = 0; i < 12; ++i) {
+    UniqueFd c(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+    ASSERT_EQ(::connect(c.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0)
+        << std::strerror(errno);
+    conns.push_back(std::move(c));
+  }
+  int refused = 0;
+  for (auto& c : conns) {
+    pollfd p{c.get(), POLLIN, 0};
+    if (::poll(&p, 1, refused > 0 ? 2000 : 500) != 1) continue;  // held
+    daqiri_msg_error e{};
+    ASSERT_EQ(::recv(c.get(), &e, sizeof e, 0), static_cast<ssize_t>(sizeof e));
+    EXPECT_EQ(e.h.type, DAQIRI_MSG_ERROR);
+    EXPECT_STREQ(e.message, "daqirid is out of file descriptors");
+    EXPECT_EQ(::recv(c.get(), &e, sizeof e, 0), 0);  // and closed
+    ++refused;
+  }
+  EXPECT_GE(refused, 6);
+  // A control call meanwhile fails (its connections are refused too) instead of hanging.
+  // Another connection first takes whatever fd the refusals left free.
+  UniqueFd squat(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un control_addr{};
+  control_addr.sun_family = AF_UNIX;
+  std::strncpy(control_addr.sun_path, socket_.c_str(), sizeof control_addr.sun_path - 1);
+  ASSERT_EQ(::connect(squat.get(), reinterpret_cast<sockaddr*>(&control_addr), sizeof control_addr),
+            0);
+  auto control_call = run({ctl_path(), "--socket", socket_, "--timeout", "2", "health"});
+  EXPECT_NE(control_call.exit_code, 0) << control_call.out;
+  // The client it had still gets its packets.
+  EXPECT_EQ(gen(4097, 5, 100).exit_code, 0);
+  EXPECT_EQ(steady.wait(), 0) << steady.output();
+
+  conns.clear();
+  squat.reset();
+  Spawned later(dir_, tap("stream0", 1));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }, 10s))
+      << later.output();
+  EXPECT_EQ(gen(4096, 1, 100).exit_code, 0);
+  EXPECT_EQ(later.wait(), 0) << later.output();
+  EXPECT_TRUE(healthy());
+  // One line a spell of refusals per socket, not one a connection.
+  std::string log = daemon_->log();
+  auto lines_with = [&log](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(lines_with("d.session.sock: out of file descriptors ("), 1u) << log;
+  EXPECT_EQ(lines_with("d.sock: out of file descriptors ("), 1u) << log;
+  EXPECT_EQ(lines_with("d.sock: accepting connections again"), 1u) << log;
+  EXPECT_THAT(log, HasSubstr("accepting connections again, after refusing " +
+                             std::to_string(refused) + " for want of fds"));
 }
 
 TEST_F(DataPlaneTest, SessionsAreListedWithTheirAttachments) {

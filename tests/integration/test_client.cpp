@@ -6,6 +6,7 @@
 //   reconnect SOCKET FLOW COUNT   receive COUNT packets, reconnecting across daemon restarts
 //   stream-rx SOCKET FLOW BYTES   receive a TCP flow's streams; print bytes and FNV-1a of each
 //   queue-rx SOCKET IF QUEUE COUNT  receive every flow of an RX queue through one ring
+//   attach-many SOCKET FLOW N     attach to FLOW N times in one session, print each, then sleep
 //   hostile SOCKET FLOW KIND      break the protocol with the raw ABI: consumer-index,
 //                                 tx-descriptor, tx-source, garbage-message
 // Prints what happened on stdout (flushed per line); exit codes say whether it went as meant.
@@ -72,6 +73,22 @@ int hold(const std::string& socket, const std::string& flow, size_t n, uint32_t 
     held += b->size();  // never released
   }
   say("holding %zu", held);
+  for (;;)
+    std::this_thread::sleep_for(1s);
+}
+
+int attach_many(const std::string& socket, const std::string& flow, int n) {
+  auto c = connect(socket, "test-attach-many");  // holds every stream it attaches
+  for (int i = 1; i <= n; ++i) {
+    daqiri::RxOptions o;
+    o.flow = flow;
+    auto rx = c->attach_rx(o);
+    if (!rx) {
+      say("attach %d failed: %s", i, rx.error().message.c_str());
+      return 3;
+    }
+    say("attached %d", i);
+  }
   for (;;)
     std::this_thread::sleep_for(1s);
 }
@@ -363,6 +380,7 @@ int main(int argc, char** argv) {
     return hold(a[1], a[2], std::stoul(a[3]), static_cast<uint32_t>(std::stoul(a[4])));
   }
   if (a.size() == 4 && a[0] == "slow") return slow(a[1], a[2], std::stoi(a[3]));
+  if (a.size() == 4 && a[0] == "attach-many") return attach_many(a[1], a[2], std::stoi(a[3]));
   if (a.size() == 3 && a[0] == "write-rx") return write_rx(a[1], a[2]);
   if (a.size() == 7 && a[0] == "tx") {
     return tx(a[1], a[2], static_cast<uint16_t>(std::stoi(a[3])),

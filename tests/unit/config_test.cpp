@@ -88,6 +88,7 @@ TEST(Config, ReadsEveryKeyOfOurSchema) {
       "  access:\n"
       "    admins: {users: [root], groups: ['0']}\n"
       "    clients: {users: ['1000']}\n"
+      "  limits: {sessions_per_user: 4, attachments_per_user: 9}\n"
       "memory_regions:\n"
       "  - {name: hdr, kind: huge, buf_size: 256, num_bufs: 8192}\n"
       "  - {name: pay, kind: device, buf_size: 8192, num_bufs: 8192, gpu: 0, gpu_copy: batch}\n"
@@ -123,6 +124,8 @@ TEST(Config, ReadsEveryKeyOfOurSchema) {
   EXPECT_EQ(c.daemon.access.admins.uids, (std::vector<uid_t>{0}));
   EXPECT_EQ(c.daemon.access.clients.uids, (std::vector<uid_t>{1000}));
   EXPECT_FALSE(c.daemon.access.default_clients);
+  EXPECT_EQ(c.daemon.limits.sessions_per_user, 4u);
+  EXPECT_EQ(c.daemon.limits.attachments_per_user, 9u);
   EXPECT_EQ(c.memory_regions[1].gpu, 0);
   EXPECT_EQ(c.memory_regions[1].gpu_copy, GpuCopy::kBatch);
   EXPECT_FALSE(c.memory_regions[0].gpu_copy.has_value());
@@ -369,6 +372,15 @@ TEST(Config, TcpAdminRoleNeedsClientCertificates) {
           "daemon:\n  tcp: {address: '0.0.0.0:7000', cert: c.pem, key: k.pem, role: admin}\n"),
       "t.yaml:2:65: error: daemon.tcp.role: role admin over TCP needs client_ca: callers must "
       "prove who they are");
+}
+
+TEST(Config, LimitsAreCountsOfAtLeastOne) {
+  EXPECT_EQ(only_error("daemon:\n  limits:\n    sessions_per_user: 0\n"),
+            "t.yaml:3:24: error: daemon.limits.sessions_per_user: expected an integer from 1 to "
+            "1048576, got \"0\"");
+  EXPECT_EQ(only_error("daemon:\n  limits: {attachments: 3}\n"),
+            "t.yaml:2:12: error: daemon.limits.attachments: unknown key; valid keys here: "
+            "attachments_per_user, sessions_per_user");
 }
 
 TEST(Config, RelativeSocketPath) {

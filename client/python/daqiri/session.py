@@ -61,11 +61,34 @@ class Session:
                 self.sock.connect(path)
             except OSError as e:
                 raise Unavailable(f"connect {path}: {e.strerror}") from None
-            self._send(abi.header(abi.MSG_HELLO, abi.HELLO.size) + name.encode()[:63].ljust(64, b"\0"))
-            msg, fds = self._recv(abi.WELCOME.size)
-            for fd in fds:  # the daemon sends none with WELCOME
+            # The daemon answers ERROR instead of WELCOME when it will not take the session (a
+            # limit reached) and hangs up, perhaps before the HELLO arrives: its reason is still
+            # there to read when the send failed.
+            hello = abi.header(abi.MSG_HELLO, abi.HELLO.size) + name.encode()[:63].ljust(64, b"\0")
+            try:
+                self.sock.sendmsg([hello])
+                sent = None
+            except OSError as e:
+                sent = e
+            try:
+                try:
+                    msg, fds, _, _ = socket.recv_fds(self.sock, abi.ERROR.size, _MAX_FDS,
+                                                     0 if sent is None else socket.MSG_DONTWAIT)
+                except ConnectionResetError:
+                    # A hang-up while our HELLO was unread is reported first, the reply after it.
+                    msg, fds, _, _ = socket.recv_fds(self.sock, abi.ERROR.size, _MAX_FDS,
+                                                     socket.MSG_DONTWAIT)
+            except OSError as e:
+                raise Unavailable(f"session socket: {(sent or e).strerror}") from None
+            for fd in fds:  # the daemon sends none with WELCOME or ERROR
                 os.close(fd)
-            if len(msg) != abi.WELCOME.size or abi.HEADER.unpack_from(msg)[2] != abi.MSG_WELCOME:
+            mtype = abi.HEADER.unpack_from(msg)[2] if len(msg) >= abi.HEADER.size else 0
+            if mtype == abi.MSG_ERROR and len(msg) == abi.ERROR.size:
+                _, code, _, _, text = abi.ERROR.unpack(msg)
+                raise from_code(code, text.split(b"\0", 1)[0].decode(errors="replace") or "refused")
+            if sent is not None:
+                raise Unavailable(f"session socket: {sent.strerror}") from None
+            if len(msg) != abi.WELCOME.size or mtype != abi.MSG_WELCOME:
                 raise Unavailable("daqirid refused the session")
         except BaseException:
             self.sock.close()

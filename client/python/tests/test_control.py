@@ -107,3 +107,16 @@ def test_daemon_capture_records_a_flow(start_daemon, workdir):
             control.start_capture("stream0", os.path.join(workdir, "out.pcap"))
         with pytest.raises(daqiri.NotFound):
             control.stop_capture(12345)
+
+
+def test_limits_refuse_a_session_and_an_attachment_with_the_reason(start_daemon):
+    d = start_daemon(daemon_extra="  limits: {sessions_per_user: 1, attachments_per_user: 1}\n")
+    with d.client("first") as first, first.attach_rx("stream0"):
+        with pytest.raises(daqiri.ResourceExhausted, match="attachments_per_user"):
+            first.attach_rx("stream1")
+        with pytest.raises(daqiri.ResourceExhausted, match="already holds 1 sessions"):
+            d.client("second")
+    with d.control() as c:
+        assert wait_for(lambda: not c.sessions())  # the daemon saw the hang-up
+    with d.client("third") as third, third.attach_rx("stream1"):  # freed, taken again
+        pass
