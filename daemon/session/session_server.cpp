@@ -429,15 +429,7 @@ Result<AttachGrant> SessionServer::attach(const control::PeerIdentity& caller,
                       " belongs to another process; attach from the process that opened it",
                   "session_id");
     }
-    size_t held = 0;
-    for (const auto& [id, other] : sessions_) {
-      if (other->peer.uid == caller.uid) held += other->attachments.size();
-    }
-    if (held >= limits_.attachments_per_user) {
-      return fail(ErrorCode::kResourceExhausted,
-                  caller.describe() + " already holds " + std::to_string(held) +
-                      " attachments, the most daemon.limits.attachments_per_user allows");
-    }
+    if (auto full = check_attachment_limit(caller); !full) return std::unexpected(full.error());
   }
   Result<uint64_t> id = !spec.flow.empty() ? dp_.create_rx(spec.flow, spec.rx_options)
                         : !spec.rx_interface.empty()
@@ -457,6 +449,11 @@ Result<AttachGrant> SessionServer::attach(const control::PeerIdentity& caller,
   if (it == sessions_.end()) {  // it ended meanwhile
     dp_.close(*id);
     return fail(ErrorCode::kNotFound, "the session ended", "session_id");
+  }
+  // Again, for calls of the same user that were checked side by side.
+  if (auto full = check_attachment_limit(caller); !full) {
+    dp_.close(*id);
+    return std::unexpected(full.error());
   }
   Attachment a;
   a.id = *id;
@@ -485,6 +482,17 @@ std::vector<SessionInfo> SessionServer::sessions() const {
     out.push_back(std::move(info));
   }
   return out;
+}
+
+Result<> SessionServer::check_attachment_limit(const control::PeerIdentity& caller) const {
+  size_t held = 0;
+  for (const auto& [id, s] : sessions_) {
+    if (s->peer.uid == caller.uid) held += s->attachments.size();
+  }
+  if (held < limits_.attachments_per_user) return {};
+  return fail(ErrorCode::kResourceExhausted,
+              caller.describe() + " already holds " + std::to_string(held) +
+                  " attachments, the most daemon.limits.attachments_per_user allows");
 }
 
 uint32_t SessionServer::sessions_of(uid_t uid) const {

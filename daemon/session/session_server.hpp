@@ -107,6 +107,8 @@ class SessionServer {
   void handle_detach(Session& s, const void* msg, size_t len);
   // Sessions, welcomed or not, held by `uid`.
   uint32_t sessions_of(uid_t uid) const;
+  // RESOURCE_EXHAUSTED when the caller's uid holds attachments_per_user already. Under mutex_.
+  [[nodiscard]] Result<> check_attachment_limit(const control::PeerIdentity& caller) const;
   // Ends a session: every attachment closed, fds dropped. `why` goes to the log.
   void end_session(uint64_t session_id, const std::string& why);
   // Ends a session for breaking the protocol, and counts it.

@@ -57,7 +57,6 @@ void ConnectionAcceptor::kept() {
 }
 
 void ConnectionAcceptor::count_refused() {
-  ++refused_;
   if (streak_++ == 0) {
     spdlog::warn(
         "{}: out of file descriptors ({} open at most): refusing connections until some "

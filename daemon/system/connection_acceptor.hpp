@@ -27,15 +27,12 @@ class ConnectionAcceptor {
   // Counts a connection the caller refused for want of fds after taking it (it ran out while
   // setting the connection up): logged in the same streak as accept()'s own refusals.
   void count_refused();
-  // Connections refused for want of fds, in all.
-  [[nodiscard]] uint64_t refused() const { return refused_; }
 
  private:
   std::string name_;
   int listen_fd_;
   int flags_;
   UniqueFd reserve_;
-  uint64_t refused_ = 0;
   uint64_t streak_ = 0;  // refused since the last connection taken
 };
 

@@ -414,7 +414,10 @@ TEST_F(DataPlaneTest, ClientChurnLeavesNothingBehind) {
   Spawned steady(dir_, tap("stream0", kSteady, {"--block"}));
   ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
   const auto before = held_by(daemon_->pid());
-  std::thread sender([&] { EXPECT_EQ(gen(4096, kSteady, 300, 1500).exit_code, 0); });
+  // Half of the steady flow's packets while the others come and go, half after: the steady
+  // client is attached all along.
+  Spawned sender(dir_, {gen_path(), "--dest", "127.0.0.1:4096", "--size", "300", "--count",
+                        std::to_string(kSteady / 2), "--rate", "1500"});
 
   auto attached = [&](int n) {
     return eventually([n](const v1::Stats& s) { return s.attachments_size() == n; });
@@ -441,7 +444,7 @@ TEST_F(DataPlaneTest, ClientChurnLeavesNothingBehind) {
     }
     {  // a clean receive and detach
       Spawned c(dir_, tap("stream1", 10));
-      ASSERT_TRUE(attached(2));
+      ASSERT_TRUE(attached(2)) << c.output();
       EXPECT_EQ(gen(4097, 10, 100).exit_code, 0);
       EXPECT_EQ(c.wait(), 0) << c.output();
     }
@@ -450,11 +453,12 @@ TEST_F(DataPlaneTest, ClientChurnLeavesNothingBehind) {
       EXPECT_EQ(c.wait(), 0) << c.output();
     }
   }
-  sender.join();
+  EXPECT_EQ(sender.wait(), 0) << sender.output();
+  EXPECT_EQ(gen(4096, kSteady / 2, 300, 1500).exit_code, 0);
   ASSERT_EQ(steady.wait(), 0) << steady.output();
   EXPECT_THAT(steady.output(), HasSubstr("received 3000 packets"));
   EXPECT_THAT(steady.output(),
-              HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+              HasSubstr("verify: 2 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
 
   ASSERT_TRUE(eventually([&](const v1::Stats& s) {
     return s.attachments_size() == 0 && flow_stats(s, "stream1")->buffers_on_loan() == 0 &&
