@@ -103,6 +103,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(config::Config config) {
   control_options.socket_path = kept.socket_path;
   control_options.socket_group = group;
   control_options.tcp = kept.tcp;
+  control_options.connections_per_user = kept.limits.control_connections_per_user;
   if (!kept.metrics_address.empty()) {
     auto m = metrics::MetricsServer::start(kept.metrics_address, *d->data_plane_, *d->sessions_);
     if (!m) return std::unexpected(m.error());

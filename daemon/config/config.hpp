@@ -54,6 +54,7 @@ struct TcpListenerConfig {
 struct ClientLimitsConfig {
   uint32_t sessions_per_user = 64;
   uint32_t attachments_per_user = 128;
+  uint32_t control_connections_per_user = 64;
 };
 
 struct DaemonConfig {

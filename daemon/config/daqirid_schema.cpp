@@ -81,6 +81,8 @@ void read_daemon(const YamlNode& node, DaemonConfig& d) {
     YamlMap l(*limits);
     l.read_uint("sessions_per_user", d.limits.sessions_per_user, 1, 1u << 20, d.where);
     l.read_uint("attachments_per_user", d.limits.attachments_per_user, 1, 1u << 20, d.where);
+    l.read_uint("control_connections_per_user", d.limits.control_connections_per_user, 1, 1u << 20,
+                d.where);
     l.finish();
   }
   if (std::vector<std::string> dirs; map.read_string_list("capture_dirs", dirs, d.where)) {

@@ -1,12 +1,38 @@
 #include "control/connection_registry.hpp"
 
+#include <sys/stat.h>
+
 #include <charconv>
 
 namespace daqiri::control {
 
+namespace {
+
+ino_t inode_of(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 ? st.st_ino : 0;
+}
+
+}  // namespace
+
 void ConnectionRegistry::record(int fd, PeerIdentity peer) {
+  ino_t inode = inode_of(fd);
   std::lock_guard lock(mutex_);
-  by_fd_[fd] = std::move(peer);
+  by_fd_[fd] = {std::move(peer), inode};
+}
+
+size_t ConnectionRegistry::open_for(uid_t uid) {
+  std::lock_guard lock(mutex_);
+  size_t n = 0;
+  for (auto it = by_fd_.begin(); it != by_fd_.end();) {
+    if (inode_of(it->first) != it->second.inode) {
+      it = by_fd_.erase(it);
+      continue;
+    }
+    n += it->second.peer.uid == uid ? 1 : 0;
+    ++it;
+  }
+  return n;
 }
 
 std::optional<PeerIdentity> ConnectionRegistry::lookup(std::string_view grpc_peer) const {
@@ -18,7 +44,7 @@ std::optional<PeerIdentity> ConnectionRegistry::lookup(std::string_view grpc_pee
     std::lock_guard lock(mutex_);
     auto it = by_fd_.find(fd);
     if (it == by_fd_.end()) return std::nullopt;
-    return it->second;
+    return it->second.peer;
   }
   if (grpc_peer.starts_with("ipv4:") || grpc_peer.starts_with("ipv6:")) {
     PeerIdentity peer;

@@ -4,6 +4,8 @@
 // overwrites the entry before the new connection carries any call. Thread-safe.
 #pragma once
 
+#include <sys/types.h>
+
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -19,10 +21,18 @@ class ConnectionRegistry {
   // The identity behind a gRPC peer string: "fd:N" (Unix, from the registry) or
   // "ipv4:…"/"ipv6:…" (TCP through TLS). nullopt for anything else.
   [[nodiscard]] std::optional<PeerIdentity> lookup(std::string_view grpc_peer) const;
+  // Recorded connections of `uid` still open. gRPC closes them without telling us, so an
+  // entry is live while its fd still names the socket it was recorded with (same inode);
+  // the others are forgotten here.
+  size_t open_for(uid_t uid);
 
  private:
+  struct Entry {
+    PeerIdentity peer;
+    ino_t inode = 0;
+  };
   mutable std::mutex mutex_;
-  std::unordered_map<int, PeerIdentity> by_fd_;
+  std::unordered_map<int, Entry> by_fd_;
 };
 
 }  // namespace daqiri::control

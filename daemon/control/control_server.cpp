@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -71,10 +72,24 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(ControlServerOptions
   s->listener_ = std::move(*listener);
   grpc::Server* server = s->server_.get();
   ConnectionRegistry* connections = &s->connections_;
-  auto started = s->listener_->start([server, connections](UniqueFd fd, PeerIdentity peer) {
-    connections->record(fd.get(), std::move(peer));
-    grpc::AddInsecureChannelFromFd(server, fd.release());  // gRPC owns it from here
-  });
+  auto started = s->listener_->start(
+      [server, connections, path = options.socket_path, limit = options.connections_per_user,
+       over = std::set<uid_t>{}](UniqueFd fd, PeerIdentity peer) mutable {
+        if (limit != 0) {
+          if (size_t open = connections->open_for(peer.uid); open >= limit) {
+            if (over.insert(peer.uid).second) {  // once a spell
+              spdlog::warn(
+                  "{}: refused: {} holds {} connections, the most "
+                  "daemon.limits.control_connections_per_user allows",
+                  path, peer.describe(), open);
+            }
+            return;  // closing it is the answer: the client sees UNAVAILABLE
+          }
+          over.erase(peer.uid);
+        }
+        connections->record(fd.get(), std::move(peer));
+        grpc::AddInsecureChannelFromFd(server, fd.release());  // gRPC owns it from here
+      });
   if (!started) return std::unexpected(started.error());
   s->set_serving(true);
   spdlog::info("control API on unix:{}{}", options.socket_path,

@@ -24,6 +24,8 @@ struct ControlServerOptions {
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   std::optional<gid_t> socket_group;  // the socket is mode 0660 and owned by this group
   std::optional<config::TcpListenerConfig> tcp;
+  // Unix-socket connections one uid may hold open at once; 0: no limit.
+  uint32_t connections_per_user = 0;
 };
 
 class ControlServer {

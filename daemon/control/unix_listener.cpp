@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "system/connection_acceptor.hpp"
+#include "system/fd_headroom.hpp"
 
 namespace daqiri::control {
 
@@ -93,6 +94,10 @@ void UnixListener::accept_loop(const AcceptFn& on_accept) {
           errno != ENFILE) {
         spdlog::warn("{}: accept: {}", path_, std::strerror(errno));
       }
+      continue;
+    }
+    if (!system::fds_to_spare(0)) {  // gRPC's own (system/fd_headroom.hpp)
+      acceptor.count_refused();
       continue;
     }
     acceptor.kept();

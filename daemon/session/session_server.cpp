@@ -13,6 +13,7 @@
 
 #include "control/status_code.hpp"
 #include "daqiri/common/fd_passing.hpp"
+#include "system/fd_headroom.hpp"
 
 namespace daqiri::session {
 namespace {
@@ -180,6 +181,11 @@ void SessionServer::accept_one() {
     refuse(conn.get(), kGrpcResourceExhausted, why);
     std::lock_guard lock(mutex_);
     if (over_limit_.insert(peer->uid).second) spdlog::warn("session socket: refused: {}", why);
+    return;
+  }
+  if (!system::fds_to_spare(1)) {  // the pidfd; the rest is gRPC's (system/fd_headroom.hpp)
+    refuse(conn.get(), kGrpcResourceExhausted, kOutOfFds);
+    acceptor_.count_refused();
     return;
   }
   ProcessHandle pidfd = ProcessHandle::open(peer->pid);
@@ -430,6 +436,11 @@ Result<AttachGrant> SessionServer::attach(const control::PeerIdentity& caller,
                   "session_id");
     }
     if (auto full = check_attachment_limit(caller); !full) return std::unexpected(full.error());
+  }
+  // A ring's memfd and eventfd, a TX pool's memfd, the copies handed over at CLAIM.
+  constexpr size_t kAttachmentFds = 6;
+  if (!system::fds_to_spare(kAttachmentFds)) {
+    return fail(ErrorCode::kResourceExhausted, kOutOfFds);
   }
   Result<uint64_t> id = !spec.flow.empty() ? dp_.create_rx(spec.flow, spec.rx_options)
                         : !spec.rx_interface.empty()

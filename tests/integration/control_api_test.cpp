@@ -1,6 +1,10 @@
 // The control API through a real gRPC client against a real daqirid.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include "daqiri/v1/control.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -207,6 +211,56 @@ TEST_F(ControlApiTest, ReflectionListsTheControlService) {
     names.push_back(s.name());
   EXPECT_NE(std::find(names.begin(), names.end(), "daqiri.v1.Control"), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "grpc.health.v1.Health"), names.end());
+}
+
+// A channel with a connection of its own (gRPC shares one per target otherwise).
+std::shared_ptr<grpc::Channel> own_channel(const std::string& socket) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
+}
+
+grpc::StatusCode info_call(const std::shared_ptr<grpc::Channel>& channel) {
+  grpc::ClientContext c;
+  c.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  v1::Info info;
+  return v1::Control::NewStub(channel)->GetInfo(&c, {}, &info).error_code();
+}
+
+// One user cannot hold every control connection: past control_connections_per_user the next
+// is closed at once (its calls fail UNAVAILABLE, said once in the log), and a connection
+// closed makes room again.
+TEST(ControlLimits, ConnectionsPastTheUsersLimitAreClosed) {
+  TempDir dir;
+  std::string socket = dir.file("d.sock");
+  std::string config =
+      dir.write("d.yaml", test_config(socket, "  limits: {control_connections_per_user: 2}\n"));
+  DaemonProcess daemon(dir, {"--config", config});
+  ASSERT_TRUE(daemon.wait_ready()) << daemon.log();
+  auto a = own_channel(socket);
+  auto b = own_channel(socket);
+  ASSERT_EQ(info_call(a), grpc::StatusCode::OK);
+  ASSERT_EQ(info_call(b), grpc::StatusCode::OK);
+  EXPECT_EQ(info_call(own_channel(socket)), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(info_call(own_channel(socket)), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(info_call(a), grpc::StatusCode::OK);  // what it holds keeps working
+  b.reset();
+  bool room = false;  // once the daemon has seen b's connection close
+  for (int i = 0; i < 50 && !room; ++i) {
+    room = info_call(own_channel(socket)) == grpc::StatusCode::OK;
+    if (!room) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(room);
+  std::string log = daemon.log();
+  std::string line = "refused: uid " + std::to_string(::getuid());
+  size_t first = log.find(line);
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_NE(log.find("holds 2 connections, the most daemon.limits.control_connections_per_user "
+                     "allows"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find(line, first + 1), std::string::npos) << log;  // once a spell
+  EXPECT_EQ(daemon.stop(), 0) << daemon.log();
 }
 
 }  // namespace

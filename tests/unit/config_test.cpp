@@ -88,7 +88,8 @@ TEST(Config, ReadsEveryKeyOfOurSchema) {
       "  access:\n"
       "    admins: {users: [root], groups: ['0']}\n"
       "    clients: {users: ['1000']}\n"
-      "  limits: {sessions_per_user: 4, attachments_per_user: 9}\n"
+      "  limits: {sessions_per_user: 4, attachments_per_user: 9, control_connections_per_user: "
+      "5}\n"
       "memory_regions:\n"
       "  - {name: hdr, kind: huge, buf_size: 256, num_bufs: 8192}\n"
       "  - {name: pay, kind: device, buf_size: 8192, num_bufs: 8192, gpu: 0, gpu_copy: batch}\n"
@@ -126,6 +127,7 @@ TEST(Config, ReadsEveryKeyOfOurSchema) {
   EXPECT_FALSE(c.daemon.access.default_clients);
   EXPECT_EQ(c.daemon.limits.sessions_per_user, 4u);
   EXPECT_EQ(c.daemon.limits.attachments_per_user, 9u);
+  EXPECT_EQ(c.daemon.limits.control_connections_per_user, 5u);
   EXPECT_EQ(c.memory_regions[1].gpu, 0);
   EXPECT_EQ(c.memory_regions[1].gpu_copy, GpuCopy::kBatch);
   EXPECT_FALSE(c.memory_regions[0].gpu_copy.has_value());
@@ -380,7 +382,7 @@ TEST(Config, LimitsAreCountsOfAtLeastOne) {
             "1048576, got \"0\"");
   EXPECT_EQ(only_error("daemon:\n  limits: {attachments: 3}\n"),
             "t.yaml:2:12: error: daemon.limits.attachments: unknown key; valid keys here: "
-            "attachments_per_user, sessions_per_user");
+            "attachments_per_user, control_connections_per_user, sessions_per_user");
 }
 
 TEST(Config, RelativeSocketPath) {
