@@ -713,6 +713,7 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
     s.on_loan = c.on_loan.load(std::memory_order_relaxed);
     s.stalls = c.stalls.load(std::memory_order_relaxed);
     s.violated = a.lifecycle().violated.load(std::memory_order_relaxed);
+    s.claimed = a.active;
     const abi::RingView* ring = a.rx ? &a.rx->ring() : &a.tx->tx_ring();
 #ifdef DAQIRI_HAVE_CUDA
     if (a.gpu) {

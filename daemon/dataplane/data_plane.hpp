@@ -76,6 +76,7 @@ struct AttachmentStats {
   uint64_t gpu_packets = 0, gpu_bytes = 0;  // GPU: copies into the GPU ring completed
   LatencyHistogram::Snapshot gpu_copy_latency;
   bool violated = false;
+  bool claimed = false;  // activate() ran: the pollers deliver to it
 };
 
 // What a client needs to map an attachment: sent over the session socket.

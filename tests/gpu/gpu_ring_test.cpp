@@ -266,8 +266,7 @@ class GpuRingTest : public ::testing::Test {
                                   "-t",       "60"};
     argv.insert(argv.end(), args.begin(), args.end());
     Spawned t(dir_, argv);
-    EXPECT_TRUE(
-        control_->eventually([](const v1::Stats& st) { return st.attachments_size() == 1; }, 20s));
+    EXPECT_TRUE(control_->eventually([](const v1::Stats& st) { return claimed(st) == 1; }, 20s));
     EXPECT_EQ(gen(port, count, size).exit_code, 0);
     CommandResult r;
     r.exit_code = t.wait(60s);

@@ -116,7 +116,7 @@ class CaptureTest : public DataPlaneTest {
                        std::vector<std::string> capture) {
     capture.insert(capture.begin(), "--block");
     Spawned t(dir_, tap(flow, count, capture));
-    EXPECT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+    EXPECT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
     EXPECT_EQ(gen(port, count, size).exit_code, 0);
     CommandResult r;
     r.exit_code = t.wait();
@@ -205,7 +205,7 @@ TEST_F(CaptureTest, FullDiskIsAClearErrorAndCostsOtherClientsNothing) {
   std::string file = small + "/full.pcap";
   Spawned other(dir_, tap("stream0", 3000, {"--block"}));
   Spawned recorder(dir_, tap("stream0", 3000, {"--block", "--out", file}));
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 2; }));
   EXPECT_EQ(gen(4096, 3000, 1000).exit_code, 0);
   int recorder_exit = recorder.wait();
   EXPECT_EQ(other.wait(), 0) << other.output();
@@ -227,7 +227,7 @@ TEST_F(CaptureTest, DaemonCaptureRecordsAFlowBesideItsClients) {
   Spawned capture(dir_,
                   ctl({"capture", "stream0", "--out", file, "--format", "pcapng", "-n", "2000"}),
                   as_user());
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 2; }));
   ASSERT_EQ(gen(4096, 2000, 600).exit_code, 0);
   ASSERT_EQ(client.wait(), 0) << client.output();
   ASSERT_EQ(capture.wait(), 0) << capture.output() << daemon_->log();
@@ -255,7 +255,7 @@ TEST_F(CaptureTest, DaemonCaptureOnAFullDiskEndsAndSaysWhy) {
   std::string file = small + "/full.pcap";
   Spawned client(dir_, tap("stream0", 3000, {"--block"}));
   Spawned capture(dir_, ctl({"capture", "stream0", "--out", file, "-n", "3000"}));
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 2; }));
   ASSERT_EQ(gen(4096, 3000, 1000).exit_code, 0);
   int capture_exit = capture.wait();
   EXPECT_EQ(client.wait(), 0) << client.output();
@@ -275,7 +275,7 @@ TEST_F(CaptureTest, DaemonCaptureOnAFullDiskEndsAndSaysWhy) {
 TEST_F(CaptureTest, DaemonCapturesAWholeQueue) {
   std::string file = allowed_ + "/queue.pcap";
   Spawned capture(dir_, ctl({"capture", "--queue", "lo/rx0", "--out", file, "-n", "1500"}));
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
   ASSERT_EQ(gen(4096, 1000, 400).exit_code, 0);
   ASSERT_EQ(gen(4097, 500, 200).exit_code, 0);
   ASSERT_EQ(capture.wait(), 0) << capture.output();
@@ -291,7 +291,7 @@ TEST_F(CaptureTest, DeletingTheFlowEndsItsCapture) {
   std::string file = allowed_ + "/deleted.pcap";
   auto r = run(ctl({"capture", "stream1", "--out", file, "--detach"}));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
   ASSERT_EQ(gen(4097, 200, 300).exit_code, 0);
   ASSERT_TRUE(eventually([](const v1::Stats& s) {
     return s.attachments_size() == 1 && s.attachments(0).packets() == 200;
@@ -313,7 +313,7 @@ TEST_F(CaptureTest, StopCaptureEndsItAndOnlyItsOwnerMay) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out,
               HasSubstr("capture 1 started: flow stream0 to " + file + " (from host memory)"));
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
   ASSERT_EQ(gen(4096, 300, 100).exit_code, 0);
   ASSERT_TRUE(eventually([](const v1::Stats& s) {
     return s.attachments_size() == 1 && s.attachments(0).packets() == 300;

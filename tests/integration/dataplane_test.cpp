@@ -50,7 +50,7 @@ TEST_F(DataPlaneTest, TwoFlowsToTwoClientsExactlyAndEachOnlyItsOwn) {
   Spawned a(dir_, tap("stream0", 3000, {"--block"}));
   Spawned b(dir_, tap("stream1", 2000, {"--block"}),
             user ? std::optional(user->ids()) : std::nullopt);
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 2; }));
   std::thread g0([&] { EXPECT_EQ(gen(4096, 3000, 1000).exit_code, 0); });
   std::thread g1([&] { EXPECT_EQ(gen(4097, 2000, 333).exit_code, 0); });
   g0.join();
@@ -112,7 +112,7 @@ TEST_F(DataPlaneTest, SharePagesPacksSmallPoolsIntoOneHugepage) {
 
     Spawned a(dir_, tap("stream0", 1500, {"--block"}));
     Spawned b(dir_, tap("stream1", 1500, {"--block"}));
-    ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+    ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 2; }));
     std::thread g0([&] { EXPECT_EQ(gen(4096, 1500, 700).exit_code, 0); });
     std::thread g1([&] { EXPECT_EQ(gen(4097, 1500, 500).exit_code, 0); });
     g0.join();
@@ -152,7 +152,7 @@ TEST_F(DataPlaneTest, KilledClientReturnsEveryBufferAndOthersLoseNothing) {
   Spawned holder(dir_, client({"hold", "stream0", "100"}));
   ASSERT_TRUE(holder.wait_for_output("attached"));
   Spawned other(dir_, tap("stream0", 400, {"--block"}));
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 2; }));
   EXPECT_EQ(gen(4096, 100, 500).exit_code, 0);
   ASSERT_TRUE(holder.wait_for_output("holding 100")) << holder.output();
   // The holder has all 100; the other client released its copies of the same buffers.
@@ -181,7 +181,7 @@ TEST_F(DataPlaneTest, SlowConsumerDropsAreCountedOthersUnaffected) {
   Spawned slow(dir_, client({"slow", "stream0", "20"}));
   ASSERT_TRUE(slow.wait_for_output("attached"));
   Spawned fast(dir_, tap("stream0", 3000, {"--block"}));
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 2; }));
   EXPECT_EQ(gen(4096, 3000, 200, 30000).exit_code, 0);
   ASSERT_EQ(fast.wait(), 0) << fast.output();
   EXPECT_THAT(fast.output(), HasSubstr("received 3000 packets"));
@@ -204,7 +204,7 @@ class HostileClientTest : public DataPlaneTest,
 TEST_P(HostileClientTest, IsCutOffAndHurtsNobody) {
   start();
   Spawned bystander(dir_, tap("stream0", 50, {"--block"}));
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
   Spawned bad(dir_, client({"hostile", "stream0", GetParam()}));
   if (std::string(GetParam()) != "garbage-message") {
     ASSERT_TRUE(bad.wait_for_output("attached")) << bad.output();
@@ -238,14 +238,14 @@ TEST_F(DataPlaneTest, EmptyPoolDropsAreCountedAsNoBuffer) {
   start();
   Spawned other(dir_, tap("stream0", 0));
   Spawned holder(dir_, client({"hold", "stream0", "4000", "8192"}));
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }))
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 2; }))
       << other.output() << holder.output();
   ASSERT_EQ(gen(4096, 30000, 1000, 200000).exit_code, 0);
   ASSERT_TRUE(holder.wait_for_output("holding"));
   std::this_thread::sleep_for(200ms);  // the pool is dry, the kernel's buffer full
   holder.kill(SIGKILL);
   holder.wait();
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
   ASSERT_EQ(gen(4096, 100, 1000).exit_code, 0);
   const uint64_t sent = 30100;
   auto accounted = [&](const v1::Stats& s) {
@@ -308,7 +308,7 @@ TEST_F(DataPlaneTest, ClientReconnectsAfterDaemonRestart) {
   daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config_});
   ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
   ASSERT_TRUE(c.wait_for_output("reconnected")) << c.output();
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
   EXPECT_EQ(gen(4096, 200, 100).exit_code, 0);
   EXPECT_EQ(c.wait(), 0) << c.output();
   EXPECT_THAT(c.output(), HasSubstr("received 400 after 1 reconnects, 2 sessions"));
@@ -319,7 +319,7 @@ TEST_F(DataPlaneTest, FlowsChangeLiveWithoutDisturbingOthers) {
   start();
   Spawned keep(dir_, tap("stream1", 200, {"--block"}));
   Spawned gone(dir_, tap("stream0", 1000000));
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 2; }));
   auto ctl = [&](std::vector<std::string> args) {
     args.insert(args.begin(), {ctl_path(), "--socket", socket_});
     return run(args);
@@ -332,7 +332,7 @@ TEST_F(DataPlaneTest, FlowsChangeLiveWithoutDisturbingOthers) {
   auto r = ctl({"flows", "add", "fresh", "-i", "lo", "--udp-dst", "4200-4201"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Spawned fresh(dir_, tap("fresh", 300, {"--block"}));
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 2; }));
   std::thread g([&] { EXPECT_EQ(gen(4200, 300, 64).exit_code, 0); });
   EXPECT_EQ(gen(4097, 200, 64).exit_code, 0);
   g.join();
@@ -412,7 +412,7 @@ TEST_F(DataPlaneTest, ClientChurnLeavesNothingBehind) {
   start();
   constexpr uint64_t kSteady = 3000;
   Spawned steady(dir_, tap("stream0", kSteady, {"--block"}));
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
   const auto before = held_by(daemon_->pid());
   // Half of the steady flow's packets while the others come and go, half after: the steady
   // client is attached all along.
@@ -420,7 +420,7 @@ TEST_F(DataPlaneTest, ClientChurnLeavesNothingBehind) {
                         std::to_string(kSteady / 2), "--rate", "1500"});
 
   auto attached = [&](int n) {
-    return eventually([n](const v1::Stats& s) { return s.attachments_size() == n; });
+    return eventually([n](const v1::Stats& s) { return claimed(s) == n; });
   };
   constexpr int kCycles = 3;
   for (int cycle = 0; cycle < kCycles; ++cycle) {
@@ -507,9 +507,9 @@ TEST_F(DataPlaneTest, LimitsPerUserRefuseTheNextOneWithTheReason) {
   ASSERT_TRUE(holder.wait_for_output("holding 1")) << holder.output();
   holder.kill(SIGKILL);
   holder.wait();
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 2; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 2; }));
   Spawned again(dir_, tap("stream0", 1));
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 3; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 3; }));
   EXPECT_EQ(gen(4096, 1, 100).exit_code, 0);
   EXPECT_EQ(again.wait(), 0) << again.output();
   EXPECT_EQ(run({ctl_path(), "--socket", socket_, "health"}).exit_code, 0);
@@ -521,7 +521,7 @@ TEST_F(DataPlaneTest, LimitsPerUserRefuseTheNextOneWithTheReason) {
 TEST_F(DataPlaneTest, OutOfFdsRefusesSessionsSaysWhyAndRecovers) {
   start();
   Spawned steady(dir_, tap("stream1", 5, {"--block"}));
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
   size_t open_now = std::distance(
       std::filesystem::directory_iterator("/proc/" + std::to_string(daemon_->pid()) + "/fd"),
       std::filesystem::directory_iterator{});
@@ -573,7 +573,7 @@ TEST_F(DataPlaneTest, OutOfFdsRefusesSessionsSaysWhyAndRecovers) {
   conns.clear();
   squat.reset();
   Spawned later(dir_, tap("stream0", 1));
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }, 10s))
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }, 10s))
       << later.output();
   EXPECT_EQ(gen(4096, 1, 100).exit_code, 0);
   EXPECT_EQ(later.wait(), 0) << later.output();

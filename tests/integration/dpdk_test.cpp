@@ -210,7 +210,7 @@ TEST_F(DpdkTest, RingPortLoopsClientTxToRxByteExact) {
                "  - {name: back, interface: ring0, match: {udp_dst: 6000}}\n", false,
                unprivileged_access()));
   Spawned rx(dir_, tap("back", 20000, {"--verify", "--block"}), user_->ids());
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
   auto tx = run({test_client_path(), "tx", socket_, "ring0", "5555", "6000", "20000", "777"});
   ASSERT_EQ(tx.exit_code, 0) << tx.out << daemon_->log();
   EXPECT_THAT(tx.out, HasSubstr("sent 20000"));  // every buffer came back (flush)
@@ -343,7 +343,7 @@ TEST_P(VethPortTest, ReceivesWhatAKernelSenderSends) {
                unprivileged_access(), 3072));
   veth.add_neighbour();
   Spawned rx(dir_, tap("gen", 3000, {"--verify", "--block"}), user_->ids());
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
   std::this_thread::sleep_for(20ms);  // the queue starts polling within a millisecond
   // A tap that falls behind (a sanitizer build on two CPUs beside a spinning poller) must not
   // turn into lost frames: at 20 000 pps with drop-new backpressure its ring overflowed in about
@@ -380,7 +380,7 @@ TEST_F(DpdkTest, MemifInteroperatesWithTestpmd) {
   start(config(dir_.file("d.sock"), port("memif0", "net_memif0,role=server,socket=" + sock),
                "  - {name: all, interface: memif0, match: {any: true}}\n"));
   Spawned rx(dir_, tap("all", 10000));
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 1; }));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
   Spawned testpmd(
       dir_, {"/usr/bin/dpdk-testpmd", "--no-huge", "-m", "256", "--no-pci", "--no-shconf",
              "--file-prefix", "dqtestpmd" + std::to_string(::getpid()), "-l", "0,1", "--vdev",

@@ -15,6 +15,16 @@
 
 namespace daqiri::test {
 
+// Attachments the pollers deliver to: claimed by their client on the session socket. Wait for
+// these, not for Attach, before sending: packets that come between Attach and the claim find
+// no one to take them.
+inline int claimed(const v1::Stats& s) {
+  int n = 0;
+  for (const auto& a : s.attachments())
+    n += a.claimed() ? 1 : 0;
+  return n;
+}
+
 class StatsClient {
  public:
   explicit StatsClient(const std::string& socket)

@@ -364,6 +364,11 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
   if (rates) ah.push_back("RATE");
   Table atts(ah);
   for (const auto& a : stats.attachments()) {
+    // Attach alone delivers nothing: packets come once the client claims it on the session
+    // socket.
+    std::string ring = a.claimed()
+                           ? std::to_string(a.ring_used()) + "/" + std::to_string(a.ring_size())
+                           : "unclaimed";
     std::vector<std::string> row{
         std::to_string(a.id()),
         std::to_string(a.session_id()),
@@ -378,8 +383,9 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
         std::to_string(a.send_errors()),
         std::to_string(a.stalls()),
         std::to_string(a.buffers_on_loan()),
-        std::to_string(a.ring_used()) + "/" + std::to_string(a.ring_size()),
-        a.gpu() ? std::to_string(a.gpu_packets()) : "-"};
+        ring,
+        a.gpu() ? std::to_string(a.gpu_packets()) : "-",
+    };
     if (rates) {
       auto it = rates->find("attachment " + std::to_string(a.id()));
       row.push_back(it == rates->end() ? "-" : rate_text(it->second));

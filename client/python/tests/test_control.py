@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 import daqiri
-from conftest import gen, wait_for
+from conftest import gen, stream, wait_for
 from daqiri import pattern
+from daqiri.rx import RxStream
 from daqiri.v1 import control_pb2 as pb
 
 
@@ -107,6 +108,23 @@ def test_daemon_capture_records_a_flow(start_daemon, workdir):
             control.start_capture("stream0", os.path.join(workdir, "out.pcap"))
         with pytest.raises(daqiri.NotFound):
             control.stop_capture(12345)
+
+
+def test_delivery_starts_at_the_claim_and_stats_say_when(daemon):
+    with daemon.client("claimer") as client:
+        # Attach alone, as a client between its gRPC call and its CLAIM.
+        req = pb.AttachRequest(session_id=client.session_id, flow="stream0")
+        resp = client._call("Attach", req)
+        [a] = client.stats().attachments
+        assert (a.id, a.claimed) == (resp.attachment_id, False)
+        gen(4096, 7, 100)
+        assert wait_for(lambda: client.flow_stats("stream0").dropped_no_attachment == 7)
+        attached = client._session.claim(resp.attachment_id, resp.token)
+        with client._keep(RxStream(client, attached, req)) as rx:
+            assert [(a.id, a.claimed) for a in client.stats().attachments] == [(resp.attachment_id, True)]
+            rows, _ = stream(rx, 4096, 5, 100)
+            assert list(pattern.check(rows)) == list(range(5))
+        assert client.flow_stats("stream0").dropped_no_attachment == 7
 
 
 def test_limits_refuse_a_session_and_an_attachment_with_the_reason(start_daemon):
