@@ -33,16 +33,22 @@ class MetricsTest : public ::testing::Test {
       EXPECT_EQ(daemon_->stop(), 0) << daemon_->log();
     }
   }
+  // Until a client receives from `flow`: its attachment claimed, not only created (the flow
+  // counts only those; packets before the claim would find no one).
+  void wait_for_client(const std::string& flow) {
+    for (int i = 0; i < 500; ++i) {
+      auto body = http_get(port_, "/metrics");
+      if (body && metric_value(*body, "daqiri_flow_attachments", "flow=\"" + flow + "\"") == 1)
+        return;
+      std::this_thread::sleep_for(10ms);
+    }
+    ADD_FAILURE() << "no client on " << flow;
+  }
   // Sends `n` packets to stream0 and has a client receive them all.
   void traffic(uint64_t n) {
     Spawned tap(dir_, {ctl_path(), "--socket", socket_, "tap", "stream0", "--count",
                        std::to_string(n), "--quiet", "--block", "--timeout", "20"});
-    for (int i = 0;
-         i < 200 && run({ctl_path(), "--socket", socket_, "sessions"}).out.find("daqiri-ctl tap") ==
-                        std::string::npos;
-         ++i) {
-      std::this_thread::sleep_for(10ms);
-    }
+    wait_for_client("stream0");
     ASSERT_EQ(run({gen_path(), "--dest", "127.0.0.1:4096", "--size", "300", "--count",
                    std::to_string(n), "--rate", "50000"})
                   .exit_code,
@@ -96,10 +102,7 @@ TEST_F(MetricsTest, RingOccupancyAndBackpressureStalls) {
                      "--quiet", "--block", "--timeout", "30"});
   auto body = [&] { return http_get(port_, "/metrics").value_or(""); };
   const std::string mine = "target=\"stream0\"";
-  // Delivering (claimed by the tap's session), not only created: the flow counts it.
-  for (int i = 0;
-       i < 200 && metric_value(body(), "daqiri_flow_attachments", "flow=\"stream0\"") != 1; ++i)
-    std::this_thread::sleep_for(10ms);
+  wait_for_client("stream0");
   EXPECT_EQ(metric_value(body(), "daqiri_attachment_ring_slots", mine), 1024);
   tap.kill(SIGSTOP);
   ASSERT_EQ(run({gen_path(), "--dest", "127.0.0.1:4096", "--size", "100", "--count", "1500",
@@ -134,9 +137,7 @@ TEST_F(MetricsTest, KernelDropsWhileThePoolHasBuffersAreCountedAsKernel) {
   Spawned tap(dir_,
               {ctl_path(), "--socket", socket_, "tap", "stream0", "--quiet", "--timeout", "30"});
   auto body = [&] { return http_get(port_, "/metrics").value_or(""); };
-  for (int i = 0;
-       i < 200 && metric_value(body(), "daqiri_flow_attachments", "flow=\"stream0\"") != 1; ++i)
-    std::this_thread::sleep_for(10ms);
+  wait_for_client("stream0");
   ASSERT_EQ(::kill(daemon_->pid(), SIGSTOP), 0);
   // 1000-byte datagrams: each takes more than 1 KiB of the socket's 16 MiB (8 MiB forced,
   // doubled by the kernel), so at most 16 384 of the 40 000 fit.
