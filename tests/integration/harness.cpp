@@ -15,7 +15,9 @@
 
 extern char** environ;
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -51,6 +53,7 @@ std::optional<int> wait_child(pid_t pid, std::chrono::milliseconds timeout) {
   }
 }
 
+// Until end of file, or an error (SO_RCVTIMEO's included).
 std::string read_all(int fd) {
   std::string out;
   char buf[4096];
@@ -58,6 +61,34 @@ std::string read_all(int fd) {
   while ((n = ::read(fd, buf, sizeof buf)) > 0)
     out.append(buf, static_cast<size_t>(n));
   return out;
+}
+
+// Reads both pipes until each reaches end of file or `deadline` passes; false on the deadline
+// (a hung child keeps its pipes open, so waiting for EOF alone would hang the test with it).
+bool read_both(int out_fd, std::string& out, int err_fd, std::string& err,
+               std::chrono::steady_clock::time_point deadline) {
+  pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+  std::string* dest[2] = {&out, &err};
+  int open = 2;
+  char buf[4096];
+  while (open > 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    int n = ::poll(fds, 2, static_cast<int>(left.count()));
+    if (n < 0 && errno != EINTR) return false;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
+      if (got > 0) {
+        dest[i]->append(buf, static_cast<size_t>(got));
+      } else if (got == 0 || errno != EINTR) {
+        fds[i].fd = -1;  // poll skips it from now on
+        --open;
+      }
+    }
+  }
+  return true;
 }
 
 // Runs `argv` (setpriv'ed to `as` when given) with stdout and stderr on the given fds and
@@ -127,15 +158,17 @@ CommandResult run(const std::vector<std::string>& argv, std::optional<std::pair<
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   CommandResult r;
-  std::thread err_reader([&] { r.err = read_all(err_pipe[0]); });
-  r.out = read_all(out_pipe[0]);
-  err_reader.join();
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool read = read_both(out_pipe[0], r.out, err_pipe[0], r.err, deadline);
   ::close(out_pipe[0]);
   ::close(err_pipe[0]);
-  auto code = wait_child(pid, timeout);
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  auto code = read ? wait_child(pid, std::max(left, std::chrono::milliseconds(0))) : std::nullopt;
   if (!code) {
     ::kill(pid, SIGKILL);
     code = wait_child(pid, std::chrono::seconds(5));
+    r.err += "\n(killed after " + std::to_string(timeout.count()) + " s)";
   }
   r.exit_code = code.value_or(-1);
   return r;
