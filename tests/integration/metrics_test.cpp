@@ -229,7 +229,10 @@ TEST_F(MetricsTest, PrometheusServerScrapesTheDaemon) {
       "/api/v1/query?query=daqiri_flow_packets_total%7Bflow%3D%22stream0%22%7D";
   std::string last;
   bool seen = false;
-  for (int i = 0; i < 300 && !seen; ++i) {
+  // A deadline, not a count of tries: each try may wait 5 s for an answer, and on a loaded
+  // host Prometheus is slow to start.
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!seen && std::chrono::steady_clock::now() < deadline) {
     if (auto body = http_get(prom_port, query)) {
       last = *body;
       seen = last.find("\"777\"") != std::string::npos;
