@@ -397,6 +397,19 @@ std::map<std::string, int> held_by(pid_t pid) {
   return out;
 }
 
+// held_by() once two looks 50 ms apart agree: a claim's fds (dup'ed for SCM_RIGHTS) are
+// still open for a moment after the attachment shows as claimed.
+std::map<std::string, int> settled_held_by(pid_t pid) {
+  auto last = held_by(pid);
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto now = held_by(pid);
+    if (now == last) break;
+    last = std::move(now);
+  }
+  return last;
+}
+
 std::string describe(const std::map<std::string, int>& held) {
   std::string s;
   for (const auto& [what, n] : held)
@@ -413,7 +426,7 @@ TEST_F(DataPlaneTest, ClientChurnLeavesNothingBehind) {
   constexpr uint64_t kSteady = 3000;
   Spawned steady(dir_, tap("stream0", kSteady, {"--block"}));
   ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
-  const auto before = held_by(daemon_->pid());
+  const auto before = settled_held_by(daemon_->pid());
   // Half of the steady flow's packets while the others come and go, half after: the steady
   // client is attached all along.
   Spawned sender(dir_, {gen_path(), "--dest", "127.0.0.1:4096", "--size", "300", "--count",
