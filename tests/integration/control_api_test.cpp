@@ -1,5 +1,4 @@
 // The control API through a real gRPC client against a real daqirid.
-#include <grpc/grpc.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -228,18 +227,6 @@ grpc::StatusCode info_call(const std::shared_ptr<grpc::Channel>& channel) {
   return v1::Control::NewStub(channel)->GetInfo(&c, {}, &info).error_code();
 }
 
-// Waits until gRPC has shut down in this process. Channels whose connections were refused
-// leave work on gRPC's threads; the last of it can release the library from one of them, and
-// the clean-up it then starts on a detached thread ran on into the process's exit (a data race
-// under TSan in CI). grpc_init() waits for a clean-up in progress (it holds the library's
-// lock); our own init and blocking shutdown then end with every gRPC thread joined.
-void wait_for_grpc_shutdown() {
-  for (int i = 0; i < 500 && grpc_is_initialized() != 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  grpc_init();
-  grpc_shutdown_blocking();
-}
-
 // One user cannot hold every control connection: past control_connections_per_user the next
 // is closed at once (its calls fail UNAVAILABLE, said once in the log), and a connection
 // closed makes room again.
@@ -273,8 +260,6 @@ TEST(ControlLimits, ConnectionsPastTheUsersLimitAreClosed) {
             std::string::npos)
       << log;
   EXPECT_EQ(log.find(line, first + 1), std::string::npos) << log;  // once a spell
-  a.reset();
-  wait_for_grpc_shutdown();
   EXPECT_EQ(daemon.stop(), 0) << daemon.log();
 }
 
