@@ -11,12 +11,6 @@ if(DAQIRI_SANITIZE STREQUAL "address")
   set(san -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
 elseif(DAQIRI_SANITIZE STREQUAL "thread")
   set(san -fsanitize=thread -fno-omit-frame-pointer)
-  # Our binaries would otherwise export their instrumented copies of inline library code
-  # (shared_ptr's release path) and Debian's uninstrumented gRPC would bind to them: its threads
-  # then free their own objects through our copy after a reference drop TSan never saw, a false
-  # race. Hidden, gRPC keeps its own copies, and frees from it are ignored like the rest of it.
-  target_compile_options(daqiri_build_flags INTERFACE
-    $<$<COMPILE_LANGUAGE:CXX>:-fvisibility-inlines-hidden>)
 elseif(NOT DAQIRI_SANITIZE STREQUAL "")
   message(FATAL_ERROR "DAQIRI_SANITIZE=${DAQIRI_SANITIZE}: expected '', address or thread")
 endif()
