@@ -40,33 +40,42 @@ Poller::Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake, void (
       on_start_(on_start),
       epoll_(std::move(epoll)),
       wake_(std::move(wake)),
-      tasks_(std::make_unique<const Tasks>()) {}
+      tasks_(std::make_unique<const Tasks>()),
+      fds_(std::make_unique<const Fds>()) {}
 
 Poller::~Poller() {
   if (thread_.joinable()) {
     thread_.request_stop();
-    uint64_t one = 1;
-    [[maybe_unused]] auto w = ::write(wake_.get(), &one, sizeof one);
+    wake();
     thread_.join();
   }
 }
 
+void Poller::wake() const {
+  uint64_t one = 1;
+  [[maybe_unused]] auto w = ::write(wake_.get(), &one, sizeof one);
+}
+
 void Poller::add_task(PollTask* task, const std::vector<int>& wake_fds) {
-  for (int fd : wake_fds) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev);
+  if (!wake_fds.empty()) {
+    auto next = std::make_unique<Fds>(fds_.load());
+    next->insert(next->end(), wake_fds.begin(), wake_fds.end());
+    fds_.replace(std::move(next), epoch_);
   }
   publish_added(tasks_, task, epoch_);
+  wake();  // a park in progress waits on the old fds
 }
 
 void Poller::remove_task(PollTask* task, const std::vector<int>& wake_fds) {
-  for (int fd : wake_fds)
-    ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
-  uint64_t one = 1;  // get it out of a park so the epoch moves promptly
-  [[maybe_unused]] auto w = ::write(wake_.get(), &one, sizeof one);
+  wake();  // out of a park, so that the epochs move promptly
   publish_removed(tasks_, task, epoch_);
+  if (!wake_fds.empty()) {
+    auto next = std::make_unique<Fds>(fds_.load());
+    std::erase_if(*next, [&](int fd) {
+      return std::find(wake_fds.begin(), wake_fds.end(), fd) != wake_fds.end();
+    });
+    fds_.replace(std::move(next), epoch_);  // then no park holds them: the caller may close
+  }
 }
 
 double Poller::busy_ratio() const {
@@ -104,17 +113,7 @@ void Poller::run(const std::stop_token& stop) {
     } else if (spin || spin_always_.load(std::memory_order_relaxed)) {
       idle = 0;
     } else if (++idle >= kIdleSpins) {
-      // Parked: a packet on a task's fd, a control change, or the timeout ends it. The
-      // timeout bounds how long client releases and TX submissions wait.
-      epoll_event events[16];
-      parks_.store(parks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      int n = ::epoll_wait(epoll_.get(), events, 16, kParkMs);
-      for (int i = 0; i < n; ++i) {
-        if (events[i].data.fd == wake_.get()) {
-          uint64_t v = 0;
-          [[maybe_unused]] auto r = ::read(wake_.get(), &v, sizeof v);
-        }
-      }
+      park();
       idle = 0;
     }
     if ((loops & 1023) == 0) {
@@ -123,6 +122,27 @@ void Poller::run(const std::stop_token& stop) {
     }
   }
   epoch_.set_stopped();
+}
+
+void Poller::park() {
+  const Fds& fds = fds_.load();
+  for (int fd : fds) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev);  // a ready fd ends the wait at once
+  }
+  parks_.store(parks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  epoll_event events[16];
+  int n = ::epoll_wait(epoll_.get(), events, 16, kParkMs);
+  for (int i = 0; i < n; ++i) {
+    if (events[i].data.fd == wake_.get()) {
+      uint64_t v = 0;
+      [[maybe_unused]] auto r = ::read(wake_.get(), &v, sizeof v);
+    }
+  }
+  for (int fd : fds)
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
 }
 
 }  // namespace daqiri::dataplane

@@ -2,11 +2,14 @@
 // fan-out references, memory seals, frames, ring checks.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -381,6 +384,65 @@ TEST(Poller, ParksWhenIdleUnlessToldToSpin) {
   EXPECT_LE(early, 1u);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ((*spinning)->parks(), early);
+}
+
+// Whether any epoll set of this process watches `fd` (its fdinfo lists a "tfd:" line for it).
+bool watched_by_an_epoll(int fd) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (std::filesystem::read_symlink(e.path(), ec).string() != "anon_inode:[eventpoll]") continue;
+    std::ifstream info("/proc/self/fdinfo/" + e.path().filename().string());
+    for (std::string word; info >> word;) {
+      int target = -1;
+      if (word == "tfd:" && info >> target && target == fd) return true;
+    }
+  }
+  return false;
+}
+
+// A task whose poll() reports work while told to, and counts its calls.
+struct SwitchTask final : PollTask {
+  bool poll() override {
+    polls.fetch_add(1);
+    return busy.load();
+  }
+  std::atomic<bool> busy{false};
+  std::atomic<uint64_t> polls{0};
+};
+
+// A task's fd is in the poller's epoll set while the poller is parked and out of it while it
+// polls: a socket left in an epoll set costs every datagram's sender an epoll wake-up
+// callback, though a busy poller never waits on it.
+TEST(Poller, WatchesTaskFdsOnlyWhileParked) {
+  auto poller = Poller::start("parking", -1);
+  ASSERT_TRUE(poller);
+  int efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  ASSERT_GE(efd, 0);
+  SwitchTask task;
+  (*poller)->add_task(&task, {efd});
+  // Idle, it is parked nearly all the time (between parks it spins 2048 empty polls).
+  bool seen = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!seen && std::chrono::steady_clock::now() < deadline) {
+    seen = (*poller)->parks() > 0 && watched_by_an_epoll(efd);
+  }
+  EXPECT_TRUE(seen) << "never watched while parked";
+  // Busy: once a poll has seen it, the park before that poll is over (its fds went out of
+  // the set before the loop polled again) and no other park comes.
+  task.busy.store(true);
+  uint64_t polls = task.polls.load();
+  while (task.polls.load() < polls + 2)
+    std::this_thread::yield();
+  uint64_t parks = (*poller)->parks();
+  EXPECT_FALSE(watched_by_an_epoll(efd)) << "watched while busy";
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(watched_by_an_epoll(efd)) << "watched while busy";
+  EXPECT_EQ((*poller)->parks(), parks);
+  // Idle again, then removed: out of the set for good, so the fd may be closed.
+  task.busy.store(false);
+  (*poller)->remove_task(&task, {efd});
+  EXPECT_FALSE(watched_by_an_epoll(efd));
+  ::close(efd);
 }
 
 // A poller thread's stamps stay between two readings of the real clock taken around them
