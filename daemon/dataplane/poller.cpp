@@ -41,7 +41,9 @@ Poller::Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake, void (
       epoll_(std::move(epoll)),
       wake_(std::move(wake)),
       tasks_(std::make_unique<const Tasks>()),
-      fds_(std::make_unique<const Fds>()) {}
+      fds_(std::make_unique<const Fds>()) {
+  epoch_.wake_with(wake_.get());
+}
 
 Poller::~Poller() {
   if (thread_.joinable()) {
@@ -63,11 +65,9 @@ void Poller::add_task(PollTask* task, const std::vector<int>& wake_fds) {
     fds_.replace(std::move(next), epoch_);
   }
   publish_added(tasks_, task, epoch_);
-  wake();  // a park in progress waits on the old fds
 }
 
 void Poller::remove_task(PollTask* task, const std::vector<int>& wake_fds) {
-  wake();  // out of a park, so that the epochs move promptly
   publish_removed(tasks_, task, epoch_);
   if (!wake_fds.empty()) {
     auto next = std::make_unique<Fds>(fds_.load());
@@ -113,8 +113,9 @@ void Poller::run(const std::stop_token& stop) {
     } else if (spin || spin_always_.load(std::memory_order_relaxed)) {
       idle = 0;
     } else if (++idle >= kIdleSpins) {
-      park();
-      idle = 0;
+      // After a park that nothing ended, one empty poll parks again: the spins before a park
+      // are for work that is about to come, and a millisecond of quiet says none is.
+      idle = park() ? kIdleSpins - 1 : 0;
     }
     if ((loops & 1023) == 0) {
       busy_.store(busy, std::memory_order_relaxed);
@@ -124,7 +125,7 @@ void Poller::run(const std::stop_token& stop) {
   epoch_.set_stopped();
 }
 
-void Poller::park() {
+bool Poller::park() {
   const Fds& fds = fds_.load();
   for (int fd : fds) {
     epoll_event ev{};
@@ -143,6 +144,7 @@ void Poller::park() {
   }
   for (int fd : fds)
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+  return n == 0;
 }
 
 }  // namespace daqiri::dataplane

@@ -1,7 +1,9 @@
 // One poller thread: busy-polls its tasks (RX flows, TX queues), and after a stretch of idle
 // iterations sleeps in epoll on the tasks' fds for at most 1 ms (the Seastar contract: poll
 // while there is work, park when there is none), unless a task or the configuration
-// (busy_poll) says spin. Tasks and their fds are Published snapshots.
+// (busy_poll) says spin. A park that nothing ended is followed by one poll and the next park:
+// a millisecond of quiet says no work is about to come, and an idle poller costs next to no
+// CPU. Tasks and their fds are Published snapshots; waits on its Epoch end a park.
 // The tasks' fds are in the epoll set only while parked: a socket in an epoll set makes every
 // datagram the kernel queues on it run epoll's wake-up callback on the sender's core (5 % of
 // a loopback sender's time), although a busy poller never waits on it.
@@ -57,10 +59,11 @@ class Poller {
   using Fds = std::vector<int>;
   Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake, void (*on_start)());
   void run(const std::stop_token& stop);
-  // Sleeps until a task's fd is readable, wake_ is written, or kParkMs pass. The fds go into
-  // the epoll set and out again within one loop iteration, so that a removed task's fds,
-  // closed only after two iterations (Epoch), are never left registered.
-  void park();
+  // Sleeps until a task's fd is readable, wake_ is written, or kParkMs pass; true if the
+  // time ran out. The fds go into the epoll set and out again within one loop iteration, so
+  // that a removed task's fds, closed only after two iterations (Epoch), are never left
+  // registered.
+  bool park();
   void wake() const;
 
   std::string name_;

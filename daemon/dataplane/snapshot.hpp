@@ -3,6 +3,8 @@
 // hold the old pointer), then free the old one. Pollers only ever load.
 #pragma once
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -19,8 +21,15 @@ class Epoch {
     value_.store(value_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
   void set_stopped() { stopped_.store(true, std::memory_order_release); }
+  // An eventfd that ends the poller's park: waits write it, so that an idle poller's
+  // iterations (a park each) do not set their pace.
+  void wake_with(int eventfd) { wake_fd_ = eventfd; }
   // Returns once every loop iteration that might have seen the old snapshot has ended.
   void wait_quiescent() const {
+    if (wake_fd_ >= 0) {
+      uint64_t one = 1;
+      [[maybe_unused]] auto w = ::write(wake_fd_, &one, sizeof one);
+    }
     uint64_t start = value_.load(std::memory_order_acquire);
     while (!stopped_.load(std::memory_order_acquire) &&
            value_.load(std::memory_order_acquire) < start + 2) {
@@ -31,6 +40,7 @@ class Epoch {
  private:
   std::atomic<uint64_t> value_{0};
   std::atomic<bool> stopped_{false};
+  int wake_fd_ = -1;  // set before the poller starts
 };
 
 template <typename T>
