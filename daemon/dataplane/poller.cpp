@@ -48,14 +48,9 @@ Poller::Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake, void (
 Poller::~Poller() {
   if (thread_.joinable()) {
     thread_.request_stop();
-    wake();
+    epoch_.wake();
     thread_.join();
   }
-}
-
-void Poller::wake() const {
-  uint64_t one = 1;
-  [[maybe_unused]] auto w = ::write(wake_.get(), &one, sizeof one);
 }
 
 void Poller::add_task(PollTask* task, const std::vector<int>& wake_fds) {

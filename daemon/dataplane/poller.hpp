@@ -64,7 +64,6 @@ class Poller {
   // that a removed task's fds, closed only after two iterations (Epoch), are never left
   // registered.
   bool park();
-  void wake() const;
 
   std::string name_;
   int core_;

@@ -24,12 +24,15 @@ class Epoch {
   // An eventfd that ends the poller's park: waits write it, so that an idle poller's
   // iterations (a park each) do not set their pace.
   void wake_with(int eventfd) { wake_fd_ = eventfd; }
+  // Ends the poller's park, if it has an eventfd and is parked.
+  void wake() const {
+    if (wake_fd_ < 0) return;
+    uint64_t one = 1;
+    [[maybe_unused]] auto w = ::write(wake_fd_, &one, sizeof one);
+  }
   // Returns once every loop iteration that might have seen the old snapshot has ended.
   void wait_quiescent() const {
-    if (wake_fd_ >= 0) {
-      uint64_t one = 1;
-      [[maybe_unused]] auto w = ::write(wake_fd_, &one, sizeof one);
-    }
+    wake();
     uint64_t start = value_.load(std::memory_order_acquire);
     while (!stopped_.load(std::memory_order_acquire) &&
            value_.load(std::memory_order_acquire) < start + 2) {

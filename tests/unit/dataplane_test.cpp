@@ -420,7 +420,7 @@ TEST(Poller, WatchesTaskFdsOnlyWhileParked) {
   ASSERT_GE(efd, 0);
   SwitchTask task;
   (*poller)->add_task(&task, {efd});
-  // Idle, it is parked nearly all the time (between parks it spins 2048 empty polls).
+  // Idle, it is parked nearly all the time (one poll between quiet parks).
   bool seen = false;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!seen && std::chrono::steady_clock::now() < deadline) {
