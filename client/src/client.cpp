@@ -72,6 +72,7 @@ struct Attached {
   uint64_t id = 0;
   Mapping rings;
   UniqueFd eventfd;
+  UniqueFd kick;  // TX: written after a submit that finds NEED_WAKEUP on the TX ring
   size_t ring_offset = 0;
   size_t completion_offset = 0;
   struct Region {
@@ -217,13 +218,14 @@ Result<Client::Impl::Claimed> Client::Impl::claim(const v1::AttachRequest& reque
   std::memcpy(&a, buf, sizeof a);
   bool ipc = a.direction == DAQIRI_DIRECTION_GPU_RX_IPC;  // the ring came as a handle, not an fd
   bool gpu = a.direction == DAQIRI_DIRECTION_GPU_RX || ipc;
+  bool sends = a.direction == DAQIRI_DIRECTION_TX;  // its kick eventfd comes last
   if (*n != (gpu ? sizeof c.msg : sizeof a)) {
     return fail(ErrorCode::kInternal, "ATTACHED has the wrong size");
   }
   if (gpu) std::memcpy(&c.msg, buf, sizeof c.msg);
   c.cuda_ipc_handle = resp.cuda_ipc_handle();
   if (a.region_count > DAQIRI_MAX_REGIONS ||
-      fds.size() != 2 + a.region_count + (gpu && !ipc ? 1 : 0)) {
+      fds.size() != 2 + a.region_count + (gpu && !ipc ? 1 : 0) + (sends ? 1 : 0)) {
     return fail(ErrorCode::kInternal, "ATTACHED carried the wrong number of fds");
   }
   return c;
@@ -250,6 +252,7 @@ Result<Attached> Client::Impl::attach(const v1::AttachRequest& request) {
     if (!m) return std::unexpected(m.error());
     out.regions.push_back({std::move(*m), a.regions[i].buf_size, a.regions[i].num_bufs});
   }
+  if (a.direction == DAQIRI_DIRECTION_TX) out.kick = std::move(fds[2 + a.region_count]);
   return out;
 }
 
@@ -430,6 +433,7 @@ Result<size_t> TxStream::submit(std::span<const TxBuffer> buffers) {
     *s_->tx.slot<daqiri_tx_desc>(s_->produced++) = {b.index, b.length, flags, b.remote_slot};
   }
   s_->tx.publish_producer(s_->produced);
+  if (n > 0 && options_.kick) s_->tx.wake_consumer(s_->attached.kick.get());
   return n;
 }
 

@@ -324,6 +324,7 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
     out->set_gpu_packets(a.gpu_packets);
     out->set_gpu_bytes(a.gpu_bytes);
     out->set_stalls(a.stalls);
+    out->set_kicks(a.kicks);
     out->set_claimed(a.claimed);
     out->set_ring_size(a.ring_size);
     out->set_ring_used(a.ring_used);

@@ -577,21 +577,28 @@ Result<AttachmentShare> DataPlane::activate(uint64_t id) {
     }
   } else {
     share.event_fd.reset(::fcntl(a.tx->eventfd(), F_DUPFD_CLOEXEC, 0));
+    share.kick_fd.reset(::fcntl(a.tx->kick_fd(), F_DUPFD_CLOEXEC, 0));
+    if (!share.kick_fd) return fail_errno("dup eventfd");
     share.completion_offset = a.tx->completion_offset();
     auto buf_fd = a.tx->buffers().shared_fd();
     if (!buf_fd) return std::unexpected(buf_fd.error());
     share.regions.push_back(
         {std::move(*buf_fd), a.tx->buffers().size(), a.tx->buf_size(), a.tx->num_bufs(), true});
     if (!a.active) {
+      Poller& poller = *a.tx_home->poller;
+      poller.watch(a.tx->kick_fd(), &a.tx->counters.kicks);
+      Result<> ok;
       if (a.tx_home->task) {
-        auto ok = a.tx_home->task->add(a.tx.get(), a.tx_home->poller->epoch());
-        if (!ok) return std::unexpected(ok.error());
+        ok = a.tx_home->task->add(a.tx.get(), poller.epoch());
       } else {
 #ifdef DAQIRI_HAVE_DPDK
-        auto ok = dpdk_->add_tx(a.tx_home->itf->name, a.tx_home->queue->name, a.tx.get(),
-                                a.tx_home->poller->epoch());
-        if (!ok) return std::unexpected(ok.error());
+        ok =
+            dpdk_->add_tx(a.tx_home->itf->name, a.tx_home->queue->name, a.tx.get(), poller.epoch());
 #endif
+      }
+      if (!ok) {
+        poller.unwatch(a.tx->kick_fd());
+        return std::unexpected(ok.error());
       }
     }
   }
@@ -631,13 +638,16 @@ void DataPlane::close_locked(uint64_t id) {
         FlowEntry& f = flows_.at(name);
         f.flow->fanout().remove(a.rx.get(), f.poller->epoch());
       }
-    } else if (a.tx_home->task) {
-      a.tx_home->task->remove(a.tx.get(), a.tx_home->poller->epoch());
     } else {
+      a.tx_home->poller->unwatch(a.tx->kick_fd());
+      if (a.tx_home->task) {
+        a.tx_home->task->remove(a.tx.get(), a.tx_home->poller->epoch());
+      } else {
 #ifdef DAQIRI_HAVE_DPDK
-      dpdk_->remove_tx(a.tx_home->itf->name, a.tx_home->queue->name, a.tx.get(),
-                       a.tx_home->poller->epoch());
+        dpdk_->remove_tx(a.tx_home->itf->name, a.tx_home->queue->name, a.tx.get(),
+                         a.tx_home->poller->epoch());
 #endif
+      }
     }
   }
   attachments_.erase(it);
@@ -712,6 +722,7 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
     s.send_errors = c.send_errors.load(std::memory_order_relaxed);
     s.on_loan = c.on_loan.load(std::memory_order_relaxed);
     s.stalls = c.stalls.load(std::memory_order_relaxed);
+    s.kicks = c.kicks.load(std::memory_order_relaxed);
     s.violated = a.lifecycle().violated.load(std::memory_order_relaxed);
     s.claimed = a.active;
     const abi::RingView* ring = a.rx ? &a.rx->ring() : &a.tx->tx_ring();

@@ -70,6 +70,7 @@ struct AttachmentStats {
   uint64_t packets = 0, bytes = 0, dropped_ring_full = 0, dropped_no_buffer = 0, bad_index = 0,
            bad_descriptor = 0, send_errors = 0, on_loan = 0;
   uint64_t stalls = 0;  // RX, block backpressure: times this attachment's full ring held the flow
+  uint64_t kicks = 0;   // TX: times its client woke the sleeping poller
   // The client's ring: slots and descriptors in it now (RX: not yet released; TX: submitted,
   // not yet taken), read from the shared ring at scrape time.
   uint32_t ring_size = 0, ring_used = 0;
@@ -88,6 +89,7 @@ struct AttachmentShare {
   size_t ring_offset = 0;
   size_t completion_offset = 0;
   UniqueFd event_fd;
+  UniqueFd kick_fd;  // TX: the client's doorbell (sent after the regions)
   struct Region {
     UniqueFd fd;
     uint64_t size = 0;

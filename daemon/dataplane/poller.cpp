@@ -8,7 +8,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
+#include "dataplane/attachment_state.hpp"
 #include "dataplane/receive_clock.hpp"
 
 namespace daqiri::dataplane {
@@ -24,12 +27,14 @@ Result<std::unique_ptr<Poller>> Poller::start(std::string name, int core, void (
   if (!ep) return fail_errno("epoll_create1");
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake) return fail_errno("eventfd");
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.fd = wake.get();
-  if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, wake.get(), &ev) != 0) return fail_errno("epoll_ctl");
   std::unique_ptr<Poller> p(
       new Poller(std::move(name), core, std::move(ep), std::move(wake), on_start));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = &p->wake_bell_;
+  if (::epoll_ctl(p->epoll_.get(), EPOLL_CTL_ADD, p->wake_.get(), &ev) != 0) {
+    return fail_errno("epoll_ctl");
+  }
   p->thread_ = std::jthread([raw = p.get()](const std::stop_token& stop) { raw->run(stop); });
   return p;
 }
@@ -40,6 +45,7 @@ Poller::Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake, void (
       on_start_(on_start),
       epoll_(std::move(epoll)),
       wake_(std::move(wake)),
+      wake_bell_{wake_.get(), nullptr},
       tasks_(std::make_unique<const Tasks>()),
       fds_(std::make_unique<const Fds>()) {
   epoch_.wake_with(wake_.get());
@@ -71,6 +77,28 @@ void Poller::remove_task(PollTask* task, const std::vector<int>& wake_fds) {
     });
     fds_.replace(std::move(next), epoch_);  // then no park holds them: the caller may close
   }
+}
+
+void Poller::watch(int eventfd, std::atomic<uint64_t>* rung) {
+  auto bell = std::make_unique<Doorbell>(Doorbell{eventfd, rung});
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = bell.get();
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, eventfd, &ev) != 0) {
+    // Only a full kernel table gets here (ENOMEM, ENOSPC): the client's kicks are then lost
+    // and its frames wait for the next timed-out park, as if it never kicked.
+    spdlog::warn("poller {}: cannot watch a doorbell: {}", name_, std::strerror(errno));
+    return;
+  }
+  doorbells_[eventfd] = std::move(bell);
+}
+
+void Poller::unwatch(int eventfd) {
+  auto it = doorbells_.find(eventfd);
+  if (it == doorbells_.end()) return;
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, eventfd, nullptr);
+  epoch_.wait_quiescent();  // a park that already had it among its events is over
+  doorbells_.erase(it);
 }
 
 double Poller::busy_ratio() const {
@@ -121,24 +149,35 @@ void Poller::run(const std::stop_token& stop) {
 }
 
 bool Poller::park() {
+  const Tasks& tasks = tasks_.load();
+  bool quiet = true;
+  for (PollTask* t : tasks)
+    quiet &= t->arm_wakeups();
+  if (!quiet) {
+    for (PollTask* t : tasks)
+      t->disarm_wakeups();
+    return false;
+  }
   const Fds& fds = fds_.load();
   for (int fd : fds) {
     epoll_event ev{};
     ev.events = EPOLLIN;
-    ev.data.fd = fd;
+    ev.data.ptr = nullptr;
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev);  // a ready fd ends the wait at once
   }
   parks_.store(parks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   epoll_event events[16];
   int n = ::epoll_wait(epoll_.get(), events, 16, kParkMs);
   for (int i = 0; i < n; ++i) {
-    if (events[i].data.fd == wake_.get()) {
-      uint64_t v = 0;
-      [[maybe_unused]] auto r = ::read(wake_.get(), &v, sizeof v);
-    }
+    auto* bell = static_cast<Doorbell*>(events[i].data.ptr);
+    if (bell == nullptr) continue;
+    uint64_t v = 0;
+    if (::read(bell->fd, &v, sizeof v) == sizeof v && bell->rung != nullptr) bump(*bell->rung, v);
   }
   for (int fd : fds)
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+  for (PollTask* t : tasks)
+    t->disarm_wakeups();
   return n == 0;
 }
 

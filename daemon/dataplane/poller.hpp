@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <stop_token>
 #include <string>
@@ -30,6 +31,11 @@ class PollTask {
   // True while the task must be polled without pause even when idle (a NIC queue with
   // clients: parking would let its descriptor ring overflow). Asked after each poll().
   [[nodiscard]] virtual bool busy_poll() const { return false; }
+  // Before the poller sleeps: asks whoever feeds the task to wake the poller (NEED_WAKEUP on
+  // the rings it consumes), then looks once more; false if work came in meanwhile, and then
+  // the poller does not sleep. disarm_wakeups() follows either way.
+  virtual bool arm_wakeups() { return true; }
+  virtual void disarm_wakeups() {}
 };
 
 class Poller {
@@ -44,6 +50,11 @@ class Poller {
   // Control side (callers serialise).
   void add_task(PollTask* task, const std::vector<int>& wake_fds);
   void remove_task(PollTask* task, const std::vector<int>& wake_fds);
+  // A doorbell: an eventfd a client writes to end a park (a TX ring's kick), in the epoll set
+  // for as long as it is watched; the poller drains it and adds what it read to `rung`.
+  // unwatch() returns once the poller can no longer read it: the caller may close it then.
+  void watch(int eventfd, std::atomic<uint64_t>* rung);
+  void unwatch(int eventfd);
   [[nodiscard]] const Epoch& epoch() const { return epoch_; }
   [[nodiscard]] const std::string& name() const { return name_; }
   // Fraction of iterations that did work since start (for stats).
@@ -57,12 +68,17 @@ class Poller {
  private:
   using Tasks = std::vector<PollTask*>;
   using Fds = std::vector<int>;
+  // What a drained fd's epoll entry points to; task fds carry no pointer (never read here).
+  struct Doorbell {
+    int fd;
+    std::atomic<uint64_t>* rung;
+  };
   Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake, void (*on_start)());
   void run(const std::stop_token& stop);
-  // Sleeps until a task's fd is readable, wake_ is written, or kParkMs pass; true if the
-  // time ran out. The fds go into the epoll set and out again within one loop iteration, so
-  // that a removed task's fds, closed only after two iterations (Epoch), are never left
-  // registered.
+  // Sleeps until a task's fd is readable, a doorbell (wake_ among them) is written, or kParkMs
+  // pass; true if the time ran out, false also when a task had work as it armed its wakeups.
+  // The fds go into the epoll set and out again within one loop iteration, so that a removed
+  // task's fds, closed only after two iterations (Epoch), are never left registered.
   bool park();
 
   std::string name_;
@@ -70,6 +86,8 @@ class Poller {
   void (*on_start_)();
   UniqueFd epoll_;
   UniqueFd wake_;
+  Doorbell wake_bell_;
+  std::map<int, std::unique_ptr<Doorbell>> doorbells_;  // control side
   Epoch epoch_;
   Published<Tasks> tasks_;
   Published<Fds> fds_;  // the tasks' wake fds, registered while parked

@@ -25,23 +25,25 @@ Result<std::unique_ptr<TxAttachment>> TxAttachment::create(uint64_t id, uint32_t
   if (auto ok = rings->seal_size(); !ok) return std::unexpected(ok.error());
   if (auto ok = buffers->seal_size(); !ok) return std::unexpected(ok.error());
   UniqueFd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!efd) return fail_errno("eventfd");
+  UniqueFd kick(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!efd || !kick) return fail_errno("eventfd");
   auto tx = abi::RingView::create(rings->data(), DAQIRI_RING_TX, ring_size, sizeof(daqiri_tx_desc));
   auto comp = abi::RingView::create(rings->data() + tx_bytes, DAQIRI_RING_COMPLETION,
                                     completion_size, sizeof(uint32_t));
   return std::unique_ptr<TxAttachment>(new TxAttachment(id, std::move(*rings), std::move(*buffers),
-                                                        std::move(efd), tx, comp, tx_bytes,
-                                                        buf_size, num_bufs, rules));
+                                                        std::move(efd), std::move(kick), tx, comp,
+                                                        tx_bytes, buf_size, num_bufs, rules));
 }
 
 TxAttachment::TxAttachment(uint64_t id, memory::SharedMemory rings, memory::SharedMemory buffers,
-                           UniqueFd eventfd, abi::RingView tx, abi::RingView completion,
-                           size_t completion_offset, uint32_t buf_size, uint32_t num_bufs,
-                           TxRules rules)
+                           UniqueFd eventfd, UniqueFd kick, abi::RingView tx,
+                           abi::RingView completion, size_t completion_offset, uint32_t buf_size,
+                           uint32_t num_bufs, TxRules rules)
     : id_(id),
       rings_(std::move(rings)),
       buffers_(std::move(buffers)),
       eventfd_(std::move(eventfd)),
+      kick_(std::move(kick)),
       tx_(tx),
       completion_(completion),
       completion_offset_(completion_offset),
@@ -92,10 +94,7 @@ void TxAttachment::complete(const daqiri_tx_desc* done, uint32_t n, bool failed)
     *completion_.slot<uint32_t>(comp_prod_++) = done[i].buffer | flag;
   }
   completion_.publish_producer(comp_prod_);
-  if (completion_.consumer_wants_wakeup()) {
-    uint64_t one = 1;
-    [[maybe_unused]] auto w = ::write(eventfd_.get(), &one, sizeof one);
-  }
+  completion_.wake_consumer(eventfd_.get());
 }
 
 void TxAttachment::detach() {

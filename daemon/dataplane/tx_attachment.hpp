@@ -34,6 +34,8 @@ class TxAttachment {
   [[nodiscard]] uint32_t num_bufs() const { return num_bufs_; }
   [[nodiscard]] size_t completion_offset() const { return completion_offset_; }
   [[nodiscard]] int eventfd() const { return eventfd_.get(); }
+  // The client's doorbell: it writes this one after a submit that found NEED_WAKEUP set.
+  [[nodiscard]] int kick_fd() const { return kick_.get(); }
   [[nodiscard]] const abi::RingView& tx_ring() const { return tx_; }
   AttachmentLifecycle lifecycle;
   AttachmentCounters counters;
@@ -45,6 +47,18 @@ class TxAttachment {
   // Hands buffers back through the completion ring (and wakes the client if it sleeps);
   // `failed`: without their work done.
   void complete(const daqiri_tx_desc* done, uint32_t n, bool failed = false);
+  // Before its poller sleeps: asks the client to kick (NEED_WAKEUP on the TX ring) and looks
+  // again; false if a submission is waiting, and then the poller must not sleep.
+  // (One that is cut off or let go has nothing to wait for: its ring is never read again.)
+  bool arm_wakeup() const {
+    if (lifecycle.released.load(std::memory_order_relaxed) ||
+        lifecycle.violated.load(std::memory_order_relaxed)) {
+      return true;
+    }
+    tx_.set_need_wakeup(true);
+    return tx_.load_producer_seq_cst() == tx_cons_;
+  }
+  void disarm_wakeup() const { tx_.set_need_wakeup(false); }
   [[nodiscard]] const std::byte* buffer(uint32_t index) const {
     return buffers_.data() + uint64_t{index} * buf_size_;
   }
@@ -52,7 +66,7 @@ class TxAttachment {
 
  private:
   TxAttachment(uint64_t id, memory::SharedMemory rings, memory::SharedMemory buffers,
-               UniqueFd eventfd, abi::RingView tx, abi::RingView completion,
+               UniqueFd eventfd, UniqueFd kick, abi::RingView tx, abi::RingView completion,
                size_t completion_offset, uint32_t buf_size, uint32_t num_bufs, TxRules rules);
   [[nodiscard]] bool valid(const daqiri_tx_desc& d) const;
 
@@ -60,6 +74,7 @@ class TxAttachment {
   memory::SharedMemory rings_;
   memory::SharedMemory buffers_;
   UniqueFd eventfd_;
+  UniqueFd kick_;
   abi::RingView tx_;
   abi::RingView completion_;
   size_t completion_offset_;

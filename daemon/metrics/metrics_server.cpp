@@ -75,6 +75,7 @@ void add_to(dataplane::AttachmentStats& sum, const dataplane::AttachmentStats& a
   sum.send_errors += a.send_errors;
   sum.on_loan += a.on_loan;
   sum.stalls += a.stalls;
+  sum.kicks += a.kicks;
   sum.ring_size += a.ring_size;
   sum.ring_used += a.ring_used;
   sum.gpu = sum.gpu || a.gpu;
@@ -221,6 +222,10 @@ class DataPlaneCollector final : public prometheus::Collectable {
                          "Times the attachment's full ring held its flow back (block "
                          "backpressure: the slow consumer)",
                          MetricType::Counter);
+    FamilyBuilder kicks(out, "daqiri_attachment_kicks_total",
+                        "Times a TX attachment's client woke its sleeping poller (the kick "
+                        "eventfd)",
+                        MetricType::Counter);
     FamilyBuilder ring_used(out, "daqiri_attachment_ring_used_slots",
                             "Slots of the client's ring in use: RX not yet released, TX "
                             "submitted and not yet taken",
@@ -274,6 +279,7 @@ class DataPlaneCollector final : public prometheus::Collectable {
       ring_used.add(l, double(a.ring_used));
       ring_size.add(l, double(a.ring_size));
       if (a.rx) stalls.add(l, double(a.stalls));
+      if (!a.rx) kicks.add(l, double(a.kicks));
       if (a.gpu) {
         gpu_packets.add(l, double(a.gpu_packets));
         gpu_bytes.add(l, double(a.gpu_bytes));

@@ -264,36 +264,72 @@ TEST_F(DataPlaneTest, EmptyPoolDropsAreCountedAsNoBuffer) {
   other.kill(SIGKILL);
 }
 
+// A plain UDP socket on 127.0.0.1 (an ephemeral port) with a large buffer and a 5 s timeout.
+struct UdpReceiver {
+  UdpReceiver() {
+    int big = 16 << 20;
+    ::setsockopt(fd.get(), SOL_SOCKET, is_root() ? SO_RCVBUFFORCE : SO_RCVBUF, &big, sizeof big);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+    port = ntohs(addr.sin_port);
+    timeval tv{5, 0};
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  // Receives `count` datagrams and checks each: `size` bytes of pattern, sequence 0, 1, ...,
+  // from source port `from_port`.
+  void expect_pattern(uint64_t count, size_t size, uint16_t from_port) const {
+    std::vector<std::byte> buf(2048);
+    std::vector<std::byte> expect(size);
+    for (uint64_t seq = 0; seq < count; ++seq) {
+      sockaddr_in from{};
+      socklen_t fl = sizeof from;
+      ssize_t n =
+          ::recvfrom(fd.get(), buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &fl);
+      ASSERT_EQ(n, ssize_t(size)) << "datagram " << seq << ": " << std::strerror(errno);
+      EXPECT_EQ(ntohs(from.sin_port), from_port);  // the client's UDP header went out as written
+      pattern::fill(expect, port, seq);
+      ASSERT_EQ(std::memcmp(buf.data(), expect.data(), size), 0) << "datagram " << seq;
+    }
+  }
+  UniqueFd fd{::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)};
+  uint16_t port = 0;
+};
+
 TEST_F(DataPlaneTest, TxArrivesByteExactAtAPlainSocket) {
   start();
-  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  int big = 16 << 20;
-  ::setsockopt(fd, SOL_SOCKET, is_root() ? SO_RCVBUFFORCE : SO_RCVBUF, &big, sizeof big);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  uint16_t port = ntohs(addr.sin_port);
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-
-  Spawned sender(dir_, client({"tx", "lo", "5555", std::to_string(port), "5000", "777"}));
-  std::vector<std::byte> buf(2048);
-  std::vector<std::byte> expect(777);
-  for (uint64_t seq = 0; seq < 5000; ++seq) {
-    sockaddr_in from{};
-    socklen_t fl = sizeof from;
-    ssize_t n = ::recvfrom(fd, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &fl);
-    ASSERT_EQ(n, 777) << "datagram " << seq << ": " << std::strerror(errno);
-    EXPECT_EQ(ntohs(from.sin_port), 5555);  // the client's UDP header went out as written
-    pattern::fill(expect, port, seq);
-    ASSERT_EQ(std::memcmp(buf.data(), expect.data(), expect.size()), 0) << "datagram " << seq;
-  }
-  ::close(fd);
+  UdpReceiver receiver;
+  Spawned sender(dir_, client({"tx", "lo", "5555", std::to_string(receiver.port), "5000", "777"}));
+  receiver.expect_pattern(5000, 777, 5555);
   EXPECT_EQ(sender.wait(), 0) << sender.output();
   EXPECT_THAT(sender.output(), HasSubstr("sent 5000"));
+}
+
+// An idle daemon's TX poller sleeps, and asks first (NEED_WAKEUP on the TX ring) to be woken
+// through the attachment's kick eventfd; a client that kicks it is counted, and its frames
+// leave byte-exact.
+TEST_F(DataPlaneTest, TxClientKicksTheSleepingPoller) {
+  start();
+  UdpReceiver receiver;
+  Spawned kicker(dir_, client({"tx-kick", std::to_string(receiver.port)}));
+  ASSERT_TRUE(kicker.wait_for_output("kicked")) << kicker.output();
+  uint64_t sent = 0;
+  std::string out = kicker.output();
+  ASSERT_EQ(std::sscanf(out.c_str() + out.find("sent "), "sent %llu kicked",
+                        reinterpret_cast<unsigned long long*>(&sent)),
+            1)
+      << kicker.output();
+  receiver.expect_pattern(sent, 100, 5556);
+  auto kicked = [&](const v1::Stats& s) {
+    return s.attachments_size() == 1 && s.attachments(0).kicks() >= 1 &&
+           s.attachments(0).packets() == sent;
+  };
+  EXPECT_TRUE(eventually(kicked)) << stats().DebugString();
+  kicker.kill(SIGKILL);
+  kicker.wait();
 }
 
 TEST_F(DataPlaneTest, ClientReconnectsAfterDaemonRestart) {

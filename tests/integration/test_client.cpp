@@ -7,6 +7,7 @@
 //   stream-rx SOCKET FLOW BYTES   receive a TCP flow's streams; print bytes and FNV-1a of each
 //   queue-rx SOCKET IF QUEUE COUNT  receive every flow of an RX queue through one ring
 //   attach-many SOCKET FLOW N     attach to FLOW N times in one session, print each, then sleep
+//   tx-kick SOCKET DSTPORT        submit through the raw ABI while the daemon sleeps; kick it
 //   hostile SOCKET FLOW KIND      break the protocol with the raw ABI: consumer-index,
 //                                 tx-descriptor, tx-source, garbage-message
 // Prints what happened on stdout (flushed per line); exit codes say whether it went as meant.
@@ -17,11 +18,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -322,6 +325,64 @@ int expect_cut(Raw& r) {
   return 1;
 }
 
+// The raw ABI's TX doorbell: each time the daemon's idle poller has set NEED_WAKEUP on the TX
+// ring, submits one frame (127.0.0.1:5556 -> DSTPORT, pattern payload, sequence 0, 1, ...) and
+// kicks if the flag is still set, until one kick went out. Waits for the completions, prints
+// "sent N kicked", then sleeps so that its attachment's counters can be read.
+int tx_kick(const std::string& socket, uint16_t dst_port) {
+  Raw r;
+  daqiri::v1::AttachRequest req;
+  req.mutable_tx_queue()->set_interface("lo");
+  if (!raw_open(r, socket) || !raw_attach(r, req)) return 3;
+  if (r.fds.size() != 4) {
+    say("ATTACHED carried %zu fds, not 4", r.fds.size());
+    return 3;
+  }
+  void* rings =
+      ::mmap(nullptr, r.attached.rings_size, PROT_READ | PROT_WRITE, MAP_SHARED, r.fds[0].get(), 0);
+  void* bufs = ::mmap(nullptr, r.attached.regions[0].size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                      r.fds[2].get(), 0);
+  if (rings == MAP_FAILED || bufs == MAP_FAILED) return 3;
+  auto* base = static_cast<std::byte*>(rings);
+  auto tx = daqiri::abi::RingView::open(base + r.attached.ring_offset, r.attached.completion_offset,
+                                        DAQIRI_RING_TX, sizeof(daqiri_tx_desc));
+  auto done = daqiri::abi::RingView::open(base + r.attached.completion_offset,
+                                          r.attached.rings_size - r.attached.completion_offset,
+                                          DAQIRI_RING_COMPLETION, sizeof(uint32_t));
+  const uint32_t buf_size = r.attached.regions[0].buf_size;
+  const uint32_t most = std::min(r.attached.regions[0].num_bufs, 64u);
+  uint32_t sent = 0;
+  bool kicked = false;
+  while (!kicked && sent < most) {
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!tx->consumer_wants_wakeup()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        say("the idle daemon never asked for a kick");
+        return 1;
+      }
+      std::this_thread::sleep_for(100us);
+    }
+    std::span<std::byte> frame(static_cast<std::byte*>(bufs) + uint64_t{sent} * buf_size, buf_size);
+    size_t h =
+        daqiri::frame::write_udp_headers(frame, {0x7f000001, 5556}, {0x7f000001, dst_port}, 100);
+    daqiri::pattern::fill(frame.subspan(h, 100), dst_port, sent);
+    *tx->slot<daqiri_tx_desc>(sent) = {sent, static_cast<uint32_t>(h + 100), 0, 0};
+    tx->publish_producer(++sent);
+    kicked = tx->wake_consumer(r.fds[3].get());
+  }
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (done->load_producer() != sent) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      say("%u of %u completions", done->load_producer(), sent);
+      return 1;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  say("sent %u %s", sent, kicked ? "kicked" : "never kicked");
+  for (;;)
+    std::this_thread::sleep_for(1s);
+}
+
 int hostile(const std::string& socket, const std::string& flow, const std::string& kind) {
   Raw r;
   if (!raw_open(r, socket)) {
@@ -390,6 +451,9 @@ int main(int argc, char** argv) {
   if (a.size() == 4 && a[0] == "stream-rx") return stream_rx(a[1], a[2], std::stoull(a[3]));
   if (a.size() == 5 && a[0] == "queue-rx") return queue_rx(a[1], a[2], a[3], std::stoull(a[4]));
   if (a.size() == 4 && a[0] == "hostile") return hostile(a[1], a[2], a[3]);
+  if (a.size() == 3 && a[0] == "tx-kick") {
+    return tx_kick(a[1], static_cast<uint16_t>(std::stoi(a[2])));
+  }
   std::fprintf(stderr, "usage: see the comment at the top of test_client.cpp\n");
   return 2;
 }

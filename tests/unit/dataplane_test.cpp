@@ -467,6 +467,79 @@ TEST(Poller, PollsOnceBetweenQuietParks) {
   (*poller)->remove_task(&task, {});
 }
 
+// A task that counts how the poller asks for and drops wake-ups, and says work came in as it
+// armed while told to.
+struct ArmingTask final : PollTask {
+  bool poll() override { return false; }
+  bool arm_wakeups() override {
+    arms.fetch_add(1);
+    return !work_as_armed.load();
+  }
+  void disarm_wakeups() override { disarms.fetch_add(1); }
+  std::atomic<bool> work_as_armed{false};
+  std::atomic<uint64_t> arms{0};
+  std::atomic<uint64_t> disarms{0};
+};
+
+// Before each park the poller arms its tasks' wake-ups and after it disarms them; a task
+// that had work by the time it armed keeps the poller from parking at all.
+TEST(Poller, ArmsWakeupsAroundEachParkAndSkipsTheParkWhenWorkCameIn) {
+  auto poller = Poller::start("arming", -1);
+  ASSERT_TRUE(poller);
+  ArmingTask task;
+  (*poller)->add_task(&task, {});
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((*poller)->parks() < 5 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Read in this order, each count can only have grown since the one before it was read.
+  uint64_t parks = (*poller)->parks();
+  uint64_t arms = task.arms.load();
+  uint64_t disarms = task.disarms.load();
+  EXPECT_GE(parks, 5u);
+  EXPECT_GE(arms, parks) << "a park without arming";
+  EXPECT_GE(disarms + 1, arms) << "armed " << arms << " times, disarmed " << disarms;
+  task.work_as_armed.store(true);
+  // Once it has armed twice more, the park that was in progress is over: none follows.
+  arms = task.arms.load();
+  while (task.arms.load() < arms + 2)
+    std::this_thread::yield();
+  parks = (*poller)->parks();
+  arms = task.arms.load();
+  while (task.arms.load() < arms + 100)
+    std::this_thread::yield();
+  EXPECT_EQ((*poller)->parks(), parks) << "parked although a task had work as it armed";
+  task.work_as_armed.store(false);
+  (*poller)->remove_task(&task, {});
+}
+
+// A watched doorbell (a TX client's kick eventfd) ends a park; the poller drains it and
+// counts what was written; once unwatched it is out of the epoll set and counts nothing.
+TEST(Poller, DrainsAndCountsAWatchedDoorbell) {
+  auto poller = Poller::start("doorbell", -1);
+  ASSERT_TRUE(poller);
+  int efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  ASSERT_GE(efd, 0);
+  std::atomic<uint64_t> rung{0};
+  (*poller)->watch(efd, &rung);
+  EXPECT_TRUE(watched_by_an_epoll(efd));
+  uint64_t three = 3;
+  ASSERT_EQ(::write(efd, &three, sizeof three), ssize_t(sizeof three));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (rung.load() < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(rung.load(), 3u);
+  uint64_t left = 0;
+  EXPECT_EQ(::read(efd, &left, sizeof left), -1) << "not drained: " << left;
+  (*poller)->unwatch(efd);
+  EXPECT_FALSE(watched_by_an_epoll(efd));
+  ASSERT_EQ(::write(efd, &three, sizeof three), ssize_t(sizeof three));
+  uint64_t parks = (*poller)->parks();
+  while ((*poller)->parks() < parks + 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(rung.load(), 3u);
+  ::close(efd);
+}
+
 // A poller thread's stamps stay between two readings of the real clock taken around them
 // (within what extrapolating from the TSC may be off by), and never go backwards. A thread
 // that did not start as a poller reads the real clock.
@@ -524,6 +597,37 @@ TEST(TxAttachment, ValidDescriptorsAreTakenAndCompleted) {
   EXPECT_EQ(comp.load_producer(), 2u);
   EXPECT_EQ(*comp.slot<uint32_t>(0), 3u);
   EXPECT_FALSE((*a)->lifecycle.violated.load());
+}
+
+// Before the poller sleeps the attachment sets NEED_WAKEUP on its TX ring, where the client
+// looks after each submit; a submission already waiting keeps the poller awake.
+TEST(TxAttachment, ArmsTheClientsKickAndSaysWhenASubmissionWaits) {
+  auto a = TxAttachment::create(1, 2048, 16, 64, false, kUdpRules);
+  ASSERT_TRUE(a);
+  auto tx = *abi::RingView::open((*a)->rings().data(), (*a)->completion_offset(), DAQIRI_RING_TX,
+                                 sizeof(daqiri_tx_desc));
+  EXPECT_FALSE(tx.consumer_wants_wakeup());
+  EXPECT_TRUE((*a)->arm_wakeup());
+  EXPECT_TRUE(tx.consumer_wants_wakeup());
+  // The client's side: a submit that finds the flag writes the kick eventfd.
+  *tx.slot<daqiri_tx_desc>(0) = {3, 100, 0, 0};
+  tx.publish_producer(1);
+  EXPECT_TRUE(tx.wake_consumer((*a)->kick_fd()));
+  uint64_t kicks = 0;
+  EXPECT_EQ(::read((*a)->kick_fd(), &kicks, sizeof kicks), ssize_t(sizeof kicks));
+  EXPECT_EQ(kicks, 1u);
+  (*a)->disarm_wakeup();
+  EXPECT_FALSE(tx.consumer_wants_wakeup());
+  EXPECT_FALSE(tx.wake_consumer((*a)->kick_fd())) << "kicked a poller that is awake";
+  EXPECT_FALSE((*a)->arm_wakeup()) << "armed past a waiting submission";
+  daqiri_tx_desc out[8];
+  ASSERT_EQ((*a)->take(out, 8), 1u);
+  EXPECT_TRUE((*a)->arm_wakeup());
+  // A client cut off has nothing to wait for, whatever its ring says.
+  tx.publish_producer(5);
+  EXPECT_FALSE((*a)->arm_wakeup());
+  (*a)->lifecycle.violated.store(true);
+  EXPECT_TRUE((*a)->arm_wakeup());
 }
 
 TEST(TxAttachment, BadDescriptorsAreViolations) {

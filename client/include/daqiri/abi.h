@@ -27,7 +27,12 @@
  * mappings.
  * TX attachment: a ring of daqiri_tx_desc (client -> daemon) and a completion ring of uint32
  * buffer indices (daemon -> client). All TX buffers start with the client; a buffer submitted
- * belongs to the daemon until its index appears in the completion ring.
+ * belongs to the daemon until its index appears in the completion ring. On the TX ring the
+ * daemon is the consumer: before its poller sleeps it sets NEED_WAKEUP there, so a client that
+ * publishes (seq_cst) and then sees the flag writes the attachment's second eventfd, the KICK
+ * (the first one is the daemon's, for completions: a shared one would let either side read
+ * the other's signal). A client that never kicks still gets its frames sent, a sleep later
+ * (at most a millisecond).
  *
  * GPU RX attachment: a ring in GPU memory (one CUDA VMM allocation the client imports from a
  * POSIX fd) laid out as daqiri_gpu_ring_info says: a uint32 doorbell (the producer index),
@@ -47,7 +52,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DAQIRI_ABI_VERSION 1u
+#define DAQIRI_ABI_VERSION 2u
 #define DAQIRI_RING_MAGIC 0x44515249u /* "IRQD" little-endian: "DQRI" */
 #define DAQIRI_MSG_MAGIC 0x4451534du  /* "MSQD" */
 #define DAQIRI_CACHE_LINE 64u
@@ -208,9 +213,9 @@ enum daqiri_direction {
 };
 
 /* Sent with fds, in this order: the rings memfd, the eventfd, then one memfd per region, then
- * for GPU RX the GPU ring's VMM POSIX fd. (GPU RX has no regions, or with header-data split
- * one: the header slots, `num_bufs` (= ring slots) of `buf_size` (= header_size) bytes, slot
- * c & (size - 1) holding the first header_size bytes of ring counter c's frame.) */
+ * for TX the kick eventfd, for GPU RX the GPU ring's VMM POSIX fd. (GPU RX has no regions, or with
+ * header-data split one: the header slots, `num_bufs` (= ring slots) of `buf_size` (= header_size)
+ * bytes, slot c & (size - 1) holding the first header_size bytes of ring counter c's frame.) */
 struct daqiri_msg_attached {
   struct daqiri_msg_header h;
   uint64_t attachment_id;

@@ -51,6 +51,10 @@ struct RxOptions {
 struct TxOptions {
   std::string interface;
   std::string queue;  // empty: the interface's first TX queue
+  // Wake the daemon's TX poller when it sleeps (a write to the kick eventfd in submit()).
+  // false: submit() never makes a syscall, and a frame submitted while the daemon is idle
+  // waits for its poller's park to end (up to 1 ms).
+  bool kick = true;
 };
 
 struct Packet {
@@ -146,7 +150,8 @@ class TxStream {
   // Up to out.size() buffers the client may fill; fewer while the daemon still has the rest.
   size_t reserve(std::span<TxBuffer> out);
   // Queues frames for sending: `length` bytes of each buffer, an Ethernet/IPv4/UDP frame from
-  // the interface's address. Returns how many were queued (the ring may take fewer).
+  // the interface's address. Returns how many were queued (the ring may take fewer). If the
+  // daemon's poller sleeps, it writes the attachment's kick eventfd (one syscall) to wake it.
   Result<size_t> submit(std::span<const TxBuffer> buffers);
   // Takes back buffers the daemon is done with; returns how many. reserve() calls it.
   size_t reclaim();

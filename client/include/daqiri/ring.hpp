@@ -94,6 +94,14 @@ class RingView {
     return (std::atomic_ref<uint32_t>(h_->consumer_flags).load(std::memory_order_seq_cst) &
             DAQIRI_RING_NEED_WAKEUP) != 0;
   }
+  // After publish_producer: signals `eventfd` if the consumer asked for it (NEED_WAKEUP).
+  // Returns whether it did.
+  bool wake_consumer(int eventfd) const {
+    if (!consumer_wants_wakeup()) return false;
+    uint64_t one = 1;
+    [[maybe_unused]] auto w = ::write(eventfd, &one, sizeof one);
+    return true;
+  }
 
   // Consumer side.
   [[nodiscard]] uint32_t load_producer() const {

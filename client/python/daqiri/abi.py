@@ -6,7 +6,7 @@ import struct
 
 import numpy as np
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 RING_MAGIC = 0x44515249
 MSG_MAGIC = 0x4451534D
 RING_HEADER_SIZE = 256

@@ -61,6 +61,12 @@ class Ring:
     def publish_producer(self, value):
         self.words[abi.WORD_PRODUCER] = value & 0xFFFFFFFF
 
+    def consumer_wants_wakeup(self):
+        """After publish_producer: whether the consumer sleeps and must be woken (the fence
+        first, so that the consumer either sees the new producer or we see its flag)."""
+        fence()
+        return bool(self.words[abi.WORD_CONSUMER_FLAGS] & abi.RING_NEED_WAKEUP)
+
     def publish_consumer(self, value):
         self.words[abi.WORD_CONSUMER] = value & 0xFFFFFFFF
 

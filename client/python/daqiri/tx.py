@@ -1,4 +1,5 @@
 """TX streams: fill buffers of the client's TX region in place, hand them to the daemon."""
+import os
 import time
 
 import numpy as np
@@ -31,6 +32,8 @@ class TxStream(Stream):
     """One TX queue of an interface. Every buffer starts with the client; a submitted buffer
     belongs to the daemon until it comes back through the completion ring (reclaim())."""
 
+    _kick = -1
+
     def __init__(self, client, attached, options):
         self.options = options
         self._open(client, attached)
@@ -47,6 +50,9 @@ class TxStream(Stream):
             region = attached.regions[0]
             self._map = map_fd(attached.fds[2], region.size, True)
             self._adopt(client, attached)
+            if self._kick >= 0:
+                os.close(self._kick)
+            self._kick = os.dup(attached.fds[3])  # the daemon's doorbell
         finally:
             attached.close()
         self.buf_size = region.buf_size
@@ -117,6 +123,8 @@ class TxStream(Stream):
         n = len(take)
         self._in_flight += n
         tx.publish_producer(self._produced)
+        if n and tx.consumer_wants_wakeup():  # the daemon's poller sleeps: wake it
+            os.write(self._kick, (1).to_bytes(8, "little"))
         return n
 
     def send(self, frames):
@@ -130,6 +138,13 @@ class TxStream(Stream):
         for b in reversed(bufs[sent:]):
             self._free.append(b.index)
         return sent
+
+    def close(self):
+        """Detaches: the daemon takes back every buffer of the attachment."""
+        super().close()
+        if self._kick >= 0:
+            os.close(self._kick)
+            self._kick = -1
 
     @property
     def in_flight(self):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import daqiri
-from daqiri import frames, pattern
+from daqiri import abi, frames, pattern
 
 
 @pytest.fixture
@@ -39,6 +39,32 @@ def test_frames_leave_byte_exact(daemon, udp_sink):
         assert (pattern.check(got, stream=dst[1]) == np.arange(1000)).all()
         st = [a for a in client.stats().attachments if a.id == tx.id][0]
         assert (st.packets, st.send_errors) == (1000, 0)
+
+
+def test_a_submit_wakes_the_sleeping_poller(daemon, udp_sink):
+    """Before the idle daemon's TX poller sleeps it sets NEED_WAKEUP on the TX ring; a submit
+    that finds it writes the kick eventfd, and the daemon counts the kick."""
+    dst = udp_sink.getsockname()
+    with daemon.client() as client, client.attach_tx("lo") as tx:
+        sent = 0
+
+        def kicks():
+            return [a for a in client.stats().attachments if a.id == tx.id][0].kicks
+
+        while kicks() == 0 and sent < 50:
+            deadline = time.monotonic() + 10
+            while not tx._ring.words[abi.WORD_CONSUMER_FLAGS] & abi.RING_NEED_WAKEUP:
+                assert time.monotonic() < deadline, "the idle daemon never asked for a kick"
+                time.sleep(0.0001)
+            b = tx.reserve(1)[0]
+            b.length = frames.write_udp(b.data, ("127.0.0.1", 40003), dst,
+                                        pattern.expected(np.arange(sent, sent + 1), 100, stream=dst[1])[0])
+            assert tx.submit([b]) == 1
+            sent += 1
+            tx.flush(10.0)
+        assert kicks() >= 1, f"{sent} frames submitted to a sleeping poller, no kick counted"
+        got = np.array([np.frombuffer(udp_sink.recv(2048), np.uint8) for _ in range(sent)])
+        assert (pattern.check(got, stream=dst[1]) == np.arange(sent)).all()
 
 
 def test_send_copies_frames(daemon, udp_sink):

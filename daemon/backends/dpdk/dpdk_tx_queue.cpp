@@ -134,6 +134,18 @@ bool DpdkTxQueue::send(Binding& b) {
   return true;
 }
 
+bool DpdkTxQueue::arm_wakeups() {
+  bool quiet = true;
+  for (Binding* b : set_.load())
+    quiet &= b->attachment->arm_wakeup();
+  return quiet;
+}
+
+void DpdkTxQueue::disarm_wakeups() {
+  for (Binding* b : set_.load())
+    b->attachment->disarm_wakeup();
+}
+
 bool DpdkTxQueue::poll() {
   bool work = false;
   for (Binding* b : set_.load()) {

@@ -41,6 +41,9 @@ class DpdkTxQueue final : public dataplane::PollTask {
   ~DpdkTxQueue() override;
 
   bool poll() override;
+  // NEED_WAKEUP on its attachments' TX rings while the poller sleeps (their clients kick).
+  bool arm_wakeups() override;
+  void disarm_wakeups() override;
   TxQueueCounters counters;
   [[nodiscard]] dataplane::NicQueueStats stats(const std::string& name) const;
 

@@ -684,6 +684,18 @@ void RdmaInterface::deliver(Connection& c, memory::BufferPool& pool, uint32_t bu
   bump(counters_.message_bytes, length);
 }
 
+bool RdmaInterface::arm_wakeups() {
+  bool quiet = true;
+  for (TxRecord* t : tx_.load())
+    quiet &= t->a->arm_wakeup();
+  return quiet;
+}
+
+void RdmaInterface::disarm_wakeups() {
+  for (TxRecord* t : tx_.load())
+    t->a->disarm_wakeup();
+}
+
 bool RdmaInterface::drain_tx() {
   bool work = false;
   for (TxRecord* t : tx_.load()) {

@@ -62,6 +62,9 @@ class RdmaInterface final : public dataplane::TxQueueTask {
   RdmaInterface& operator=(const RdmaInterface&) = delete;
 
   bool poll() override;
+  // NEED_WAKEUP on its attachments' TX rings while the poller sleeps (their clients kick).
+  bool arm_wakeups() override;
+  void disarm_wakeups() override;
   // What wakes its parked poller: CM events, completions, device events.
   [[nodiscard]] std::vector<int> fds() const;
 

@@ -43,6 +43,18 @@ bool SocketTxQueue::poll() {
   return work;
 }
 
+bool SocketTxQueue::arm_wakeups() {
+  bool quiet = true;
+  for (dataplane::TxAttachment* a : set_.load())
+    quiet &= a->arm_wakeup();
+  return quiet;
+}
+
+void SocketTxQueue::disarm_wakeups() {
+  for (dataplane::TxAttachment* a : set_.load())
+    a->disarm_wakeup();
+}
+
 bool SocketTxQueue::drain(dataplane::TxAttachment& a) {
   uint32_t n = a.take(descs_.data(), batch_);
   if (n == 0) return false;

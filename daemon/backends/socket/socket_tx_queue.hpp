@@ -22,6 +22,9 @@ class SocketTxQueue final : public dataplane::TxQueueTask {
   static Result<std::unique_ptr<SocketTxQueue>> create(uint32_t source_ipv4, uint32_t batch);
 
   bool poll() override;
+  // NEED_WAKEUP on its attachments' TX rings while the poller sleeps (their clients kick).
+  bool arm_wakeups() override;
+  void disarm_wakeups() override;
 
   [[nodiscard]] dataplane::TxRules rules() const override { return {frame::kUdpHeaders, false}; }
   Result<> add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
