@@ -629,7 +629,14 @@ void DataPlane::close_locked(uint64_t id) {
     }
 #endif
     life.closing.store(true, std::memory_order_release);
-    // The poller returns every buffer and lets go; it parks for at most 1 ms.
+    // The poller returns every buffer and lets go; woken, a sleeping one need not finish its
+    // park (up to 1 ms) first.
+    if (a.rx) {
+      for (const auto& name : a.flows)
+        flows_.at(name).poller->epoch().wake();
+    } else {
+      a.tx_home->poller->epoch().wake();
+    }
     while (!life.released.load(std::memory_order_acquire)) {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }

@@ -70,12 +70,14 @@ class Client(Control):
         self._expect(a, abi.DIRECTION_RX)
         return self._keep(RxStream(self, a, req))
 
-    def attach_tx(self, interface, queue=""):
-        """A TX queue of `interface` (empty `queue`: its first). Returns a TxStream."""
+    def attach_tx(self, interface, queue="", *, kick=True):
+        """A TX queue of `interface` (empty `queue`: its first). Returns a TxStream. `kick`:
+        submit() wakes the daemon's TX poller when it sleeps (one os.write); False keeps
+        syscalls out of submit(), and a frame submitted to a sleeping daemon waits up to 1 ms."""
         req = pb.AttachRequest(tx_queue=pb.TxQueueRef(interface=interface, queue=queue))
         a = self._claim(req)
         self._expect(a, abi.DIRECTION_TX)
-        return self._keep(TxStream(self, a, req))
+        return self._keep(TxStream(self, a, req, kick))
 
     def attach_gpu_rx(self, flow, *, ring_size=0, block=False):
         """A GPU ring on one flow whose queue has a `device` or `pinned` region. Returns a

@@ -34,8 +34,9 @@ class TxStream(Stream):
 
     _kick = -1
 
-    def __init__(self, client, attached, options):
+    def __init__(self, client, attached, options, kick=True):
         self.options = options
+        self.kick = kick
         self._open(client, attached)
 
     def _open(self, client, attached):
@@ -123,7 +124,7 @@ class TxStream(Stream):
         n = len(take)
         self._in_flight += n
         tx.publish_producer(self._produced)
-        if n and tx.consumer_wants_wakeup():  # the daemon's poller sleeps: wake it
+        if n and self.kick and tx.consumer_wants_wakeup():  # the daemon's poller sleeps
             os.write(self._kick, (1).to_bytes(8, "little"))
         return n
 

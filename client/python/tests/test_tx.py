@@ -41,28 +41,36 @@ def test_frames_leave_byte_exact(daemon, udp_sink):
         assert (st.packets, st.send_errors) == (1000, 0)
 
 
-def test_a_submit_wakes_the_sleeping_poller(daemon, udp_sink):
-    """Before the idle daemon's TX poller sleeps it sets NEED_WAKEUP on the TX ring; a submit
-    that finds it writes the kick eventfd, and the daemon counts the kick."""
+def _submit_to_a_sleeping_poller(client, tx, dst, until, most):
+    """Submits one frame (pattern payload, sequence 0, 1, ...) each time the daemon's TX poller
+    has asked for a kick (NEED_WAKEUP on the TX ring, set before it sleeps), until `until(kicks)`
+    or `most` frames; returns how many went and the attachment's kicks."""
+    def kicks():
+        return [a for a in client.stats().attachments if a.id == tx.id][0].kicks
+
+    sent = 0
+    while not until(kicks()) and sent < most:
+        deadline = time.monotonic() + 10
+        while not tx._ring.words[abi.WORD_CONSUMER_FLAGS] & abi.RING_NEED_WAKEUP:
+            assert time.monotonic() < deadline, "the idle daemon never asked for a kick"
+            time.sleep(0.0001)
+        b = tx.reserve(1)[0]
+        payload = pattern.expected(np.arange(sent, sent + 1), 100, stream=dst[1])[0]
+        b.length = frames.write_udp(b.data, ("127.0.0.1", 40003), dst, payload)
+        assert tx.submit([b]) == 1
+        sent += 1
+        tx.flush(10.0)
+    return sent, kicks()
+
+
+@pytest.mark.parametrize("kick", [True, False])
+def test_a_submit_wakes_the_sleeping_poller_unless_told_not_to(daemon, udp_sink, kick):
+    """A submit that finds the flag writes the kick eventfd, and the daemon counts the kick;
+    with kick=False it never does, and the frames still leave, a park later."""
     dst = udp_sink.getsockname()
-    with daemon.client() as client, client.attach_tx("lo") as tx:
-        sent = 0
-
-        def kicks():
-            return [a for a in client.stats().attachments if a.id == tx.id][0].kicks
-
-        while kicks() == 0 and sent < 50:
-            deadline = time.monotonic() + 10
-            while not tx._ring.words[abi.WORD_CONSUMER_FLAGS] & abi.RING_NEED_WAKEUP:
-                assert time.monotonic() < deadline, "the idle daemon never asked for a kick"
-                time.sleep(0.0001)
-            b = tx.reserve(1)[0]
-            b.length = frames.write_udp(b.data, ("127.0.0.1", 40003), dst,
-                                        pattern.expected(np.arange(sent, sent + 1), 100, stream=dst[1])[0])
-            assert tx.submit([b]) == 1
-            sent += 1
-            tx.flush(10.0)
-        assert kicks() >= 1, f"{sent} frames submitted to a sleeping poller, no kick counted"
+    with daemon.client() as client, client.attach_tx("lo", kick=kick) as tx:
+        sent, kicks = _submit_to_a_sleeping_poller(client, tx, dst, lambda k: k > 0, 50 if kick else 3)
+        assert (kicks >= 1) if kick else (kicks == 0 and sent == 3), f"{sent} frames, {kicks} kicks"
         got = np.array([np.frombuffer(udp_sink.recv(2048), np.uint8) for _ in range(sent)])
         assert (pattern.check(got, stream=dst[1]) == np.arange(sent)).all()
 
