@@ -20,9 +20,13 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <optional>
+#include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "daqiri/abi.h"
 #include "daqiri/test_pattern.hpp"
@@ -328,8 +332,46 @@ TEST_F(DataPlaneTest, TxClientKicksTheSleepingPoller) {
            s.attachments(0).packets() == sent;
   };
   EXPECT_TRUE(eventually(kicked)) << stats().DebugString();
+  // daqiri-ctl stats shows them in the TX attachment's row, under KICKS.
+  std::istringstream table(run({ctl_path(), "--socket", socket_, "stats"}).out);
+  std::vector<std::string> header;
+  std::string kicks_shown;
+  for (std::string line; std::getline(table, line);) {
+    std::istringstream words(line);
+    std::vector<std::string> cells{std::istream_iterator<std::string>(words), {}};
+    if (!cells.empty() && cells[0] == "ATTACHMENT") header = cells;
+    size_t at = std::find(header.begin(), header.end(), "KICKS") - header.begin();
+    if (cells.size() == header.size() && at < cells.size() && cells[2] == "tx") {
+      kicks_shown = cells[at];
+    }
+  }
+  EXPECT_EQ(kicks_shown, std::to_string(stats().attachments(0).kicks()));
   kicker.kill(SIGKILL);
   kicker.wait();
+}
+
+// A client that writes its kick eventfd without cease only makes its poller wake: every kick
+// is counted, and another client's packets all arrive.
+TEST_F(DataPlaneTest, AKickStormCostsOthersNothing) {
+  start();
+  Spawned bystander(dir_, tap("stream0", 50, {"--block"}));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
+  Spawned storm(dir_, client({"kick-storm", "200000"}));
+  EXPECT_EQ(gen(4096, 50, 100).exit_code, 0);
+  ASSERT_TRUE(storm.wait_for_output("kicked 200000")) << storm.output();
+  ASSERT_EQ(bystander.wait(), 0) << bystander.output();
+  EXPECT_THAT(bystander.output(), HasSubstr("received 50 packets"));
+  auto all_counted = [](const v1::Stats& s) {
+    for (const auto& a : s.attachments()) {
+      if (a.direction() == v1::DIRECTION_TX) return a.kicks() == 200000u;
+    }
+    return false;
+  };
+  EXPECT_TRUE(eventually(all_counted)) << stats().DebugString();
+  EXPECT_TRUE(healthy());
+  EXPECT_EQ(stats().sessions_cut_off(), 0u);
+  storm.kill(SIGKILL);
+  storm.wait();
 }
 
 TEST_F(DataPlaneTest, ClientReconnectsAfterDaemonRestart) {

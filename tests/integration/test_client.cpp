@@ -8,6 +8,7 @@
 //   queue-rx SOCKET IF QUEUE COUNT  receive every flow of an RX queue through one ring
 //   attach-many SOCKET FLOW N     attach to FLOW N times in one session, print each, then sleep
 //   tx-kick SOCKET DSTPORT        submit through the raw ABI while the daemon sleeps; kick it
+//   kick-storm SOCKET N           write the TX kick eventfd N times, submitting nothing
 //   hostile SOCKET FLOW KIND      break the protocol with the raw ABI: consumer-index,
 //                                 tx-descriptor, tx-source, garbage-message
 // Prints what happened on stdout (flushed per line); exit codes say whether it went as meant.
@@ -383,6 +384,25 @@ int tx_kick(const std::string& socket, uint16_t dst_port) {
     std::this_thread::sleep_for(1s);
 }
 
+// Writes its TX attachment's kick eventfd N times, as fast as it can, without submitting
+// anything; prints "kicked N", then sleeps so that the counters can be read.
+int kick_storm(const std::string& socket, uint64_t n) {
+  Raw r;
+  daqiri::v1::AttachRequest req;
+  req.mutable_tx_queue()->set_interface("lo");
+  if (!raw_open(r, socket) || !raw_attach(r, req) || r.fds.size() != 4) return 3;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t one = 1;
+    if (::write(r.fds[3].get(), &one, sizeof one) != sizeof one) {
+      say("write %llu: %s", static_cast<unsigned long long>(i), std::strerror(errno));
+      return 1;
+    }
+  }
+  say("kicked %llu", static_cast<unsigned long long>(n));
+  for (;;)
+    std::this_thread::sleep_for(1s);
+}
+
 int hostile(const std::string& socket, const std::string& flow, const std::string& kind) {
   Raw r;
   if (!raw_open(r, socket)) {
@@ -451,6 +471,7 @@ int main(int argc, char** argv) {
   if (a.size() == 4 && a[0] == "stream-rx") return stream_rx(a[1], a[2], std::stoull(a[3]));
   if (a.size() == 5 && a[0] == "queue-rx") return queue_rx(a[1], a[2], a[3], std::stoull(a[4]));
   if (a.size() == 4 && a[0] == "hostile") return hostile(a[1], a[2], a[3]);
+  if (a.size() == 3 && a[0] == "kick-storm") return kick_storm(a[1], std::stoull(a[2]));
   if (a.size() == 3 && a[0] == "tx-kick") {
     return tx_kick(a[1], static_cast<uint16_t>(std::stoi(a[2])));
   }
