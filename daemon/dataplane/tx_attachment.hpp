@@ -86,4 +86,19 @@ class TxAttachment {
   uint32_t comp_prod_ = 0;
 };
 
+// For a task that drains TX attachments (PollTask::arm_wakeups, disarm_wakeups): `of` maps an
+// element of `set` to its attachment.
+template <typename Set, typename Of>
+bool arm_wakeups(const Set& set, Of of) {
+  bool quiet = true;
+  for (const auto& e : set)
+    quiet &= of(e).arm_wakeup();
+  return quiet;
+}
+template <typename Set, typename Of>
+void disarm_wakeups(const Set& set, Of of) {
+  for (const auto& e : set)
+    of(e).disarm_wakeup();
+}
+
 }  // namespace daqiri::dataplane

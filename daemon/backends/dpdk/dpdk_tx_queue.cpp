@@ -135,15 +135,13 @@ bool DpdkTxQueue::send(Binding& b) {
 }
 
 bool DpdkTxQueue::arm_wakeups() {
-  bool quiet = true;
-  for (Binding* b : set_.load())
-    quiet &= b->attachment->arm_wakeup();
-  return quiet;
+  return dataplane::arm_wakeups(
+      set_.load(), [](Binding * b) -> auto& { return *b->attachment; });
 }
 
 void DpdkTxQueue::disarm_wakeups() {
-  for (Binding* b : set_.load())
-    b->attachment->disarm_wakeup();
+  dataplane::disarm_wakeups(
+      set_.load(), [](Binding * b) -> auto& { return *b->attachment; });
 }
 
 bool DpdkTxQueue::poll() {

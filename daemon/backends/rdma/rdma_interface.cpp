@@ -685,15 +685,13 @@ void RdmaInterface::deliver(Connection& c, memory::BufferPool& pool, uint32_t bu
 }
 
 bool RdmaInterface::arm_wakeups() {
-  bool quiet = true;
-  for (TxRecord* t : tx_.load())
-    quiet &= t->a->arm_wakeup();
-  return quiet;
+  return dataplane::arm_wakeups(
+      tx_.load(), [](TxRecord * t) -> auto& { return *t->a; });
 }
 
 void RdmaInterface::disarm_wakeups() {
-  for (TxRecord* t : tx_.load())
-    t->a->disarm_wakeup();
+  dataplane::disarm_wakeups(
+      tx_.load(), [](TxRecord * t) -> auto& { return *t->a; });
 }
 
 bool RdmaInterface::drain_tx() {

@@ -43,16 +43,18 @@ bool SocketTxQueue::poll() {
   return work;
 }
 
+namespace {
+dataplane::TxAttachment& attachment_of(dataplane::TxAttachment* a) {
+  return *a;
+}
+}  // namespace
+
 bool SocketTxQueue::arm_wakeups() {
-  bool quiet = true;
-  for (dataplane::TxAttachment* a : set_.load())
-    quiet &= a->arm_wakeup();
-  return quiet;
+  return dataplane::arm_wakeups(set_.load(), attachment_of);
 }
 
 void SocketTxQueue::disarm_wakeups() {
-  for (dataplane::TxAttachment* a : set_.load())
-    a->disarm_wakeup();
+  dataplane::disarm_wakeups(set_.load(), attachment_of);
 }
 
 bool SocketTxQueue::drain(dataplane::TxAttachment& a) {
