@@ -1,4 +1,5 @@
-/* daqiri shared-memory ABI, version 1: the whole contract between daqirid and its clients.
+/* daqiri shared-memory ABI, version DAQIRI_ABI_VERSION (below): the whole contract between
+ * daqirid and its clients.
  *
  * C-compatible, dependency-free, compiled by the daemon and by every client. docs/protocol.md
  * explains it in prose; this header is the authority. Every size and offset is asserted.

@@ -1,4 +1,4 @@
-"""The shared-memory ABI of client/include/daqiri/abi.h, version 1, in Python terms.
+"""The shared-memory ABI of client/include/daqiri/abi.h (version ABI_VERSION), in Python terms.
 
 abi.h is the authority; the sizes below are checked against it by the tests (test_abi.py).
 """
