@@ -19,6 +19,8 @@ namespace {
 
 constexpr int kIdleSpins = 2048;  // empty iterations before parking
 constexpr int kParkMs = 1;
+// Bounded although every wake-up source is watched: one overlooked costs a second, not a hang.
+constexpr int kLongParkMs = 1000;
 
 }  // namespace
 
@@ -124,6 +126,7 @@ void Poller::run(const std::stop_token& stop) {
   while (!stop.stop_requested()) {
     bool work = false;
     bool spin = false;
+    bool parked = false;
     for (PollTask* t : tasks_.load()) {
       work |= t->poll();
       spin |= t->busy_poll();
@@ -139,8 +142,9 @@ void Poller::run(const std::stop_token& stop) {
       // After a park that nothing ended, one empty poll parks again: the spins before a park
       // are for work that is about to come, and a millisecond of quiet says none is.
       idle = park() ? kIdleSpins - 1 : 0;
+      parked = true;
     }
-    if ((loops & 1023) == 0) {
+    if ((loops & 1023) == 0 || parked) {  // a sleeping poller's loops can be a second apart
       busy_.store(busy, std::memory_order_relaxed);
       loops_.store(loops, std::memory_order_relaxed);
     }
@@ -151,8 +155,11 @@ void Poller::run(const std::stop_token& stop) {
 bool Poller::park() {
   const Tasks& tasks = tasks_.load();
   bool quiet = true;
-  for (PollTask* t : tasks)
+  bool timed = false;
+  for (PollTask* t : tasks) {
     quiet &= t->arm_wakeups();
+    timed |= t->needs_timed_wakeup();
+  }
   if (!quiet) {
     for (PollTask* t : tasks)
       t->disarm_wakeups();
@@ -167,7 +174,7 @@ bool Poller::park() {
   }
   parks_.store(parks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   epoll_event events[16];
-  int n = ::epoll_wait(epoll_.get(), events, 16, kParkMs);
+  int n = ::epoll_wait(epoll_.get(), events, 16, timed ? kParkMs : kLongParkMs);
   for (int i = 0; i < n; ++i) {
     auto* bell = static_cast<Doorbell*>(events[i].data.ptr);
     if (bell == nullptr) continue;

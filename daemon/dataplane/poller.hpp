@@ -1,12 +1,13 @@
 // One poller thread: busy-polls its tasks (RX flows, TX queues), and after a stretch of idle
 // iterations sleeps in epoll on the tasks' fds for at most 1 ms (the Seastar contract: poll
 // while there is work, park when there is none), unless a task or the configuration
-// (busy_poll) says spin. A park that nothing ended is followed by one poll and the next park:
-// a millisecond of quiet says no work is about to come, and an idle poller costs next to no
-// CPU. Tasks and their fds are Published snapshots; waits on its Epoch end a park.
-// The tasks' fds are in the epoll set only while parked: a socket in an epoll set makes every
-// datagram the kernel queues on it run epoll's wake-up callback on the sender's core (5 % of
-// a loopback sender's time), although a busy poller never waits on it.
+// (busy_poll) says spin. Tasks that nothing can reach but a wake-up (no clients, no timers)
+// let it sleep up to a second instead. A park that nothing ended is followed by one poll and the
+// next park: a millisecond of quiet says no work is about to come, and an idle poller costs next to
+// no CPU. Tasks and their fds are Published snapshots; waits on its Epoch end a park. The tasks'
+// fds are in the epoll set only while parked: a socket in an epoll set makes every datagram the
+// kernel queues on it run epoll's wake-up callback on the sender's core (5 % of a loopback sender's
+// time), although a busy poller never waits on it.
 #pragma once
 
 #include <atomic>
@@ -36,6 +37,12 @@ class PollTask {
   // the poller does not sleep. disarm_wakeups() follows either way.
   virtual bool arm_wakeups() { return true; }
   virtual void disarm_wakeups() {}
+  // Whether work may come to the task with nothing to wake the poller: a timer, a client that
+  // does not kick, a count to read once traffic stops. While one of its tasks says so a
+  // poller's sleeps last at most 1 ms; otherwise up to a second (what ends them: the tasks'
+  // fds, doorbells, and control changes, which wake the poller as they wait on its Epoch).
+  // Asked as the poller parks, on its thread.
+  [[nodiscard]] virtual bool needs_timed_wakeup() const { return true; }
 };
 
 class Poller {
@@ -76,6 +83,7 @@ class Poller {
   Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake, void (*on_start)());
   void run(const std::stop_token& stop);
   // Sleeps until a task's fd is readable, a doorbell (wake_ among them) is written, or kParkMs
+  // (kLongParkMs when no task needs_timed_wakeup)
   // pass; true if the time ran out, false also when a task had work as it armed its wakeups.
   // The fds go into the epoll set and out again within one loop iteration, so that a removed
   // task's fds, closed only after two iterations (Epoch), are never left registered.

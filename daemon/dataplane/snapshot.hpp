@@ -32,8 +32,10 @@ class Epoch {
   }
   // Returns once every loop iteration that might have seen the old snapshot has ended.
   void wait_quiescent() const {
-    wake();
+    // The count before the wake: woken, the poller may run its idle spins and be asleep again
+    // before this thread reads it (a wasted park, a second long when no task needs a timer).
     uint64_t start = value_.load(std::memory_order_acquire);
+    wake();
     while (!stopped_.load(std::memory_order_acquire) &&
            value_.load(std::memory_order_acquire) < start + 2) {
       std::this_thread::sleep_for(std::chrono::microseconds(20));

@@ -375,9 +375,9 @@ TEST(Poller, ParksWhenIdleUnlessToldToSpin) {
   ASSERT_TRUE(idle && spinning);
   (*spinning)->spin_always();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while ((*idle)->parks() < 3 && std::chrono::steady_clock::now() < deadline)
+  while ((*idle)->parks() < 1 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_GE((*idle)->parks(), 3u);
+  EXPECT_GE((*idle)->parks(), 1u);
   // The thread may have parked before spin_always() landed (this thread can be descheduled
   // for milliseconds on a loaded host); after the park in progress, none.
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -400,15 +400,25 @@ bool watched_by_an_epoll(int fd) {
   return false;
 }
 
-// A task whose poll() reports work while told to, and counts its calls.
+// A task whose poll() reports work while told to, that needs timed wake-ups while told to,
+// and counts its calls.
 struct SwitchTask final : PollTask {
   bool poll() override {
     polls.fetch_add(1);
     return busy.load();
   }
+  [[nodiscard]] bool needs_timed_wakeup() const override { return timed.load(); }
   std::atomic<bool> busy{false};
+  std::atomic<bool> timed{true};
   std::atomic<uint64_t> polls{0};
 };
+
+// Adds `task` to `poller` with a new eventfd as its wake fd; returns the fd (-1: none).
+int add_with_eventfd(Poller& poller, PollTask& task) {
+  int efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (efd >= 0) poller.add_task(&task, {efd});
+  return efd;
+}
 
 // A task's fd is in the poller's epoll set while the poller is parked and out of it while it
 // polls: a socket left in an epoll set costs every datagram's sender an epoll wake-up
@@ -416,10 +426,9 @@ struct SwitchTask final : PollTask {
 TEST(Poller, WatchesTaskFdsOnlyWhileParked) {
   auto poller = Poller::start("parking", -1);
   ASSERT_TRUE(poller);
-  int efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  ASSERT_GE(efd, 0);
   SwitchTask task;
-  (*poller)->add_task(&task, {efd});
+  int efd = add_with_eventfd(**poller, task);
+  ASSERT_GE(efd, 0);
   // Idle, it is parked nearly all the time (one poll between quiet parks).
   bool seen = false;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -443,6 +452,57 @@ TEST(Poller, WatchesTaskFdsOnlyWhileParked) {
   (*poller)->remove_task(&task, {efd});
   EXPECT_FALSE(watched_by_an_epoll(efd));
   ::close(efd);
+}
+
+// A task that says nothing reaches it but a wake-up (no clients, no timers) lets its poller
+// sleep up to a second instead of a millisecond; its fd still ends the sleep at once.
+TEST(Poller, SleepsLongWhenNoTaskNeedsATimedWakeup) {
+  auto poller = Poller::start("untimed", -1);
+  ASSERT_TRUE(poller);
+  SwitchTask task;
+  int efd = add_with_eventfd(**poller, task);
+  ASSERT_GE(efd, 0);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((*poller)->parks() < 20 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_GE((*poller)->parks(), 20u) << "timed: a park a millisecond";
+  task.timed.store(false);
+  // Once the park in progress (a millisecond) is over, the next lasts up to a second.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  uint64_t parks = (*poller)->parks();
+  uint64_t polls = task.polls.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LE((*poller)->parks(), parks + 1) << "untimed: a park a second";
+  // The fd readable: the poller wakes and polls on (2048 polls before it parks again).
+  uint64_t one = 1;
+  ASSERT_EQ(::write(efd, &one, sizeof one), 8);
+  while (task.polls.load() < polls + 2048 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  EXPECT_GE(task.polls.load(), polls + 2048);
+  ASSERT_EQ(::read(efd, &one, sizeof one), 8);
+  (*poller)->remove_task(&task, {efd});
+  ::close(efd);
+}
+
+// A control change wakes the poller and waits for its next two loops, never for a sleep to
+// time out: woken, the poller runs its idle spins and may be asleep again, a long sleep if no
+// task needs a timer, before the waiting thread looks (so it must read the loop count before
+// it wakes the poller). A second is what one such sleep lasts; a change takes microseconds.
+TEST(Poller, ControlChangesWaitForLoopsNotForLongSleeps) {
+  for (int i = 0; i < 10; ++i) {
+    auto poller = Poller::start("changes", -1);
+    ASSERT_TRUE(poller);
+    SwitchTask visitor;  // needs timed wake-ups: parks of a millisecond while it is there
+    (*poller)->add_task(&visitor, {});
+    uint64_t parks = (*poller)->parks();
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((*poller)->parks() < parks + 20 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    auto start = std::chrono::steady_clock::now();
+    (*poller)->remove_task(&visitor, {});  // then no task: the next sleeps are long
+    auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_LT(took, std::chrono::milliseconds(900)) << "waited for a long sleep to time out";
+  }
 }
 
 // Quiet, a poller polls about once a park: the 2048 empty polls come only after a park that
@@ -522,6 +582,8 @@ TEST(Poller, DrainsAndCountsAWatchedDoorbell) {
   std::atomic<uint64_t> rung{0};  // outlives the poller, whatever fails
   auto poller = Poller::start("doorbell", -1);
   ASSERT_TRUE(poller);
+  SwitchTask task;  // needs timed wake-ups: parks of a millisecond
+  (*poller)->add_task(&task, {});
   int efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   ASSERT_GE(efd, 0);
   (*poller)->watch(efd, &rung);
@@ -541,6 +603,7 @@ TEST(Poller, DrainsAndCountsAWatchedDoorbell) {
   while ((*poller)->parks() < parks + 3 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(rung.load(), 3u);
+  (*poller)->remove_task(&task, {});
   ::close(efd);
 }
 

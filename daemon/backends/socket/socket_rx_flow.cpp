@@ -191,6 +191,11 @@ bool SocketRxFlow::poll() {
   return work;
 }
 
+bool SocketRxFlow::needs_timed_wakeup() const {
+  if (fanout_.size() > 0) return true;
+  return std::ranges::any_of(ports_, [](const auto& p) { return p->unread_drops || p->starved; });
+}
+
 void SocketRxFlow::count_drops(Port& port, uint64_t now_ns) {
   port.unread_drops = false;
   port.drops_due_ns = now_ns + kDropReadNs;

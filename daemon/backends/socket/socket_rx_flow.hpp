@@ -34,6 +34,9 @@ class SocketRxFlow final : public dataplane::RxFlowTask {
   ~SocketRxFlow() override;
 
   bool poll() override;
+  // Only while clients are attached (their releases are reclaimed by polls) or a drop count
+  // is still to be read: datagrams themselves wake the poller through fds().
+  [[nodiscard]] bool needs_timed_wakeup() const override;
 
   [[nodiscard]] const core::Flow& flow() const override { return flow_; }
   [[nodiscard]] std::vector<int> fds() const override;
