@@ -83,10 +83,10 @@ class Poller {
   Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake, void (*on_start)());
   void run(const std::stop_token& stop);
   // Sleeps until a task's fd is readable, a doorbell (wake_ among them) is written, or kParkMs
-  // (kLongParkMs when no task needs_timed_wakeup)
-  // pass; true if the time ran out, false also when a task had work as it armed its wakeups.
-  // The fds go into the epoll set and out again within one loop iteration, so that a removed
-  // task's fds, closed only after two iterations (Epoch), are never left registered.
+  // pass (kLongParkMs when no task needs_timed_wakeup); true if the time ran out, false also
+  // when a task had work as it armed its wakeups. The fds go into the epoll set and out again
+  // within one loop iteration, so that a removed task's fds, closed only after two iterations
+  // (Epoch), are never left registered.
   bool park();
 
   std::string name_;
