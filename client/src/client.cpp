@@ -72,7 +72,9 @@ struct Attached {
   uint64_t id = 0;
   Mapping rings;
   UniqueFd eventfd;
-  UniqueFd kick;  // TX: written after a submit that finds NEED_WAKEUP on the TX ring
+  // Written after a submit that finds NEED_WAKEUP on the TX ring, or (RX) after a release
+  // that finds NEED_KICK on the RX ring.
+  UniqueFd kick;
   size_t ring_offset = 0;
   size_t completion_offset = 0;
   struct Region {
@@ -218,14 +220,15 @@ Result<Client::Impl::Claimed> Client::Impl::claim(const v1::AttachRequest& reque
   std::memcpy(&a, buf, sizeof a);
   bool ipc = a.direction == DAQIRI_DIRECTION_GPU_RX_IPC;  // the ring came as a handle, not an fd
   bool gpu = a.direction == DAQIRI_DIRECTION_GPU_RX || ipc;
-  bool sends = a.direction == DAQIRI_DIRECTION_TX;  // its kick eventfd comes last
+  // RX and TX rings come with a kick eventfd, after the regions; GPU rings without.
+  bool kicks = a.direction == DAQIRI_DIRECTION_TX || a.direction == DAQIRI_DIRECTION_RX;
   if (*n != (gpu ? sizeof c.msg : sizeof a)) {
     return fail(ErrorCode::kInternal, "ATTACHED has the wrong size");
   }
   if (gpu) std::memcpy(&c.msg, buf, sizeof c.msg);
   c.cuda_ipc_handle = resp.cuda_ipc_handle();
   if (a.region_count > DAQIRI_MAX_REGIONS ||
-      fds.size() != 2 + a.region_count + (gpu && !ipc ? 1 : 0) + (sends ? 1 : 0)) {
+      fds.size() != 2 + a.region_count + (gpu && !ipc ? 1 : 0) + (kicks ? 1 : 0)) {
     return fail(ErrorCode::kInternal, "ATTACHED carried the wrong number of fds");
   }
   return c;
@@ -252,7 +255,7 @@ Result<Attached> Client::Impl::attach(const v1::AttachRequest& request) {
     if (!m) return std::unexpected(m.error());
     out.regions.push_back({std::move(*m), a.regions[i].buf_size, a.regions[i].num_bufs});
   }
-  if (a.direction == DAQIRI_DIRECTION_TX) out.kick = std::move(fds[2 + a.region_count]);
+  out.kick = std::move(fds[2 + a.region_count]);
   return out;
 }
 
@@ -333,6 +336,7 @@ void RxStream::release(const Burst& burst) {
   if (end - s_->released > s_->read - s_->released) return;  // not a burst of this stream
   s_->released = end;
   s_->ring.publish_consumer(end);
+  s_->ring.kick_producer(s_->attached.kick.get());  // the flow may wait for this release
 }
 
 bool RxStream::detached() const {

@@ -27,7 +27,7 @@ struct AttachmentCounters {
   std::atomic<uint64_t> send_errors{0};        // TX: the backend refused a frame
   std::atomic<uint64_t> on_loan{0};            // RX: buffers held by the client now
   std::atomic<uint64_t> stalls{0};  // RX, block backpressure: times its full ring held the flow
-  std::atomic<uint64_t> kicks{0};   // TX: times the client woke the sleeping poller
+  std::atomic<uint64_t> kicks{0};   // times the client woke the sleeping poller (its kick)
 
   static void add(std::atomic<uint64_t>& c, uint64_t n) {
     c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);

@@ -554,27 +554,21 @@ Result<AttachmentShare> DataPlane::activate(uint64_t id) {
     share.gpu = a.gpu->ring().info();
     if (!a.active) {
       a.gpu_poller->add_task(a.gpu.get(), {a.gpu->wake_fd()});
-      for (const auto& name : a.flows) {
-        FlowEntry& f = flows_.at(name);
-        f.flow->fanout().add(a.rx.get(), f.poller->epoch());
-      }
+      add_rx(a);
     }
   } else
 #endif
       if (a.rx) {
     share.event_fd.reset(::fcntl(a.rx->eventfd(), F_DUPFD_CLOEXEC, 0));
+    share.kick_fd.reset(::fcntl(a.rx->kick_fd(), F_DUPFD_CLOEXEC, 0));
+    if (!share.kick_fd) return fail_errno("dup eventfd");
     for (memory::BufferPool* pool : a.rx->pools()) {
       auto ro = pool->memory().read_only_fd();
       if (!ro) return std::unexpected(ro.error());
       share.regions.push_back(
           {std::move(*ro), pool->memory().size(), pool->buf_size(), pool->num_bufs(), false});
     }
-    if (!a.active) {
-      for (const auto& name : a.flows) {
-        FlowEntry& f = flows_.at(name);
-        f.flow->fanout().add(a.rx.get(), f.poller->epoch());
-      }
-    }
+    if (!a.active) add_rx(a);
   } else {
     share.event_fd.reset(::fcntl(a.tx->eventfd(), F_DUPFD_CLOEXEC, 0));
     share.kick_fd.reset(::fcntl(a.tx->kick_fd(), F_DUPFD_CLOEXEC, 0));
@@ -605,6 +599,25 @@ Result<AttachmentShare> DataPlane::activate(uint64_t id) {
   if (!share.event_fd) return fail_errno("dup eventfd");
   a.active = true;
   return share;
+}
+
+std::vector<Poller*> DataPlane::rx_pollers(const Attachment& a) const {
+  std::vector<Poller*> out;
+  for (const auto& name : a.flows) {
+    Poller* p = flows_.at(name).poller;
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  }
+  return out;
+}
+
+void DataPlane::add_rx(Attachment& a) {
+  // The kick wakes the pollers of its flows (one for a flow, or a queue's flows).
+  for (Poller* p : rx_pollers(a))
+    p->watch(a.rx->kick_fd(), &a.rx->counters.kicks);
+  for (const auto& name : a.flows) {
+    FlowEntry& f = flows_.at(name);
+    f.flow->fanout().add(a.rx.get(), f.poller->epoch());
+  }
 }
 
 void DataPlane::close(uint64_t id) {
@@ -645,6 +658,8 @@ void DataPlane::close_locked(uint64_t id) {
         FlowEntry& f = flows_.at(name);
         f.flow->fanout().remove(a.rx.get(), f.poller->epoch());
       }
+      for (Poller* p : rx_pollers(a))
+        p->unwatch(a.rx->kick_fd());
     } else {
       a.tx_home->poller->unwatch(a.tx->kick_fd());
       if (a.tx_home->task) {
@@ -750,12 +765,12 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
   return out;
 }
 
-std::vector<std::pair<std::string, double>> DataPlane::poller_stats() const {
+std::vector<PollerStats> DataPlane::poller_stats() const {
   std::lock_guard lock(mutex_);
-  std::vector<std::pair<std::string, double>> out;
+  std::vector<PollerStats> out;
   out.reserve(pollers_.size());
   for (const auto& p : pollers_)
-    out.emplace_back(p->name(), p->busy_ratio());
+    out.push_back({p->name(), p->busy_ratio(), p->wakeups()});
   return out;
 }
 

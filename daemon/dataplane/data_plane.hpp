@@ -70,7 +70,7 @@ struct AttachmentStats {
   uint64_t packets = 0, bytes = 0, dropped_ring_full = 0, dropped_no_buffer = 0, bad_index = 0,
            bad_descriptor = 0, send_errors = 0, on_loan = 0;
   uint64_t stalls = 0;  // RX, block backpressure: times this attachment's full ring held the flow
-  uint64_t kicks = 0;   // TX: times its client woke the sleeping poller
+  uint64_t kicks = 0;   // times its client woke the sleeping poller
   // The client's ring: slots and descriptors in it now (RX: not yet released; TX: submitted,
   // not yet taken), read from the shared ring at scrape time.
   uint32_t ring_size = 0, ring_used = 0;
@@ -78,6 +78,12 @@ struct AttachmentStats {
   LatencyHistogram::Snapshot gpu_copy_latency;
   bool violated = false;
   bool claimed = false;  // activate() ran: the pollers deliver to it
+};
+
+struct PollerStats {
+  std::string name;
+  double busy_ratio = 0;
+  PollerWakeups wakeups;
 };
 
 // What a client needs to map an attachment: sent over the session socket.
@@ -89,7 +95,7 @@ struct AttachmentShare {
   size_t ring_offset = 0;
   size_t completion_offset = 0;
   UniqueFd event_fd;
-  UniqueFd kick_fd;  // TX: the client's doorbell (sent after the regions)
+  UniqueFd kick_fd;  // RX and TX: the client's doorbell (sent after the regions)
   struct Region {
     UniqueFd fd;
     uint64_t size = 0;
@@ -142,7 +148,7 @@ class DataPlane {
   // there is no such attachment.
   [[nodiscard]] std::string target(uint64_t id) const;
   // Each poller's name and the fraction of its iterations that did work.
-  [[nodiscard]] std::vector<std::pair<std::string, double>> poller_stats() const;
+  [[nodiscard]] std::vector<PollerStats> poller_stats() const;
   // How an installed flow is steered (nullopt: not installed).
   [[nodiscard]] std::optional<Steering> steering(std::string_view flow) const;
   // DPDK ports (empty without dpdk interfaces).
@@ -208,6 +214,10 @@ class DataPlane {
   Result<uint64_t> create_rx_locked(std::vector<std::string> flows, std::string target,
                                     uint32_t ring_size, Backpressure backpressure);
   void close_locked(uint64_t id);
+  // RX: the pollers of its flows, each once.
+  [[nodiscard]] std::vector<Poller*> rx_pollers(const Attachment& a) const;
+  // RX: its flows deliver to it, and their pollers watch its kick.
+  void add_rx(Attachment& a);
   // FAILED_PRECONDITION unless a GPU (or host) attachment suits the flow's queue region.
   Result<> check_delivery(const RxQueueHome& home, std::string_view flow,
                           const RxAttachOptions& options) const;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -64,7 +65,8 @@ Poller::~Poller() {
 void Poller::add_task(PollTask* task, const std::vector<int>& wake_fds) {
   if (!wake_fds.empty()) {
     auto next = std::make_unique<Fds>(fds_.load());
-    next->insert(next->end(), wake_fds.begin(), wake_fds.end());
+    for (int fd : wake_fds)
+      next->push_back({task, fd});
     fds_.replace(std::move(next), epoch_);
   }
   publish_added(tasks_, task, epoch_);
@@ -74,8 +76,8 @@ void Poller::remove_task(PollTask* task, const std::vector<int>& wake_fds) {
   publish_removed(tasks_, task, epoch_);
   if (!wake_fds.empty()) {
     auto next = std::make_unique<Fds>(fds_.load());
-    std::erase_if(*next, [&](int fd) {
-      return std::find(wake_fds.begin(), wake_fds.end(), fd) != wake_fds.end();
+    std::erase_if(*next, [&](const TaskFd& e) {
+      return e.task == task && std::find(wake_fds.begin(), wake_fds.end(), e.fd) != wake_fds.end();
     });
     fds_.replace(std::move(next), epoch_);  // then no park holds them: the caller may close
   }
@@ -101,6 +103,12 @@ void Poller::unwatch(int eventfd) {
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, eventfd, nullptr);
   epoch_.wait_quiescent();  // a park that already had it among its events is over
   doorbells_.erase(it);
+}
+
+PollerWakeups Poller::wakeups() const {
+  return {parks_.load(std::memory_order_relaxed), io_wakeups_.load(std::memory_order_relaxed),
+          doorbell_wakeups_.load(std::memory_order_relaxed),
+          timer_wakeups_.load(std::memory_order_relaxed)};
 }
 
 double Poller::busy_ratio() const {
@@ -166,23 +174,44 @@ bool Poller::park() {
     return false;
   }
   const Fds& fds = fds_.load();
-  for (int fd : fds) {
+  // Whether each task's fds went in, asked once a park; a poller has a few tasks.
+  std::array<PollTask*, 64> left_out{};
+  size_t n_left_out = 0;
+  for (PollTask* t : tasks) {
+    if (!t->wakes_on_fds() && n_left_out < left_out.size()) left_out[n_left_out++] = t;
+  }
+  auto registered = [&](const TaskFd& e) {
+    return std::find(left_out.begin(), left_out.begin() + n_left_out, e.task) ==
+           left_out.begin() + n_left_out;
+  };
+  for (const TaskFd& e : fds) {
+    if (!registered(e)) continue;
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.ptr = nullptr;
-    ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev);  // a ready fd ends the wait at once
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, e.fd, &ev);  // a ready fd ends the wait at once
   }
-  parks_.store(parks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  bump(parks_);
   epoll_event events[16];
   int n = ::epoll_wait(epoll_.get(), events, 16, timed ? kParkMs : kLongParkMs);
+  bool io = false;
+  bool rung = false;
   for (int i = 0; i < n; ++i) {
     auto* bell = static_cast<Doorbell*>(events[i].data.ptr);
-    if (bell == nullptr) continue;
+    if (bell == nullptr) {
+      io = true;
+      continue;
+    }
+    rung = true;
     uint64_t v = 0;
     if (::read(bell->fd, &v, sizeof v) == sizeof v && bell->rung != nullptr) bump(*bell->rung, v);
   }
-  for (int fd : fds)
-    ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+  if (n == 0) bump(timer_wakeups_);
+  if (io) bump(io_wakeups_);
+  if (rung) bump(doorbell_wakeups_);
+  for (const TaskFd& e : fds) {
+    if (registered(e)) ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, e.fd, nullptr);
+  }
   for (PollTask* t : tasks)
     t->disarm_wakeups();
   return n == 0;

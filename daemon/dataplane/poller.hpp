@@ -43,6 +43,19 @@ class PollTask {
   // fds, doorbells, and control changes, which wake the poller as they wait on its Epoch).
   // Asked as the poller parks, on its thread.
   [[nodiscard]] virtual bool needs_timed_wakeup() const { return true; }
+  // Whether the task's fds should end the poller's sleep. False while their readiness is work
+  // the task cannot take (a flow that waits for its clients' releases: its socket stays
+  // readable, and the poller would spin); its kicks and timer wake it instead. Asked as the
+  // poller parks, after arm_wakeups().
+  [[nodiscard]] virtual bool wakes_on_fds() const { return true; }
+};
+
+// What ended a poller's sleeps, counted since start.
+struct PollerWakeups {
+  uint64_t parks = 0;
+  uint64_t io = 0;        // a task's fd was readable
+  uint64_t doorbell = 0;  // a client's kick, or a control change (the poller's own eventfd)
+  uint64_t timer = 0;     // the time ran out
 };
 
 class Poller {
@@ -71,10 +84,15 @@ class Poller {
   void spin_always() { spin_always_.store(true, std::memory_order_relaxed); }
   // How many times it parked (slept in epoll) since start.
   [[nodiscard]] uint64_t parks() const { return parks_.load(std::memory_order_relaxed); }
+  [[nodiscard]] PollerWakeups wakeups() const;
 
  private:
   using Tasks = std::vector<PollTask*>;
-  using Fds = std::vector<int>;
+  struct TaskFd {
+    PollTask* task;
+    int fd;
+  };
+  using Fds = std::vector<TaskFd>;
   // What a drained fd's epoll entry points to; task fds carry no pointer (never read here).
   struct Doorbell {
     int fd;
@@ -102,6 +120,9 @@ class Poller {
   std::atomic<uint64_t> busy_{0};
   std::atomic<uint64_t> loops_{0};
   std::atomic<uint64_t> parks_{0};
+  std::atomic<uint64_t> io_wakeups_{0};
+  std::atomic<uint64_t> doorbell_wakeups_{0};
+  std::atomic<uint64_t> timer_wakeups_{0};
   std::atomic<bool> spin_always_{false};
   std::jthread thread_;
 };

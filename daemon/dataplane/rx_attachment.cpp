@@ -17,19 +17,22 @@ Result<std::unique_ptr<RxAttachment>> RxAttachment::create(uint64_t id, uint32_t
   if (!rings) return std::unexpected(rings.error());
   if (auto ok = rings->seal_size(); !ok) return std::unexpected(ok.error());
   UniqueFd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!efd) return fail_errno("eventfd");
+  UniqueFd kick(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!efd || !kick) return fail_errno("eventfd");
   auto ring =
       abi::RingView::create(rings->data(), DAQIRI_RING_RX, ring_size, sizeof(daqiri_rx_desc));
-  return std::unique_ptr<RxAttachment>(new RxAttachment(id, std::move(*rings), std::move(efd), ring,
-                                                        backpressure, std::move(pools)));
+  return std::unique_ptr<RxAttachment>(new RxAttachment(id, std::move(*rings), std::move(efd),
+                                                        std::move(kick), ring, backpressure,
+                                                        std::move(pools)));
 }
 
-RxAttachment::RxAttachment(uint64_t id, memory::SharedMemory rings, UniqueFd eventfd,
+RxAttachment::RxAttachment(uint64_t id, memory::SharedMemory rings, UniqueFd eventfd, UniqueFd kick,
                            abi::RingView ring, Backpressure backpressure,
                            std::vector<memory::BufferPool*> pools)
     : id_(id),
       rings_(std::move(rings)),
       eventfd_(std::move(eventfd)),
+      kick_(std::move(kick)),
       ring_(ring),
       backpressure_(backpressure),
       pools_(std::move(pools)),

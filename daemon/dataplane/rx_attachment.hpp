@@ -34,12 +34,30 @@ class RxAttachment {
   // The ring itself, for a consumer inside the daemon (the GPU copy engine).
   [[nodiscard]] const abi::RingView& ring() const { return ring_; }
   [[nodiscard]] int eventfd() const { return eventfd_.get(); }
+  // The client's doorbell: it writes this one after a release that found NEED_KICK set.
+  [[nodiscard]] int kick_fd() const { return kick_.get(); }
   AttachmentLifecycle lifecycle;
   AttachmentCounters counters;
 
   // ---- poller side ----
   [[nodiscard]] uint32_t free_slots() const { return ring_.size() - (prod_ - cons_); }
   bool stalled = false;  // block backpressure: its full ring holds the flow back now
+  // Whether the client holds buffers that the last reclaim() did not take back.
+  [[nodiscard]] bool holds_buffers() const { return cons_ != prod_; }
+  // Before its poller sleeps while the flow waits for releases: asks the client to kick
+  // (NEED_KICK) and looks again; false if it released meanwhile (then the poller must not
+  // sleep). An attachment that holds nothing has nothing to release: it is not asked.
+  bool arm_kick() {
+    if (!holds_buffers()) return true;
+    kick_armed_ = true;
+    ring_.set_need_kick(true);
+    return ring_.load_consumer_seq_cst() == cons_;
+  }
+  void disarm_kick() {
+    if (!kick_armed_) return;
+    kick_armed_ = false;
+    ring_.set_need_kick(false);
+  }
   // A shadow entry is the region index above kRegionShift and the buffer index below.
   static constexpr uint32_t kRegionShift = 28;
   // A descriptor that lends nothing (a frame the NIC split whose bytes all went to the header).
@@ -145,8 +163,9 @@ class RxAttachment {
   void release_all();
 
  private:
-  RxAttachment(uint64_t id, memory::SharedMemory rings, UniqueFd eventfd, abi::RingView ring,
-               Backpressure backpressure, std::vector<memory::BufferPool*> pools);
+  RxAttachment(uint64_t id, memory::SharedMemory rings, UniqueFd eventfd, UniqueFd kick,
+               abi::RingView ring, Backpressure backpressure,
+               std::vector<memory::BufferPool*> pools);
   // Gives back the buffers of slots [cons_, to) and moves cons_ there.
   void unref_range(uint32_t to);
   void wake();
@@ -158,6 +177,7 @@ class RxAttachment {
   uint64_t id_;
   memory::SharedMemory rings_;
   UniqueFd eventfd_;
+  UniqueFd kick_;
   abi::RingView ring_;
   Backpressure backpressure_;
   std::vector<memory::BufferPool*> pools_;
@@ -170,6 +190,7 @@ class RxAttachment {
   uint32_t woken_at_ = 0;           // the producer index the last eventfd signal announced
   uint32_t fenced_at_ = 0;          // the producer index the last fenced NEED_WAKEUP look was after
   uint32_t cons_ = 0;               // the consumer index we have validated and reclaimed up to
+  bool kick_armed_ = false;
 };
 
 }  // namespace daqiri::dataplane

@@ -53,6 +53,28 @@ bool RxFanout::must_wait(uint32_t burst) const {
   return wait;
 }
 
+bool RxFanout::stalled() const {
+  return std::any_of(active_.begin(), active_.begin() + active_count_,
+                     [](const RxAttachment* a) { return a->stalled; });
+}
+
+bool RxFanout::holds_buffers() const {
+  return std::any_of(active_.begin(), active_.begin() + active_count_,
+                     [](const RxAttachment* a) { return a->holds_buffers(); });
+}
+
+bool RxFanout::arm_kicks() {
+  bool quiet = true;
+  for (size_t i = 0; i < active_count_; ++i)
+    quiet &= active_[i]->arm_kick();
+  return quiet;
+}
+
+void RxFanout::disarm_kicks() {
+  for (size_t i = 0; i < active_count_; ++i)
+    active_[i]->disarm_kick();
+}
+
 uint32_t RxFanout::blocking_room() const {
   uint32_t room = UINT32_MAX;
   for (size_t i = 0; i < active_count_; ++i) {

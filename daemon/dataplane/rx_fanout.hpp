@@ -34,6 +34,14 @@ class RxFanout {
   [[nodiscard]] RxAttachment* single() const { return active_count_ == 1 ? active_[0] : nullptr; }
   // Whether an attachment with blocking backpressure lacks room for `burst` more packets.
   [[nodiscard]] bool must_wait(uint32_t burst) const;
+  // Whether the last must_wait() found an attachment whose full ring holds the flow back.
+  [[nodiscard]] bool stalled() const;
+  // Whether an attachment holds buffers the last reclaim() did not take back.
+  [[nodiscard]] bool holds_buffers() const;
+  // For a flow that waits for releases, before its poller sleeps: asks the clients that hold
+  // buffers to kick (RxAttachment::arm_kick); false if one released meanwhile.
+  bool arm_kicks();
+  void disarm_kicks();
   // The free slots of the fullest attachment with blocking backpressure (UINT32_MAX: none).
   [[nodiscard]] uint32_t blocking_room() const;
   // Before a receive of up to `n` packets (RxAttachment::prepare).

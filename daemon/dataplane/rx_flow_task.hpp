@@ -44,6 +44,18 @@ class RxFlowTask : public PollTask {
   // RDMA: the pool peers WRITE into, delivered as a second region of the flow's attachments.
   [[nodiscard]] virtual memory::BufferPool* remote_window() { return nullptr; }
   FlowCounters counters;
+
+  // A flow that waits for its clients' releases (a full ring under block backpressure, an
+  // empty pool) sleeps without its fds, which stay readable, and asks the clients that hold
+  // buffers to kick instead (RxFanout::arm_kicks); its sleeps stay timed (needs_timed_wakeup),
+  // for a kick lost or never sent.
+  bool arm_wakeups() override { return !waits_for_releases() || fanout().arm_kicks(); }
+  void disarm_wakeups() override { fanout().disarm_kicks(); }
+  [[nodiscard]] bool wakes_on_fds() const override { return !waits_for_releases(); }
+
+ protected:
+  // As of the last poll.
+  [[nodiscard]] virtual bool waits_for_releases() const { return false; }
 };
 
 }  // namespace daqiri::dataplane

@@ -188,6 +188,7 @@ bool GpuRxTask::retire() {
       return did;
     }
     source_ring_.publish_consumer(f.source_end);
+    source_ring_.kick_producer(source_.kick_fd());  // its flow may wait for this release
     control_ring_.publish_producer(f.ring_end);
     if (control_ring_.consumer_wants_wakeup()) {
       uint64_t one = 1;

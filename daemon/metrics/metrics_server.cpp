@@ -223,8 +223,8 @@ class DataPlaneCollector final : public prometheus::Collectable {
                          "backpressure: the slow consumer)",
                          MetricType::Counter);
     FamilyBuilder kicks(out, "daqiri_attachment_kicks_total",
-                        "Times a TX attachment's client woke its sleeping poller (the kick "
-                        "eventfd)",
+                        "Times the attachment's client woke its sleeping poller (the kick "
+                        "eventfd: TX after a submit, RX after a release the flow waited for)",
                         MetricType::Counter);
     FamilyBuilder ring_used(out, "daqiri_attachment_ring_used_slots",
                             "Slots of the client's ring in use: RX not yet released, TX "
@@ -279,7 +279,7 @@ class DataPlaneCollector final : public prometheus::Collectable {
       ring_used.add(l, double(a.ring_used));
       ring_size.add(l, double(a.ring_size));
       if (a.rx) stalls.add(l, double(a.stalls));
-      if (!a.rx) kicks.add(l, double(a.kicks));
+      kicks.add(l, double(a.kicks));
       if (a.gpu) {
         gpu_packets.add(l, double(a.gpu_packets));
         gpu_bytes.add(l, double(a.gpu_bytes));
@@ -295,8 +295,19 @@ class DataPlaneCollector final : public prometheus::Collectable {
     cut.add({}, double(sessions_.sessions_cut_off()));
     FamilyBuilder busy(out, "daqiri_poller_busy_ratio",
                        "Fraction of a poller's iterations that found work", MetricType::Gauge);
-    for (const auto& [name, ratio] : dp_.poller_stats())
-      busy.add({{"poller", name}}, ratio);
+    FamilyBuilder parks(out, "daqiri_poller_parks_total",
+                        "Times a poller slept (it had no work for a while)", MetricType::Counter);
+    FamilyBuilder wakeups(out, "daqiri_poller_wakeups_total",
+                          "What ended a poller's sleeps: io (a socket or other fd of its "
+                          "tasks), doorbell (a client's kick or a control change), timer",
+                          MetricType::Counter);
+    for (const dataplane::PollerStats& p : dp_.poller_stats()) {
+      busy.add({{"poller", p.name}}, p.busy_ratio);
+      parks.add({{"poller", p.name}}, double(p.wakeups.parks));
+      wakeups.add({{"poller", p.name}, {"cause", "io"}}, double(p.wakeups.io));
+      wakeups.add({{"poller", p.name}, {"cause", "doorbell"}}, double(p.wakeups.doorbell));
+      wakeups.add({{"poller", p.name}, {"cause", "timer"}}, double(p.wakeups.timer));
+    }
     collect_nics(out);
     return out;
   }

@@ -335,7 +335,7 @@ void SessionServer::handle_claim(Session& s, const void* msg, size_t len) {
     a.regions[i] = {r.size, r.buf_size, r.num_bufs, r.writable ? 1u : 0u, 0};
     fds.push_back(r.fd.get());
   }
-  if (share->kick_fd) fds.push_back(share->kick_fd.get());  // TX
+  if (share->kick_fd) fds.push_back(share->kick_fd.get());  // RX and TX, not GPU rings
   if (share->is_gpu()) {
     message.gpu = share->gpu;
     if (share->gpu_fd) fds.push_back(share->gpu_fd.get());  // none for a cuda_ipc ring
@@ -438,10 +438,9 @@ Result<AttachGrant> SessionServer::attach(const control::PeerIdentity& caller,
     }
     if (auto full = check_attachment_limit(caller); !full) return std::unexpected(full.error());
   }
-  // What the attachment opens (a ring's memfd and eventfd; TX also its pool's memfd and the
-  // kick eventfd), and the copies handed over at CLAIM (RX: with its regions reopened).
-  bool tx = spec.flow.empty() && spec.rx_interface.empty();
-  if (!system::fds_to_spare(tx ? 8 : 6)) {
+  // What the attachment opens (a ring's memfd, its eventfd and kick eventfd; TX also its
+  // pool's memfd), and the copies handed over at CLAIM (RX: with its regions reopened).
+  if (!system::fds_to_spare(8)) {
     return fail(ErrorCode::kResourceExhausted, kOutOfFds);
   }
   Result<uint64_t> id = !spec.flow.empty() ? dp_.create_rx(spec.flow, spec.rx_options)

@@ -129,6 +129,65 @@ TEST_F(MetricsTest, RingOccupancyAndBackpressureStalls) {
   EXPECT_EQ(tap.wait(), 0) << tap.output();
 }
 
+// A client that keeps its ring full under block backpressure stalls the flow, whose socket stays
+// readable. The poller then sleeps without that socket (woken by it, it would spin: thousands of
+// io wake-ups a second) and asks the client to kick; the client's release and kick wake it, and
+// nothing is lost.
+TEST_F(MetricsTest, AStalledFlowSleepsUntilItsClientKicks) {
+  start();
+  const std::string go = dir_.file("go");
+  Spawned c(dir_, {test_client_path(), "rx-kick", socket_, "stream0", "3000", go});
+  ASSERT_TRUE(c.wait_for_output("attached")) << c.output();
+  wait_for_client("stream0");
+  ASSERT_EQ(run({gen_path(), "--dest", "127.0.0.1:4096", "--size", "100", "--count", "3000",
+                 "--rate", "50000"})
+                .exit_code,
+            0);
+  ASSERT_TRUE(c.wait_for_output("asked")) << c.output();
+  auto body = [&] { return http_get(port_, "/metrics").value_or(""); };
+  const std::string rx_io = "poller=\"poll:rx:lo/rx0\",cause=\"io\"";
+  const std::string rx_timer = "poller=\"poll:rx:lo/rx0\",cause=\"timer\"";
+  std::string before = body();
+  std::this_thread::sleep_for(300ms);
+  std::string after = body();
+  EXPECT_EQ(metric_value(after, "daqiri_poller_wakeups_total", rx_io),
+            metric_value(before, "daqiri_poller_wakeups_total", rx_io))
+      << before << after;
+  // Still on a timer meanwhile (for a kick lost or never sent): 1 ms sleeps.
+  EXPECT_GT(metric_value(after, "daqiri_poller_wakeups_total", rx_timer),
+            metric_value(before, "daqiri_poller_wakeups_total", rx_timer));
+  const std::string mine = "target=\"stream0\"";
+  EXPECT_EQ(metric_value(after, "daqiri_attachment_kicks_total", mine), 0) << after;
+  EXPECT_EQ(metric_value(after, "daqiri_attachment_backpressure_stalls_total", mine), 1) << after;
+  dir_.write("go", "");
+  ASSERT_TRUE(c.wait_for_output("received 3000 kicked")) << c.output();
+  std::string b = body();
+  EXPECT_GE(metric_value(b, "daqiri_attachment_kicks_total", mine), 1) << b;
+  EXPECT_EQ(metric_value(b, "daqiri_flow_packets_total", "flow=\"stream0\""), 3000) << b;
+  EXPECT_EQ(metric_value(b, "daqiri_attachment_dropped_packets_total", "reason=\"ring_full\""), 0);
+  c.kill(SIGKILL);
+}
+
+// A client that is attached but holds no buffer needs no timed poll: the receive poller sleeps
+// until a datagram comes (up to a second at a time), not every millisecond.
+TEST_F(MetricsTest, AnIdleClientThatHoldsNothingLetsThePollerSleep) {
+  start();
+  traffic(100);  // the client released all it got and is gone
+  Spawned tap(dir_,
+              {ctl_path(), "--socket", socket_, "tap", "stream0", "--quiet", "--timeout", "30"});
+  wait_for_client("stream0");
+  auto body = [&] { return http_get(port_, "/metrics").value_or(""); };
+  const std::string rx = "poller=\"poll:rx:lo/rx0\"";
+  std::this_thread::sleep_for(100ms);  // a few idle spins and parks after the attach
+  double before = metric_value(body(), "daqiri_poller_parks_total", rx);
+  std::this_thread::sleep_for(500ms);
+  double after = metric_value(body(), "daqiri_poller_parks_total", rx);
+  ASSERT_GE(before, 0);
+  // With a timer it parks about 500 times; without, once or twice.
+  EXPECT_LE(after - before, 3) << before << " " << after;
+  tap.kill(SIGKILL);
+}
+
 // A daemon that stops reading while its pool has buffers (stopped by SIGSTOP): the kernel drops
 // what its socket buffer cannot hold, and every one of those drops is counted as the poller's
 // (reason "kernel"), none as the empty pool's, matching the kernel's own count exactly.

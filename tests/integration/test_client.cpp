@@ -9,6 +9,9 @@
 //   attach-many SOCKET FLOW N     attach to FLOW N times in one session, print each, then sleep
 //   tx-kick SOCKET DSTPORT        submit through the raw ABI while the daemon sleeps; kick it
 //   kick-storm SOCKET N           write the TX kick eventfd N times, submitting nothing
+//   rx-kick SOCKET FLOW N GOFILE  hold a block-backpressure RX ring until the daemon asks for a
+//                                 kick, wait for GOFILE, release one by one until a kick
+//                                 goes out, then receive until N packets came
 //   hostile SOCKET FLOW KIND      break the protocol with the raw ABI: consumer-index,
 //                                 tx-descriptor, tx-source, garbage-message
 // Prints what happened on stdout (flushed per line); exit codes say whether it went as meant.
@@ -403,6 +406,71 @@ int kick_storm(const std::string& socket, uint64_t n) {
     std::this_thread::sleep_for(1s);
 }
 
+// The raw ABI's RX kick: attaches to FLOW with block backpressure and releases nothing until
+// the daemon's stalled poller asks for a kick (NEED_KICK), printing "asked USED"; once GOFILE
+// exists, releases one slot at a time (the flow stays stalled) until a release finds the flag
+// and kicks; then releases whatever comes until N packets did, and prints "received N kicked".
+int rx_kick(const std::string& socket, const std::string& flow, uint64_t n,
+            const std::string& go_file) {
+  Raw r;
+  daqiri::v1::AttachRequest req;
+  req.set_flow(flow);
+  req.set_backpressure(daqiri::v1::BACKPRESSURE_BLOCK);
+  if (!raw_open(r, socket) || !raw_attach(r, req)) return 3;
+  const size_t want = 2 + r.attached.region_count + 1;  // ..., the regions, the kick eventfd
+  if (r.fds.size() != want) {
+    say("ATTACHED carried %zu fds, not %zu", r.fds.size(), want);
+    return 3;
+  }
+  const int kick = r.fds[want - 1].get();
+  void* rings =
+      ::mmap(nullptr, r.attached.rings_size, PROT_READ | PROT_WRITE, MAP_SHARED, r.fds[0].get(), 0);
+  if (rings == MAP_FAILED) return 3;
+  auto ring = daqiri::abi::RingView::open(static_cast<std::byte*>(rings) + r.attached.ring_offset,
+                                          r.attached.rings_size - r.attached.ring_offset,
+                                          DAQIRI_RING_RX, sizeof(daqiri_rx_desc));
+  if (!ring) return 3;
+  say("attached");
+  auto wait_for = [](auto done, const char* what) {
+    auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        say("%s never happened", what);
+        return false;
+      }
+      std::this_thread::sleep_for(100us);
+    }
+    return true;
+  };
+  if (!wait_for([&] { return ring->producer_wants_kick(); }, "a kick request")) return 1;
+  say("asked %u", ring->load_producer());
+  if (!wait_for([&] { return ::access(go_file.c_str(), F_OK) == 0; }, "the go file")) return 1;
+  uint32_t released = 0;
+  bool kicked = false;
+  while (!kicked) {
+    if (!wait_for([&] { return ring->producer_wants_kick(); }, "another kick request")) return 1;
+    if (released == ring->load_producer()) {
+      say("nothing left to release");
+      return 1;
+    }
+    ring->publish_consumer(++released);
+    kicked = ring->kick_producer(kick);
+  }
+  auto done = [&] {
+    uint32_t p = ring->load_producer();
+    if (p != released) {
+      released = p;
+      ring->publish_consumer(p);
+      ring->kick_producer(kick);
+    }
+    return released >= n;
+  };
+  if (!wait_for(done, "the last packet")) return 1;
+  say("received %u kicked", released);
+  for (;;)
+    std::this_thread::sleep_for(1s);
+}
+
 int hostile(const std::string& socket, const std::string& flow, const std::string& kind) {
   Raw r;
   if (!raw_open(r, socket)) {
@@ -472,6 +540,7 @@ int main(int argc, char** argv) {
   if (a.size() == 5 && a[0] == "queue-rx") return queue_rx(a[1], a[2], a[3], std::stoull(a[4]));
   if (a.size() == 4 && a[0] == "hostile") return hostile(a[1], a[2], a[3]);
   if (a.size() == 3 && a[0] == "kick-storm") return kick_storm(a[1], std::stoull(a[2]));
+  if (a.size() == 5 && a[0] == "rx-kick") return rx_kick(a[1], a[2], std::stoull(a[3]), a[4]);
   if (a.size() == 3 && a[0] == "tx-kick") {
     return tx_kick(a[1], static_cast<uint16_t>(std::stoi(a[2])));
   }

@@ -240,6 +240,45 @@ TEST(RxAttachment, SplitOffHeadersAreKeptBesideTheSlotsAndHeaderOnlyFramesLendNo
   EXPECT_EQ((*a)->counters.on_loan.load(), 0u);
 }
 
+// While its flow waits for releases, an attachment whose client holds buffers asks it to kick
+// (NEED_KICK on the RX ring, where the client looks after each release); a release already
+// made keeps the poller awake; one that holds nothing is not asked.
+TEST(RxAttachment, AsksItsClientToKickOnlyWhileItHoldsBuffers) {
+  auto pool = memory::BufferPool::create("t", 2048, 64, false);
+  auto a = RxAttachment::create(1, 64, Backpressure::kBlock, {&*pool});
+  ASSERT_TRUE(pool && a);
+  auto ring = client_ring(**a);
+  EXPECT_TRUE((*a)->arm_kick());
+  EXPECT_FALSE(ring.producer_wants_kick()) << "asked a client that holds nothing";
+  uint32_t bufs[10];
+  ASSERT_EQ(pool->alloc(bufs, 10), 10u);
+  for (uint32_t b : bufs)
+    (*a)->push(desc(*pool, b), b, &*pool);
+  (*a)->publish();
+  EXPECT_TRUE((*a)->holds_buffers());
+  EXPECT_TRUE((*a)->arm_kick());
+  EXPECT_TRUE(ring.producer_wants_kick());
+  // The client's side: a release that finds the flag writes the kick eventfd.
+  ring.publish_consumer(4);
+  EXPECT_TRUE(ring.kick_producer((*a)->kick_fd()));
+  uint64_t kicks = 0;
+  EXPECT_EQ(::read((*a)->kick_fd(), &kicks, sizeof kicks), ssize_t(sizeof kicks));
+  EXPECT_EQ(kicks, 1u);
+  (*a)->disarm_kick();
+  EXPECT_FALSE(ring.producer_wants_kick());
+  EXPECT_FALSE(ring.kick_producer((*a)->kick_fd())) << "kicked a poller that is awake";
+  EXPECT_FALSE((*a)->arm_kick()) << "armed past a release not taken back yet";
+  (*a)->disarm_kick();
+  ASSERT_TRUE((*a)->reclaim());
+  EXPECT_TRUE((*a)->arm_kick());
+  (*a)->disarm_kick();
+  ring.publish_consumer(10);
+  ASSERT_TRUE((*a)->reclaim());
+  EXPECT_FALSE((*a)->holds_buffers());
+  EXPECT_TRUE((*a)->arm_kick());
+  EXPECT_FALSE(ring.producer_wants_kick());
+}
+
 // publish() looks at NEED_WAKEUP without a fence, so a consumer may set it just after that
 // look, having read the old producer index. The next reclaim() wakes it, once for that
 // producer index; a consumer that caught up needs no wakeup.
@@ -408,8 +447,10 @@ struct SwitchTask final : PollTask {
     return busy.load();
   }
   [[nodiscard]] bool needs_timed_wakeup() const override { return timed.load(); }
+  [[nodiscard]] bool wakes_on_fds() const override { return fds_wake.load(); }
   std::atomic<bool> busy{false};
   std::atomic<bool> timed{true};
+  std::atomic<bool> fds_wake{true};
   std::atomic<uint64_t> polls{0};
 };
 
@@ -451,6 +492,33 @@ TEST(Poller, WatchesTaskFdsOnlyWhileParked) {
   task.busy.store(false);
   (*poller)->remove_task(&task, {efd});
   EXPECT_FALSE(watched_by_an_epoll(efd));
+  ::close(efd);
+}
+
+// A task whose fds are readable with work it cannot take (a flow that waits for its clients'
+// releases) says so, and the poller sleeps without them: on its timer, not woken at once by
+// them in a spin. Once the task takes their readiness again, they end its sleeps.
+TEST(Poller, LeavesOutTheFdsOfATaskThatCannotActOnThem) {
+  auto poller = Poller::start("left-out", -1);
+  ASSERT_TRUE(poller);
+  SwitchTask task;
+  task.fds_wake.store(false);
+  int efd = add_with_eventfd(**poller, task);
+  ASSERT_GE(efd, 0);
+  uint64_t one = 1;
+  ASSERT_EQ(::write(efd, &one, sizeof one), ssize_t(sizeof one));  // readable from now on
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((*poller)->wakeups().timer < 20 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  PollerWakeups w = (*poller)->wakeups();
+  EXPECT_GE(w.timer, 20u);
+  EXPECT_EQ(w.io, 0u) << "woken by an fd the task said to leave out";
+  EXPECT_FALSE(watched_by_an_epoll(efd));
+  task.fds_wake.store(true);
+  while ((*poller)->wakeups().io < 20 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_GE((*poller)->wakeups().io, 20u);
+  (*poller)->remove_task(&task, {efd});
   ::close(efd);
 }
 

@@ -383,7 +383,7 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
         std::to_string(a.bad_descriptor()),
         std::to_string(a.send_errors()),
         std::to_string(a.stalls()),
-        a.direction() == v1::DIRECTION_TX ? std::to_string(a.kicks()) : "-",
+        std::to_string(a.kicks()),
         std::to_string(a.buffers_on_loan()),
         ring,
         a.gpu() ? std::to_string(a.gpu_packets()) : "-",

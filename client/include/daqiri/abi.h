@@ -25,7 +25,12 @@
  * RX attachment: one ring of daqiri_rx_desc, daemon -> client. The client returns buffers by
  * advancing `consumer` (in order, a whole burst at once is fine). Buffers are read-only to the
  * client: its mappings of RX regions are PROT_READ and the memfds are sealed against writable
- * mappings.
+ * mappings. When the daemon's flow waits for the client's releases (its ring is full under
+ * block backpressure, or the flow's pool is all on loan) it sets DAQIRI_RING_NEED_KICK in
+ * `producer_flags` before its poller sleeps; a client that advances `consumer` and then sees
+ * the flag writes the attachment's second eventfd, its KICK, as on TX. The client needs no
+ * fence for this: a kick lost to the race (its store still in flight as the daemon looks) costs
+ * what a client that never kicks pays, a sleep of the poller (at most a millisecond).
  * TX attachment: a ring of daqiri_tx_desc (client -> daemon) and a completion ring of uint32
  * buffer indices (daemon -> client). All TX buffers start with the client; a buffer submitted
  * belongs to the daemon until its index appears in the completion ring. On the TX ring the
@@ -53,7 +58,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DAQIRI_ABI_VERSION 2u
+#define DAQIRI_ABI_VERSION 3u
 #define DAQIRI_RING_MAGIC 0x44515249u /* "IRQD" little-endian: "DQRI" */
 #define DAQIRI_MSG_MAGIC 0x4451534du  /* "MSQD" */
 #define DAQIRI_CACHE_LINE 64u
@@ -74,6 +79,8 @@ enum daqiri_ring_state {
 
 /* consumer_flags bits, written by the consumer only. */
 #define DAQIRI_RING_NEED_WAKEUP 0x1u
+/* producer_flags bits, written by the producer only. */
+#define DAQIRI_RING_NEED_KICK 0x1u /* RX: the daemon waits for releases; kick after one */
 
 struct daqiri_ring_header {
   /* cache line 0: written by the daemon before the ring is shared; read-only afterwards,
@@ -88,7 +95,8 @@ struct daqiri_ring_header {
   uint8_t pad0[DAQIRI_CACHE_LINE - 24];
   /* cache line 1: written by the producer only. */
   uint32_t producer;
-  uint8_t pad1[DAQIRI_CACHE_LINE - 4];
+  uint32_t producer_flags;
+  uint8_t pad1[DAQIRI_CACHE_LINE - 8];
   /* cache line 2: written by the consumer only. */
   uint32_t consumer;
   uint8_t pad2[DAQIRI_CACHE_LINE - 4];
@@ -214,9 +222,10 @@ enum daqiri_direction {
 };
 
 /* Sent with fds, in this order: the rings memfd, the eventfd, then one memfd per region, then
- * for TX the kick eventfd, for GPU RX the GPU ring's VMM POSIX fd. (GPU RX has no regions, or with
- * header-data split one: the header slots, `num_bufs` (= ring slots) of `buf_size` (= header_size)
- * bytes, slot c & (size - 1) holding the first header_size bytes of ring counter c's frame.) */
+ * for RX and TX the kick eventfd, for GPU RX the GPU ring's VMM POSIX fd. (GPU RX has no regions,
+ * or with header-data split one: the header slots, `num_bufs` (= ring slots) of `buf_size` (=
+ * header_size) bytes, slot c & (size - 1) holding the first header_size bytes of ring counter c's
+ * frame.) */
 struct daqiri_msg_attached {
   struct daqiri_msg_header h;
   uint64_t attachment_id;
@@ -269,6 +278,7 @@ struct daqiri_msg_error {
 DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_ring_header) == DAQIRI_RING_HEADER_SIZE, "ring header");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_ring_header, state) == 20, "state");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_ring_header, producer) == 64, "producer line");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_ring_header, producer_flags) == 68, "producer flags");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_ring_header, consumer) == 128, "consumer line");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_ring_header, consumer_flags) == 192, "flags line");
 DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_rx_desc) == 32, "rx desc");

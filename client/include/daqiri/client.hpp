@@ -111,7 +111,9 @@ class RxStream {
   // As next_burst, but sleeps on the stream's eventfd up to `timeout` for something to arrive.
   // Empty on timeout; kUnavailable once the stream is detached.
   Result<Burst> wait_burst(std::chrono::milliseconds timeout, uint32_t max = 0);
-  // Returns the burst's buffers (and those of earlier bursts) to the daemon.
+  // Returns the burst's buffers (and those of earlier bursts) to the daemon. When the daemon
+  // waits for them (a full ring under block backpressure, an empty pool) and its poller
+  // sleeps, it also writes the stream's kick eventfd (one syscall) to wake it.
   void release(const Burst& burst);
   // The daemon stopped serving this stream: flow deleted, client cut off, or daemon gone.
   [[nodiscard]] bool detached() const;

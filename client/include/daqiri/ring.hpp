@@ -98,9 +98,17 @@ class RingView {
   // Returns whether it did.
   bool wake_consumer(int eventfd) const {
     if (!consumer_wants_wakeup()) return false;
-    uint64_t one = 1;
-    [[maybe_unused]] auto w = ::write(eventfd, &one, sizeof one);
+    signal(eventfd);
     return true;
+  }
+  // RX: asks the consumer to kick once it releases (NEED_KICK), or stops asking. seq_cst, and
+  // load_consumer_seq_cst() after it: a release before the flag is seen there.
+  void set_need_kick(bool on) const {
+    std::atomic_ref<uint32_t>(h_->producer_flags)
+        .store(on ? DAQIRI_RING_NEED_KICK : 0u, std::memory_order_seq_cst);
+  }
+  [[nodiscard]] uint32_t load_consumer_seq_cst() const {
+    return std::atomic_ref<uint32_t>(h_->consumer).load(std::memory_order_seq_cst);
   }
 
   // Consumer side.
@@ -112,6 +120,18 @@ class RingView {
   }
   void publish_consumer(uint32_t c) const {
     std::atomic_ref<uint32_t>(h_->consumer).store(c, std::memory_order_release);
+  }
+  [[nodiscard]] bool producer_wants_kick() const {
+    return (std::atomic_ref<uint32_t>(h_->producer_flags).load(std::memory_order_acquire) &
+            DAQIRI_RING_NEED_KICK) != 0;
+  }
+  // After publish_consumer: signals `eventfd` if the producer waits for releases (NEED_KICK).
+  // No fence in between (abi.h: a kick lost to the race costs the producer's timed sleep).
+  // Returns whether it did.
+  bool kick_producer(int eventfd) const {
+    if (!producer_wants_kick()) return false;
+    signal(eventfd);
+    return true;
   }
   void set_need_wakeup(bool on) const {
     std::atomic_ref<uint32_t>(h_->consumer_flags)
@@ -148,6 +168,10 @@ class RingView {
  private:
   RingView(daqiri_ring_header* h, uint32_t size, uint32_t desc_size)
       : h_(h), size_(size), desc_size_(desc_size) {}
+  static void signal(int eventfd) {
+    uint64_t one = 1;
+    [[maybe_unused]] auto w = ::write(eventfd, &one, sizeof one);
+  }
 
   daqiri_ring_header* h_ = nullptr;
   uint32_t size_ = 0;

@@ -6,7 +6,7 @@ import struct
 
 import numpy as np
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 RING_MAGIC = 0x44515249
 MSG_MAGIC = 0x4451534D
 RING_HEADER_SIZE = 256
@@ -18,6 +18,7 @@ RING_RX, RING_TX, RING_COMPLETION, RING_GPU = 1, 2, 3, 4
 # enum daqiri_ring_state
 RING_ACTIVE, RING_DETACHED = 1, 2
 RING_NEED_WAKEUP = 0x1
+RING_NEED_KICK = 0x1  # producer_flags
 
 # daqiri_rx_desc.flags
 DESC_HEADERS_SYNTHESIZED = 0x1
@@ -52,7 +53,7 @@ COMPLETION = np.dtype("<u4")
 
 # Ring header fields, as indices of uint32 words (byte offset / 4).
 WORD_MAGIC, WORD_VERSION_KIND, WORD_SIZE, WORD_DESC_SIZE, WORD_DESC_OFFSET, WORD_STATE = range(6)
-WORD_PRODUCER, WORD_CONSUMER, WORD_CONSUMER_FLAGS = 64 // 4, 128 // 4, 192 // 4
+WORD_PRODUCER, WORD_PRODUCER_FLAGS, WORD_CONSUMER, WORD_CONSUMER_FLAGS = 64 // 4, 68 // 4, 128 // 4, 192 // 4
 
 # Session messages (little-endian, no padding beyond what abi.h has).
 HEADER = struct.Struct("<IHHII")  # magic, version, type, length, reserved

@@ -70,6 +70,11 @@ class Ring:
     def publish_consumer(self, value):
         self.words[abi.WORD_CONSUMER] = value & 0xFFFFFFFF
 
+    def producer_wants_kick(self):
+        """After publish_consumer: whether the producer waits for releases (no fence: abi.h,
+        a kick lost to the race costs the daemon's timed sleep)."""
+        return bool(self.words[abi.WORD_PRODUCER_FLAGS] & abi.RING_NEED_KICK)
+
     def arm_wakeup(self):
         """Asks for a wake-up; returns `producer` as read after the flag is visible."""
         self.words[abi.WORD_CONSUMER_FLAGS] = abi.RING_NEED_WAKEUP

@@ -149,9 +149,11 @@ class Session:
         attachment_id, direction, region_count, rings_size, ring_offset, completion_offset = f[1:7]
         gpu = direction == abi.DIRECTION_GPU_RX
         tx = direction == abi.DIRECTION_TX
+        rx = direction == abi.DIRECTION_RX
         if len(msg) != (abi.ATTACHED_GPU_SIZE if gpu else abi.ATTACHED.size):
             raise DaqiriError("ATTACHED has the wrong size")
-        if region_count > abi.MAX_REGIONS or len(fds) != 2 + region_count + (1 if gpu or tx else 0):
+        # RX and TX rings come with a kick eventfd after the regions, GPU rings with the ring's fd.
+        if region_count > abi.MAX_REGIONS or len(fds) != 2 + region_count + (1 if gpu or tx or rx else 0):
             raise DaqiriError("ATTACHED carried the wrong number of fds")
         regions = []
         for i in range(region_count):

@@ -5,8 +5,11 @@ import os
 import select
 import time
 
+from . import abi
 from .errors import Detached
 from .ring import WAIT_SLICE
+
+KICK = (1).to_bytes(8, "little")  # what a kick eventfd is written
 
 
 class Stream:
@@ -14,13 +17,20 @@ class Stream:
     the daemon still serves the attachment."""
 
     _eventfd = -1
+    _kick = -1
     _ring = None
 
     def _adopt(self, client, attached):
-        """Takes the attachment's eventfd, in the client's current session."""
+        """Takes the attachment's eventfd, and its kick eventfd (host RX and TX rings: the
+        daemon's doorbell), in the client's current session."""
         self._client = client
         self._session = client._session
         self.id = attached.attachment_id
+        if self._kick >= 0:
+            os.close(self._kick)
+            self._kick = -1
+        if attached.direction in (abi.DIRECTION_RX, abi.DIRECTION_TX):
+            self._kick = os.dup(attached.fds[2 + len(attached.regions)])
         self._eventfd = os.dup(attached.fds[1])
         os.set_blocking(self._eventfd, False)
         self._poll = select.poll()
@@ -67,6 +77,9 @@ class Stream:
         self._session.detach(self.id)
         os.close(self._eventfd)
         self._eventfd = -1
+        if self._kick >= 0:
+            os.close(self._kick)
+            self._kick = -1
 
     def __enter__(self):
         return self
@@ -120,6 +133,8 @@ class ReceiveStream(Stream):
             raise ValueError("not a burst of this stream, or released already")
         self._released = end
         self._ring.publish_consumer(end)
+        if self._kick >= 0 and self._ring.producer_wants_kick():  # the flow waits for it
+            os.write(self._kick, KICK)
 
     def release_all(self):
         """Releases everything handed out."""

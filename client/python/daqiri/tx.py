@@ -8,7 +8,7 @@ from . import abi
 from .errors import DaqiriError, Detached
 from .ring import Ring
 from .rx import map_fd
-from .stream import Stream
+from .stream import KICK, Stream
 
 
 class TxBuffer:
@@ -32,8 +32,6 @@ class TxStream(Stream):
     """One TX queue of an interface. Every buffer starts with the client; a submitted buffer
     belongs to the daemon until it comes back through the completion ring (reclaim())."""
 
-    _kick = -1
-
     def __init__(self, client, attached, options, kick=True):
         self.options = options
         self.kick = kick
@@ -51,9 +49,6 @@ class TxStream(Stream):
             region = attached.regions[0]
             self._map = map_fd(attached.fds[2], region.size, True)
             self._adopt(client, attached)
-            if self._kick >= 0:
-                os.close(self._kick)
-            self._kick = os.dup(attached.fds[3])  # the daemon's doorbell
         finally:
             attached.close()
         self.buf_size = region.buf_size
@@ -125,7 +120,7 @@ class TxStream(Stream):
         self._in_flight += n
         tx.publish_producer(self._produced)
         if n and self.kick and tx.consumer_wants_wakeup():  # the daemon's poller sleeps
-            os.write(self._kick, (1).to_bytes(8, "little"))
+            os.write(self._kick, KICK)
         return n
 
     def send(self, frames):
@@ -139,13 +134,6 @@ class TxStream(Stream):
         for b in reversed(bufs[sent:]):
             self._free.append(b.index)
         return sent
-
-    def close(self):
-        """Detaches: the daemon takes back every buffer of the attachment."""
-        super().close()
-        if self._kick >= 0:
-            os.close(self._kick)
-            self._kick = -1
 
     @property
     def in_flight(self):

@@ -21,7 +21,9 @@ int main(void) {
   F(daqiri_rx_desc, flow_id); F(daqiri_rx_desc, region); F(daqiri_rx_desc, flags);
   F(daqiri_rx_desc, payload_offset); F(daqiri_rx_desc, stream);
   F(daqiri_ring_header, state); F(daqiri_ring_header, producer); F(daqiri_ring_header, consumer);
-  F(daqiri_ring_header, consumer_flags);
+  F(daqiri_ring_header, consumer_flags); F(daqiri_ring_header, producer_flags);
+  printf("DAQIRI_RING_NEED_WAKEUP %u\nDAQIRI_RING_NEED_KICK %u\n", DAQIRI_RING_NEED_WAKEUP,
+         DAQIRI_RING_NEED_KICK);
   printf("DAQIRI_ABI_VERSION %u\nDAQIRI_RING_MAGIC %u\nDAQIRI_MSG_MAGIC %u\n", DAQIRI_ABI_VERSION,
          DAQIRI_RING_MAGIC, DAQIRI_MSG_MAGIC);
   F(daqiri_tx_desc, buffer); F(daqiri_tx_desc, length); F(daqiri_tx_desc, flags);
@@ -71,6 +73,9 @@ def test_offsets_and_constants_match_the_header(c_layout):
     assert c_layout["daqiri_ring_header.producer"] == abi.WORD_PRODUCER * 4
     assert c_layout["daqiri_ring_header.consumer"] == abi.WORD_CONSUMER * 4
     assert c_layout["daqiri_ring_header.consumer_flags"] == abi.WORD_CONSUMER_FLAGS * 4
+    assert c_layout["daqiri_ring_header.producer_flags"] == abi.WORD_PRODUCER_FLAGS * 4
+    assert c_layout["DAQIRI_RING_NEED_WAKEUP"] == abi.RING_NEED_WAKEUP
+    assert c_layout["DAQIRI_RING_NEED_KICK"] == abi.RING_NEED_KICK
     assert c_layout["DAQIRI_ABI_VERSION"] == abi.ABI_VERSION
     assert c_layout["DAQIRI_RING_MAGIC"] == abi.RING_MAGIC
     assert c_layout["DAQIRI_MSG_MAGIC"] == abi.MSG_MAGIC

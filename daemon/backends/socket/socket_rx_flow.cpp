@@ -192,8 +192,12 @@ bool SocketRxFlow::poll() {
 }
 
 bool SocketRxFlow::needs_timed_wakeup() const {
-  if (fanout_.size() > 0) return true;
+  if (fanout_.holds_buffers()) return true;
   return std::ranges::any_of(ports_, [](const auto& p) { return p->unread_drops || p->starved; });
+}
+
+bool SocketRxFlow::waits_for_releases() const {
+  return fanout_.stalled() || std::ranges::any_of(ports_, [](const auto& p) { return p->starved; });
 }
 
 void SocketRxFlow::count_drops(Port& port, uint64_t now_ns) {

@@ -34,8 +34,9 @@ class SocketRxFlow final : public dataplane::RxFlowTask {
   ~SocketRxFlow() override;
 
   bool poll() override;
-  // Only while clients are attached (their releases are reclaimed by polls) or a drop count
-  // is still to be read: datagrams themselves wake the poller through fds().
+  // Only while clients hold buffers (their releases are reclaimed by polls; kicks come only
+  // when the flow waits for them) or a drop count is still to be read: datagrams themselves
+  // wake the poller through fds(), and an idle client that holds nothing needs no poll.
   [[nodiscard]] bool needs_timed_wakeup() const override;
 
   [[nodiscard]] const core::Flow& flow() const override { return flow_; }
@@ -44,6 +45,10 @@ class SocketRxFlow final : public dataplane::RxFlowTask {
   [[nodiscard]] dataplane::RxFanout& fanout() override { return fanout_; }
   // Kernel drops on the flow's sockets (socket buffer full), from /proc/net/udp.
   [[nodiscard]] uint64_t kernel_drops() const override;
+
+ protected:
+  // A full ring under block backpressure, or a port with no buffer to post (starved).
+  [[nodiscard]] bool waits_for_releases() const override;
 
  private:
   struct Port {

@@ -140,7 +140,9 @@ bool TcpRxFlow::read_some(Connection& c, uint64_t now_ns) {
 }
 
 bool TcpRxFlow::poll() {
-  fanout_.begin();
+  // Whether a full ring holds the flow back, judged each poll as the UDP flow does (and
+  // again before each read): a stall ends with a release even when no data is waiting.
+  if (fanout_.begin() > 0) (void)fanout_.must_wait(1);
   uint64_t now = 0;
   if (flow_.connect && count_ == 0) {
     now = dataplane::ReceiveClock::now_ns();

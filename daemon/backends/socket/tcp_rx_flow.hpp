@@ -33,6 +33,12 @@ class TcpRxFlow final : public dataplane::RxFlowTask {
   [[nodiscard]] memory::BufferPool& pool() override { return pool_; }
   [[nodiscard]] dataplane::RxFanout& fanout() override { return fanout_; }
 
+ protected:
+  // A full ring under block backpressure, or no buffer left in the pool.
+  [[nodiscard]] bool waits_for_releases() const override {
+    return fanout_.stalled() || pool_.available() == 0;
+  }
+
  private:
   struct Connection {
     int fd = -1;
