@@ -95,14 +95,15 @@ struct daqiri_ring_header {
   uint8_t pad0[DAQIRI_CACHE_LINE - 24];
   /* cache line 1: written by the producer only. */
   uint32_t producer;
-  uint32_t producer_flags;
-  uint8_t pad1[DAQIRI_CACHE_LINE - 8];
+  uint8_t pad1[DAQIRI_CACHE_LINE - 4];
   /* cache line 2: written by the consumer only. */
   uint32_t consumer;
   uint8_t pad2[DAQIRI_CACHE_LINE - 4];
-  /* cache line 3: written by the consumer only. */
+  /* cache line 3: the flags, each written by its own side only, and only around that side's
+   * sleeps: read often by the other side, written rarely, so the line stays in both caches. */
   uint32_t consumer_flags;
-  uint8_t pad3[DAQIRI_CACHE_LINE - 4];
+  uint32_t producer_flags;
+  uint8_t pad3[DAQIRI_CACHE_LINE - 8];
 };
 
 #define DAQIRI_RING_HEADER_SIZE 256u
@@ -278,7 +279,7 @@ struct daqiri_msg_error {
 DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_ring_header) == DAQIRI_RING_HEADER_SIZE, "ring header");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_ring_header, state) == 20, "state");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_ring_header, producer) == 64, "producer line");
-DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_ring_header, producer_flags) == 68, "producer flags");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_ring_header, producer_flags) == 196, "producer flags");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_ring_header, consumer) == 128, "consumer line");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_ring_header, consumer_flags) == 192, "flags line");
 DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_rx_desc) == 32, "rx desc");

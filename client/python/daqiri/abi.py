@@ -53,7 +53,7 @@ COMPLETION = np.dtype("<u4")
 
 # Ring header fields, as indices of uint32 words (byte offset / 4).
 WORD_MAGIC, WORD_VERSION_KIND, WORD_SIZE, WORD_DESC_SIZE, WORD_DESC_OFFSET, WORD_STATE = range(6)
-WORD_PRODUCER, WORD_PRODUCER_FLAGS, WORD_CONSUMER, WORD_CONSUMER_FLAGS = 64 // 4, 68 // 4, 128 // 4, 192 // 4
+WORD_PRODUCER, WORD_CONSUMER, WORD_CONSUMER_FLAGS, WORD_PRODUCER_FLAGS = 64 // 4, 128 // 4, 192 // 4, 196 // 4
 
 # Session messages (little-endian, no padding beyond what abi.h has).
 HEADER = struct.Struct("<IHHII")  # magic, version, type, length, reserved
