@@ -350,6 +350,28 @@ TEST_F(DataPlaneTest, TxClientKicksTheSleepingPoller) {
   kicker.wait();
 }
 
+// The client library's release kicks a stalled flow's sleeping poller: a client that gives back
+// buffers of a full block-backpressure ring one at a time, while the flow still waits, wakes
+// the poller with them (counted as kicks), and every packet arrives.
+TEST_F(DataPlaneTest, TheClientLibraryKicksAStalledFlowsPoller) {
+  start();
+  Spawned c(dir_, client({"stall-release", "stream0", "3000"}));
+  ASSERT_TRUE(c.wait_for_output("attached")) << c.output();
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
+  ASSERT_EQ(gen(4096, 3000, 100).exit_code, 0);
+  ASSERT_TRUE(c.wait_for_output("released 20")) << c.output();
+  ASSERT_TRUE(c.wait_for_output("received 3000")) << c.output();
+  auto s = stats();
+  ASSERT_EQ(s.attachments_size(), 1);
+  EXPECT_GE(s.attachments(0).kicks(), 1u) << s.DebugString();
+  EXPECT_GE(s.attachments(0).stalls(), 1u) << s.DebugString();
+  EXPECT_EQ(s.attachments(0).dropped_ring_full(), 0u);
+  const v1::FlowStats* f = flow_stats(s, "stream0");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->packets(), 3000u) << s.DebugString();
+  c.kill(SIGKILL);
+}
+
 // A client that writes its kick eventfd without cease only makes its poller wake: every kick
 // is counted, and another client's packets all arrive.
 TEST_F(DataPlaneTest, AKickStormCostsOthersNothing) {

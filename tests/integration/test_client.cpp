@@ -9,6 +9,8 @@
 //   attach-many SOCKET FLOW N     attach to FLOW N times in one session, print each, then sleep
 //   tx-kick SOCKET DSTPORT        submit through the raw ABI while the daemon sleeps; kick it
 //   kick-storm SOCKET N           write the TX kick eventfd N times, submitting nothing
+//   stall-release SOCKET FLOW N   (libdaqiri) hold a block-backpressure ring until the flow
+//                                 stalls, give 20 packets back one at a time, receive N in all
 //   rx-kick SOCKET FLOW N GOFILE  hold a block-backpressure RX ring until the daemon asks for a
 //                                 kick, wait for GOFILE, release one by one until a kick
 //                                 goes out, then receive until N packets came
@@ -110,6 +112,50 @@ int slow(const std::string& socket, const std::string& flow, int ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     rx.release(*b);
   }
+}
+
+// Through libdaqiri: attaches to FLOW with block backpressure and takes packets one a burst
+// without releasing until none has come for 200 ms (the ring as full as the flow lets it get:
+// the flow waits), prints "holding H"; gives 20 of them back one at a time, 5 ms apart (the
+// flow stays stalled, its poller asleep waiting for each: RxStream::release kicks it), prints
+// "released 20"; then receives and releases until N came and prints "received N".
+int stall_release(const std::string& socket, const std::string& flow, uint64_t n) {
+  auto c = connect(socket, "test-stall-release");
+  daqiri::RxOptions o;
+  o.flow = flow;
+  o.block = true;
+  auto& rx = attach(*c, o);
+  say("attached");
+  std::vector<daqiri::Burst> held;
+  uint64_t got = 0;
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  for (;;) {
+    auto b = rx.wait_burst(200ms, 1);
+    if (!b || std::chrono::steady_clock::now() > deadline) return 1;
+    if (b->empty()) {
+      if (got > 0) break;
+      continue;
+    }
+    got += b->size();
+    held.push_back(*b);
+  }
+  say("holding %llu", static_cast<unsigned long long>(got));
+  if (held.size() < 20) return 1;
+  for (size_t i = 0; i < 20; ++i) {
+    rx.release(held[i]);
+    std::this_thread::sleep_for(5ms);
+  }
+  say("released 20");
+  rx.release(held.back());
+  while (got < n) {
+    auto b = rx.wait_burst(1s);
+    if (!b || std::chrono::steady_clock::now() > deadline) return 1;
+    got += b->size();
+    rx.release(*b);
+  }
+  say("received %llu", static_cast<unsigned long long>(got));
+  for (;;)
+    std::this_thread::sleep_for(1s);
 }
 
 int write_rx(const std::string& socket, const std::string& flow) {
@@ -541,6 +587,7 @@ int main(int argc, char** argv) {
   if (a.size() == 4 && a[0] == "hostile") return hostile(a[1], a[2], a[3]);
   if (a.size() == 3 && a[0] == "kick-storm") return kick_storm(a[1], std::stoull(a[2]));
   if (a.size() == 5 && a[0] == "rx-kick") return rx_kick(a[1], a[2], std::stoull(a[3]), a[4]);
+  if (a.size() == 4 && a[0] == "stall-release") return stall_release(a[1], a[2], std::stoull(a[3]));
   if (a.size() == 3 && a[0] == "tx-kick") {
     return tx_kick(a[1], static_cast<uint16_t>(std::stoi(a[2])));
   }

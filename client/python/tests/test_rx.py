@@ -1,9 +1,11 @@
 """RX through the real daemon: exact counts, bytes and contents of daqiri-gen's packets."""
 import socket
 
+import numpy as np
 import pytest
 
 import daqiri
+from daqiri import abi
 from conftest import assert_sequences, finish, gen, receive, stream, wait_for
 
 
@@ -82,6 +84,35 @@ def test_a_held_burst_holds_buffers_until_released(daemon):
         assert st.buffers_on_loan == 64 and st.dropped_rings_full == 36
         rx.release(held[-1])  # releases every earlier burst too
         assert wait_for(lambda: client.flow_stats("stream0").buffers_on_loan == 0)
+
+
+def test_a_release_the_stalled_flow_waits_for_kicks_its_poller(daemon):
+    """With block backpressure a full ring holds the flow back, and its poller sleeps asking for
+    a kick (NEED_KICK on the ring); a release that finds the flag writes the kick eventfd, the
+    daemon counts it, and every packet arrives, in order."""
+    with daemon.client() as client, client.attach_rx("stream0", block=True) as rx:
+        def kicks():
+            return [a for a in client.stats().attachments if a.id == rx.id][0].kicks
+
+        def asked():
+            return rx._ring.words[abi.WORD_PRODUCER_FLAGS] & abi.RING_NEED_KICK
+
+        p = gen(4096, 3000, 64, rate=50000, wait=False)
+        rows = []
+        try:
+            assert wait_for(asked, 20.0), "the stalled flow never asked for a kick"
+            # One packet at a time, so that the flow stays stalled, until a release kicked.
+            while kicks() == 0:
+                assert wait_for(asked, 10.0), "no kick request to answer"
+                b = rx.next_burst(1)
+                assert len(b) == 1
+                rows.append(b.payloads(copy=True))
+                rx.release(b)
+            rest, _ = receive(rx, 3000 - len(rows), timeout=20.0)
+        finally:
+            finish(p)
+        assert_sequences(np.concatenate(rows + [rest]), 4096, 3000)
+        assert client.flow_stats("stream0").packets == 3000
 
 
 def test_deleting_the_flow_detaches_the_stream(daemon):
