@@ -362,6 +362,15 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
       qo->set_buffers_on_loan(q.on_loan);
     }
   }
+  for (const dataplane::PollerStats& p : data_plane_.poller_stats()) {
+    auto* out = resp->add_pollers();
+    out->set_name(p.name);
+    out->set_busy_ratio(p.busy_ratio);
+    out->set_parks(p.wakeups.parks);
+    out->set_io_wakeups(p.wakeups.io);
+    out->set_doorbell_wakeups(p.wakeups.doorbell);
+    out->set_timer_wakeups(p.wakeups.timer);
+  }
   resp->set_sessions_cut_off(sessions_.sessions_cut_off());
   return grpc::Status::OK;
 }

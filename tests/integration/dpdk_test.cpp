@@ -168,6 +168,22 @@ TEST_P(NullPortTest, DeliversBurstsToAnUnprivilegedClient) {
   std::string flows = ctl({"flows", "list"});
   EXPECT_THAT(flows, HasSubstr("any"));
   EXPECT_THAT(flows, HasSubstr("software"));
+
+  // Its client gone, the RX queue is not polled and the TX queue has nothing in flight: their
+  // pollers sleep up to a second at a time (with a timer, about a thousand parks a second each).
+  auto parks = [&] {
+    uint64_t n = 0;
+    v1::Stats now = stats();
+    for (const auto& p : now.pollers())
+      n += p.parks();
+    return n;
+  };
+  ASSERT_EQ(stats().pollers_size(), 2);
+  std::this_thread::sleep_for(100ms);
+  uint64_t before = parks();
+  std::this_thread::sleep_for(500ms);
+  EXPECT_LE(parks() - before, 4u);
+  EXPECT_THAT(ctl({"stats"}), HasSubstr("WOKEN_TIMER"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Memory, NullPortTest, ::testing::Values(false, true),

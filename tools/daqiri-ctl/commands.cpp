@@ -429,6 +429,18 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
     std::cout << '\n';
     queues.print(std::cout);
   }
+  if (stats.pollers_size() > 0) {
+    // What each poller thread costs, and why it woke: IO climbing fast while no traffic
+    // comes is a poller spinning on a socket it cannot read.
+    std::cout << '\n';
+    Table pollers({"POLLER", "BUSY", "PARKS", "WOKEN_IO", "WOKEN_DOORBELL", "WOKEN_TIMER"});
+    for (const auto& p : stats.pollers()) {
+      pollers.add({p.name(), fmt::format("{:.3f}", p.busy_ratio()), std::to_string(p.parks()),
+                   std::to_string(p.io_wakeups()), std::to_string(p.doorbell_wakeups()),
+                   std::to_string(p.timer_wakeups())});
+    }
+    pollers.print(std::cout);
+  }
   std::cout << "sessions cut off: " << stats.sessions_cut_off() << '\n';
 }
 

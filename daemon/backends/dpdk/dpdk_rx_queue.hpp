@@ -96,6 +96,9 @@ class DpdkRxQueue final : public dataplane::PollTask {
   ~DpdkRxQueue() override;
   bool poll() override;
   [[nodiscard]] bool busy_poll() const override { return spinning_; }
+  // With clients it never sleeps (busy_poll); without, it is not polled, and a client that
+  // attaches wakes the poller: no timer either way.
+  [[nodiscard]] bool needs_timed_wakeup() const override { return false; }
 
   // For a PMD that refuses external-buffer mempools (af_xdp wants its UMEM to be the pool's
   // own memory): a plain DPDK pool it may fill instead; each frame is then copied into the

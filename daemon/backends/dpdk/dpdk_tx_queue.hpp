@@ -44,6 +44,9 @@ class DpdkTxQueue final : public dataplane::PollTask {
   // NEED_WAKEUP on its attachments' TX rings while the poller sleeps (their clients kick).
   bool arm_wakeups() override;
   void disarm_wakeups() override;
+  // Only while attached: completions come back on polls, and a client that does not kick is
+  // served by the poller's 1 ms sleeps. Without clients nothing is in flight.
+  [[nodiscard]] bool needs_timed_wakeup() const override { return !set_.load().empty(); }
   TxQueueCounters counters;
   [[nodiscard]] dataplane::NicQueueStats stats(const std::string& name) const;
 
