@@ -100,6 +100,14 @@ v1::AttachRequest rx_request(const RxOptions& o) {
   return req;
 }
 
+v1::AttachRequest tx_request(const TxOptions& o) {
+  v1::AttachRequest req;
+  req.mutable_tx_queue()->set_interface(o.interface);
+  req.mutable_tx_queue()->set_queue(o.queue);
+  req.set_kicks(o.kick);  // submit() kicks: the daemon need not poll for this client
+  return req;
+}
+
 bool hung_up(int fd) {
   pollfd p{fd, POLLRDHUP, 0};
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
@@ -487,10 +495,7 @@ Result<RxStream*> Client::attach_rx(const RxOptions& options) {
 }
 
 Result<TxStream*> Client::attach_tx(const TxOptions& options) {
-  v1::AttachRequest req;
-  req.mutable_tx_queue()->set_interface(options.interface);
-  req.mutable_tx_queue()->set_queue(options.queue);
-  auto a = impl_->attach(req);
+  auto a = impl_->attach(tx_request(options));
   if (!a) return std::unexpected(a.error());
   auto state = std::make_unique<TxStream::State>();
   state->client = impl_.get();
@@ -575,10 +580,7 @@ Result<> Client::reconnect() {
     if (auto ok = rx->s_->adopt(std::move(*a)); !ok) return ok;
   }
   for (auto& tx : impl_->tx) {
-    v1::AttachRequest req;
-    req.mutable_tx_queue()->set_interface(tx->options_.interface);
-    req.mutable_tx_queue()->set_queue(tx->options_.queue);
-    auto a = impl_->attach(req);
+    auto a = impl_->attach(tx_request(tx->options_));
     if (!a) return std::unexpected(a.error());
     if (auto ok = tx->s_->adopt(std::move(*a)); !ok) return ok;
   }

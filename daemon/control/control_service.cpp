@@ -256,6 +256,7 @@ grpc::Status ControlService::Attach(grpc::ServerContext* ctx, const v1::AttachRe
       }
       spec.tx_interface = req->tx_queue().interface();
       spec.tx_queue = req->tx_queue().queue();
+      spec.tx_kicks = req->kicks();
       break;
     default:
       return to_status(

@@ -487,7 +487,8 @@ Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std
   return id;
 }
 
-Result<uint64_t> DataPlane::create_tx(std::string_view interface, std::string_view queue) {
+Result<uint64_t> DataPlane::create_tx(std::string_view interface, std::string_view queue,
+                                      bool client_kicks) {
   std::lock_guard lock(mutex_);
   TxQueueHome* home = nullptr;
   for (auto& [key, h] : tx_queues_) {
@@ -505,9 +506,9 @@ Result<uint64_t> DataPlane::create_tx(std::string_view interface, std::string_vi
   uint64_t id = next_id_++;
   // DPDK queues take Ethernet/IPv4/UDP frames, as socket queues do.
   TxRules rules = home->task ? home->task->rules() : TxRules{frame::kUdpHeaders, false};
-  auto tx = TxAttachment::create(id, home->region->buf_size, home->region->num_bufs,
-                                 home->queue->ring_size,
-                                 home->region->kind == config::RegionKind::kHuge, rules);
+  auto tx = TxAttachment::create(
+      id, home->region->buf_size, home->region->num_bufs, home->queue->ring_size,
+      home->region->kind == config::RegionKind::kHuge, rules, client_kicks);
   if (!tx) return std::unexpected(tx.error());
   Attachment a;
   a.tx = std::move(*tx);

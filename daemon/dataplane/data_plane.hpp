@@ -132,7 +132,9 @@ class DataPlane {
   Result<uint64_t> create_rx_queue(std::string_view interface, std::string_view queue,
                                    const RxAttachOptions& options);
   // A new TX attachment on an interface's TX queue (empty queue: the first).
-  Result<uint64_t> create_tx(std::string_view interface, std::string_view queue);
+  // `client_kicks`: the client said it kicks (TxAttachment::client_kicks).
+  Result<uint64_t> create_tx(std::string_view interface, std::string_view queue,
+                             bool client_kicks = false);
   // Starts delivery (RX) or draining (TX); returns what the client must map.
   Result<AttachmentShare> activate(uint64_t id);
   // Ends an attachment: the poller returns every buffer it lent, then it is freed. Blocks for

@@ -11,7 +11,8 @@ namespace daqiri::dataplane {
 
 Result<std::unique_ptr<TxAttachment>> TxAttachment::create(uint64_t id, uint32_t buf_size,
                                                            uint32_t num_bufs, uint32_t ring_size,
-                                                           bool huge, TxRules rules) {
+                                                           bool huge, TxRules rules,
+                                                           bool client_kicks) {
   // The completion ring holds every buffer at once: it can never overflow.
   uint32_t completion_size = std::bit_ceil(num_bufs);
   size_t tx_bytes = abi::RingView::bytes_for(ring_size, sizeof(daqiri_tx_desc));
@@ -30,15 +31,15 @@ Result<std::unique_ptr<TxAttachment>> TxAttachment::create(uint64_t id, uint32_t
   auto tx = abi::RingView::create(rings->data(), DAQIRI_RING_TX, ring_size, sizeof(daqiri_tx_desc));
   auto comp = abi::RingView::create(rings->data() + tx_bytes, DAQIRI_RING_COMPLETION,
                                     completion_size, sizeof(uint32_t));
-  return std::unique_ptr<TxAttachment>(new TxAttachment(id, std::move(*rings), std::move(*buffers),
-                                                        std::move(efd), std::move(kick), tx, comp,
-                                                        tx_bytes, buf_size, num_bufs, rules));
+  return std::unique_ptr<TxAttachment>(
+      new TxAttachment(id, std::move(*rings), std::move(*buffers), std::move(efd), std::move(kick),
+                       tx, comp, tx_bytes, buf_size, num_bufs, rules, client_kicks));
 }
 
 TxAttachment::TxAttachment(uint64_t id, memory::SharedMemory rings, memory::SharedMemory buffers,
                            UniqueFd eventfd, UniqueFd kick, abi::RingView tx,
                            abi::RingView completion, size_t completion_offset, uint32_t buf_size,
-                           uint32_t num_bufs, TxRules rules)
+                           uint32_t num_bufs, TxRules rules, bool client_kicks)
     : id_(id),
       rings_(std::move(rings)),
       buffers_(std::move(buffers)),
@@ -50,6 +51,7 @@ TxAttachment::TxAttachment(uint64_t id, memory::SharedMemory rings, memory::Shar
       buf_size_(buf_size),
       num_bufs_(num_bufs),
       rules_(rules),
+      client_kicks_(client_kicks),
       with_daemon_(num_bufs, 0) {}
 
 uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max) {

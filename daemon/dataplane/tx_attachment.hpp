@@ -4,6 +4,7 @@
 // range, or of impossible length, is a protocol violation.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -23,9 +24,11 @@ struct TxRules {
 
 class TxAttachment {
  public:
+  // `client_kicks`: the client said it kicks (AttachRequest.kicks).
   static Result<std::unique_ptr<TxAttachment>> create(uint64_t id, uint32_t buf_size,
                                                       uint32_t num_bufs, uint32_t ring_size,
-                                                      bool huge, TxRules rules);
+                                                      bool huge, TxRules rules,
+                                                      bool client_kicks = false);
 
   [[nodiscard]] uint64_t id() const { return id_; }
   [[nodiscard]] memory::SharedMemory& rings() { return rings_; }
@@ -36,6 +39,8 @@ class TxAttachment {
   [[nodiscard]] int eventfd() const { return eventfd_.get(); }
   // The client's doorbell: it writes this one after a submit that found NEED_WAKEUP set.
   [[nodiscard]] int kick_fd() const { return kick_.get(); }
+  // Whether its client said it kicks: then an idle client needs no timed poll.
+  [[nodiscard]] bool client_kicks() const { return client_kicks_; }
   [[nodiscard]] const abi::RingView& tx_ring() const { return tx_; }
   AttachmentLifecycle lifecycle;
   AttachmentCounters counters;
@@ -67,7 +72,8 @@ class TxAttachment {
  private:
   TxAttachment(uint64_t id, memory::SharedMemory rings, memory::SharedMemory buffers,
                UniqueFd eventfd, UniqueFd kick, abi::RingView tx, abi::RingView completion,
-               size_t completion_offset, uint32_t buf_size, uint32_t num_bufs, TxRules rules);
+               size_t completion_offset, uint32_t buf_size, uint32_t num_bufs, TxRules rules,
+               bool client_kicks);
   [[nodiscard]] bool valid(const daqiri_tx_desc& d) const;
 
   uint64_t id_;
@@ -81,6 +87,7 @@ class TxAttachment {
   uint32_t buf_size_;
   uint32_t num_bufs_;
   TxRules rules_;
+  bool client_kicks_;
   std::vector<uint8_t> with_daemon_;  // 1 while a buffer is submitted and not yet completed
   uint32_t tx_cons_ = 0;
   uint32_t comp_prod_ = 0;
@@ -99,6 +106,12 @@ template <typename Set, typename Of>
 void disarm_wakeups(const Set& set, Of of) {
   for (const auto& e : set)
     of(e).disarm_wakeup();
+}
+// For such a task's needs_timed_wakeup: whether a client that did not say it kicks is
+// attached (a frame it submits to a sleeping poller waits for the poller's timer).
+template <typename Set, typename Of>
+bool has_client_without_kicks(const Set& set, Of of) {
+  return std::any_of(set.begin(), set.end(), [&](const auto& e) { return !of(e).client_kicks(); });
 }
 
 }  // namespace daqiri::dataplane

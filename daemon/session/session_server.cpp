@@ -446,7 +446,7 @@ Result<AttachGrant> SessionServer::attach(const control::PeerIdentity& caller,
   Result<uint64_t> id = !spec.flow.empty() ? dp_.create_rx(spec.flow, spec.rx_options)
                         : !spec.rx_interface.empty()
                             ? dp_.create_rx_queue(spec.rx_interface, spec.rx_queue, spec.rx_options)
-                            : dp_.create_tx(spec.tx_interface, spec.tx_queue);
+                            : dp_.create_tx(spec.tx_interface, spec.tx_queue, spec.tx_kicks);
   if (!id) return std::unexpected(id.error());
   AttachGrant grant;
   grant.attachment_id = *id;

@@ -35,6 +35,7 @@ struct AttachSpec {
   std::string rx_queue;
   std::string tx_interface;  // TX when set
   std::string tx_queue;
+  bool tx_kicks = false;  // TX: the client said it kicks
   dataplane::RxAttachOptions rx_options;
 };
 

@@ -188,6 +188,29 @@ TEST_F(MetricsTest, AnIdleClientThatHoldsNothingLetsThePollerSleep) {
   tap.kill(SIGKILL);
 }
 
+// An idle TX client that said it kicks (TxOptions::kick, the default) lets its queue's poller
+// sleep up to a second at a time; one that does not kick keeps it on 1 ms sleeps, which is
+// what serves its frames.
+TEST_F(MetricsTest, AnIdleTxClientThatKicksLetsThePollerSleep) {
+  start();
+  auto body = [&] { return http_get(port_, "/metrics").value_or(""); };
+  const std::string tx = "poller=\"poll:tx:lo/tx0\"";
+  auto parks_in_half_a_second = [&](const char* kick) {
+    Spawned c(dir_, {test_client_path(), "tx-idle", socket_, "lo", kick});
+    EXPECT_TRUE(c.wait_for_output("attached")) << c.output();
+    std::this_thread::sleep_for(100ms);  // the attach's own wake-ups are over
+    double before = metric_value(body(), "daqiri_poller_parks_total", tx);
+    std::this_thread::sleep_for(500ms);
+    double after = metric_value(body(), "daqiri_poller_parks_total", tx);
+    c.kill(SIGKILL);
+    c.wait();
+    EXPECT_GE(before, 0);
+    return after - before;
+  };
+  EXPECT_LE(parks_in_half_a_second("1"), 3);
+  EXPECT_GE(parks_in_half_a_second("0"), 100);  // about 500
+}
+
 // A daemon that stops reading while its pool has buffers (stopped by SIGSTOP): the kernel drops
 // what its socket buffer cannot hold, and every one of those drops is counted as the poller's
 // (reason "kernel"), none as the empty pool's, matching the kernel's own count exactly.

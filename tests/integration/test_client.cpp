@@ -9,6 +9,8 @@
 //   attach-many SOCKET FLOW N     attach to FLOW N times in one session, print each, then sleep
 //   tx-kick SOCKET DSTPORT        submit through the raw ABI while the daemon sleeps; kick it
 //   kick-storm SOCKET N           write the TX kick eventfd N times, submitting nothing
+//   tx-idle SOCKET IF KICK        attach to IF's TX queue (TxOptions::kick = KICK, 0 or 1),
+//                                 print "attached", submit nothing
 //   stall-release SOCKET FLOW N   (libdaqiri) hold a block-backpressure ring until the flow
 //                                 stalls, give 20 packets back one at a time, receive N in all
 //   rx-kick SOCKET FLOW N GOFILE  hold a block-backpressure RX ring until the daemon asks for a
@@ -154,6 +156,18 @@ int stall_release(const std::string& socket, const std::string& flow, uint64_t n
     rx.release(*b);
   }
   say("received %llu", static_cast<unsigned long long>(got));
+  for (;;)
+    std::this_thread::sleep_for(1s);
+}
+
+int tx_idle(const std::string& socket, const std::string& itf, bool kick) {
+  auto c = connect(socket, "test-tx-idle");
+  auto t = c->attach_tx({.interface = itf, .queue = "", .kick = kick});
+  if (!t) {
+    say("attach failed: %s", t.error().message.c_str());
+    return 3;
+  }
+  say("attached");
   for (;;)
     std::this_thread::sleep_for(1s);
 }
@@ -588,6 +602,7 @@ int main(int argc, char** argv) {
   if (a.size() == 3 && a[0] == "kick-storm") return kick_storm(a[1], std::stoull(a[2]));
   if (a.size() == 5 && a[0] == "rx-kick") return rx_kick(a[1], a[2], std::stoull(a[3]), a[4]);
   if (a.size() == 4 && a[0] == "stall-release") return stall_release(a[1], a[2], std::stoull(a[3]));
+  if (a.size() == 4 && a[0] == "tx-idle") return tx_idle(a[1], a[2], a[3] == "1");
   if (a.size() == 3 && a[0] == "tx-kick") {
     return tx_kick(a[1], static_cast<uint16_t>(std::stoi(a[2])));
   }

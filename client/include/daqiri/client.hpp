@@ -51,9 +51,11 @@ struct RxOptions {
 struct TxOptions {
   std::string interface;
   std::string queue;  // empty: the interface's first TX queue
-  // Wake the daemon's TX poller when it sleeps (a write to the kick eventfd in submit()).
-  // false: submit() never makes a syscall, and a frame submitted while the daemon is idle
-  // waits for its poller's park to end (up to 1 ms).
+  // Wake the daemon's TX poller when it sleeps (a write to the kick eventfd in submit()); the
+  // daemon is told (AttachRequest.kicks), so while this client is idle its poller may sleep
+  // up to a second. false: submit() never makes a syscall, a frame submitted while the
+  // daemon is idle waits for its poller's park to end (up to 1 ms), and the poller keeps
+  // waking every millisecond while this client is attached.
   bool kick = true;
 };
 

@@ -74,7 +74,8 @@ class Client(Control):
         """A TX queue of `interface` (empty `queue`: its first). Returns a TxStream. `kick`:
         submit() wakes the daemon's TX poller when it sleeps (one os.write); False keeps
         syscalls out of submit(), and a frame submitted to a sleeping daemon waits up to 1 ms."""
-        req = pb.AttachRequest(tx_queue=pb.TxQueueRef(interface=interface, queue=queue))
+        # kicks: submit() kicks, so the daemon need not poll for this client while it is idle.
+        req = pb.AttachRequest(tx_queue=pb.TxQueueRef(interface=interface, queue=queue), kicks=kick)
         a = self._claim(req)
         self._expect(a, abi.DIRECTION_TX)
         return self._keep(TxStream(self, a, req, kick))

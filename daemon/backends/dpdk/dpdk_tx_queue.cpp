@@ -144,6 +144,13 @@ void DpdkTxQueue::disarm_wakeups() {
       set_.load(), [](Binding * b) -> auto& { return *b->attachment; });
 }
 
+bool DpdkTxQueue::needs_timed_wakeup() const {
+  const Set& set = set_.load();
+  return std::any_of(set.begin(), set.end(), [](const Binding* b) { return b->in_flight > 0; }) ||
+         dataplane::has_client_without_kicks(
+             set, [](Binding * b) -> auto& { return *b->attachment; });
+}
+
 bool DpdkTxQueue::poll() {
   bool work = false;
   for (Binding* b : set_.load()) {

@@ -44,9 +44,9 @@ class DpdkTxQueue final : public dataplane::PollTask {
   // NEED_WAKEUP on its attachments' TX rings while the poller sleeps (their clients kick).
   bool arm_wakeups() override;
   void disarm_wakeups() override;
-  // Only while attached: completions come back on polls, and a client that does not kick is
-  // served by the poller's 1 ms sleeps. Without clients nothing is in flight.
-  [[nodiscard]] bool needs_timed_wakeup() const override { return !set_.load().empty(); }
+  // While frames are in flight (their completions come back on polls) or a client is
+  // attached that did not say it kicks (it is served by the poller's 1 ms sleeps).
+  [[nodiscard]] bool needs_timed_wakeup() const override;
   TxQueueCounters counters;
   [[nodiscard]] dataplane::NicQueueStats stats(const std::string& name) const;
 

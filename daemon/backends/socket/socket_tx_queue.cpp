@@ -57,6 +57,10 @@ void SocketTxQueue::disarm_wakeups() {
   dataplane::disarm_wakeups(set_.load(), attachment_of);
 }
 
+bool SocketTxQueue::needs_timed_wakeup() const {
+  return dataplane::has_client_without_kicks(set_.load(), attachment_of);
+}
+
 bool SocketTxQueue::drain(dataplane::TxAttachment& a) {
   uint32_t n = a.take(descs_.data(), batch_);
   if (n == 0) return false;

@@ -25,8 +25,9 @@ class SocketTxQueue final : public dataplane::TxQueueTask {
   // NEED_WAKEUP on its attachments' TX rings while the poller sleeps (their clients kick).
   bool arm_wakeups() override;
   void disarm_wakeups() override;
-  // Only while attached: a client that does not kick is served by the poller's 1 ms sleeps.
-  [[nodiscard]] bool needs_timed_wakeup() const override { return !set_.load().empty(); }
+  // Only while a client is attached that did not say it kicks: it is served by the poller's
+  // 1 ms sleeps. (Frames are sent, and their buffers completed, within the poll.)
+  [[nodiscard]] bool needs_timed_wakeup() const override;
 
   [[nodiscard]] dataplane::TxRules rules() const override { return {frame::kUdpHeaders, false}; }
   Result<> add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
