@@ -7,7 +7,9 @@
 // no CPU. Tasks and their fds are Published snapshots; waits on its Epoch end a park. The tasks'
 // fds are in the epoll set only while parked: a socket in an epoll set makes every datagram the
 // kernel queues on it run epoll's wake-up callback on the sender's core (5 % of a loopback sender's
-// time), although a busy poller never waits on it.
+// time), although a busy poller never waits on it. A task whose fds are readable with work it
+// cannot take (a flow waiting for its clients' releases) leaves them out of the park; its
+// clients' kicks (watched doorbells) and its timer wake the poller instead.
 #pragma once
 
 #include <atomic>
