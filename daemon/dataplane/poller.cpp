@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -174,18 +173,9 @@ bool Poller::park() {
     return false;
   }
   const Fds& fds = fds_.load();
-  // Whether each task's fds went in, asked once a park; a poller has a few tasks.
-  std::array<PollTask*, 64> left_out{};
-  size_t n_left_out = 0;
-  for (PollTask* t : tasks) {
-    if (!t->wakes_on_fds() && n_left_out < left_out.size()) left_out[n_left_out++] = t;
-  }
-  auto registered = [&](const TaskFd& e) {
-    return std::find(left_out.begin(), left_out.begin() + n_left_out, e.task) ==
-           left_out.begin() + n_left_out;
-  };
+  // A task's answer holds for the whole park: only this thread changes what it depends on.
   for (const TaskFd& e : fds) {
-    if (!registered(e)) continue;
+    if (!e.task->wakes_on_fds()) continue;
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.ptr = nullptr;
@@ -210,7 +200,7 @@ bool Poller::park() {
   if (io) bump(io_wakeups_);
   if (rung) bump(doorbell_wakeups_);
   for (const TaskFd& e : fds) {
-    if (registered(e)) ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, e.fd, nullptr);
+    if (e.task->wakes_on_fds()) ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, e.fd, nullptr);
   }
   for (PollTask* t : tasks)
     t->disarm_wakeups();

@@ -97,9 +97,7 @@ class RingView {
   // After publish_producer: signals `eventfd` if the consumer asked for it (NEED_WAKEUP).
   // Returns whether it did.
   bool wake_consumer(int eventfd) const {
-    if (!consumer_wants_wakeup()) return false;
-    signal(eventfd);
-    return true;
+    return signal_if(consumer_wants_wakeup(), eventfd);
   }
   // RX: asks the consumer to kick once it releases (NEED_KICK), or stops asking. seq_cst, and
   // load_consumer_seq_cst() after it: a release before the flag is seen there.
@@ -129,9 +127,7 @@ class RingView {
   // No fence in between (abi.h: a kick lost to the race costs the producer's timed sleep).
   // Returns whether it did.
   bool kick_producer(int eventfd) const {
-    if (!producer_wants_kick()) return false;
-    signal(eventfd);
-    return true;
+    return signal_if(producer_wants_kick(), eventfd);
   }
   void set_need_wakeup(bool on) const {
     std::atomic_ref<uint32_t>(h_->consumer_flags)
@@ -168,9 +164,12 @@ class RingView {
  private:
   RingView(daqiri_ring_header* h, uint32_t size, uint32_t desc_size)
       : h_(h), size_(size), desc_size_(desc_size) {}
-  static void signal(int eventfd) {
+  // Writes 1 to `eventfd` when the other side asked for it; returns whether it did.
+  static bool signal_if(bool asked, int eventfd) {
+    if (!asked) return false;
     uint64_t one = 1;
     [[maybe_unused]] auto w = ::write(eventfd, &one, sizeof one);
+    return true;
   }
 
   daqiri_ring_header* h_ = nullptr;
