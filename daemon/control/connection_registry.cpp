@@ -1,22 +1,13 @@
 #include "control/connection_registry.hpp"
 
-#include <sys/stat.h>
-
 #include <charconv>
+
+#include "system/fd_table.hpp"
 
 namespace daqiri::control {
 
-namespace {
-
-ino_t inode_of(int fd) {
-  struct stat st {};
-  return ::fstat(fd, &st) == 0 ? st.st_ino : 0;
-}
-
-}  // namespace
-
 void ConnectionRegistry::record(int fd, PeerIdentity peer) {
-  ino_t inode = inode_of(fd);
+  uint64_t inode = system::socket_inode(fd);
   std::lock_guard lock(mutex_);
   by_fd_[fd] = {std::move(peer), inode};
 }
@@ -25,7 +16,7 @@ size_t ConnectionRegistry::open_for(uid_t uid) {
   std::lock_guard lock(mutex_);
   size_t n = 0;
   for (auto it = by_fd_.begin(); it != by_fd_.end();) {
-    if (inode_of(it->first) != it->second.inode) {
+    if (uint64_t now = system::socket_inode(it->first); now == 0 || now != it->second.inode) {
       it = by_fd_.erase(it);
       continue;
     }

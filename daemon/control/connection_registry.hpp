@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -22,14 +23,15 @@ class ConnectionRegistry {
   // "ipv4:…"/"ipv6:…" (TCP through TLS). nullopt for anything else.
   [[nodiscard]] std::optional<PeerIdentity> lookup(std::string_view grpc_peer) const;
   // Recorded connections of `uid` still open. gRPC closes them without telling us, so an
-  // entry is live while its fd still names the socket it was recorded with (same inode);
-  // the others are forgotten here.
+  // entry is live while its fd number still names the socket it was recorded with (the same
+  // inode, read from /proc/self/fd without touching the fd: system/fd_table.hpp); the others
+  // are forgotten here.
   size_t open_for(uid_t uid);
 
  private:
   struct Entry {
     PeerIdentity peer;
-    ino_t inode = 0;
+    uint64_t inode = 0;
   };
   mutable std::mutex mutex_;
   std::unordered_map<int, Entry> by_fd_;

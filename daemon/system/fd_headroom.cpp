@@ -1,20 +1,17 @@
 #include "system/fd_headroom.hpp"
 
-#include <dirent.h>
 #include <sys/resource.h>
+
+#include "system/fd_table.hpp"
 
 namespace daqiri::system {
 
 size_t free_fds() {
   rlimit r{};
   if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return 0;
-  DIR* d = ::opendir("/proc/self/fd");
-  if (d == nullptr) return 0;
-  size_t open = 0;
-  while (const dirent* e = ::readdir(d))
-    open += e->d_name[0] != '.' ? 1 : 0;
-  ::closedir(d);
-  return r.rlim_cur > open ? r.rlim_cur - open : 0;
+  auto open = open_fd_count();
+  if (!open) return 0;
+  return r.rlim_cur > *open ? r.rlim_cur - *open : 0;
 }
 
 }  // namespace daqiri::system

@@ -1,4 +1,8 @@
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
 
 #include "control/access_policy.hpp"
 #include "control/connection_registry.hpp"
@@ -69,6 +73,35 @@ TEST(ConnectionRegistry, ResolvesOnlyKnownFdPeers) {
   EXPECT_EQ(reg.lookup("ipv4:10.0.0.1:5")->transport, PeerIdentity::Transport::kTcp);
   reg.record(7, peer(2000, 2000));  // fd reused by a new connection
   EXPECT_EQ(reg.lookup("fd:7")->uid, 2000u);
+}
+
+// gRPC closes the connections it was given without telling the registry, and their numbers
+// go to whatever opens next: only an fd that still names the recorded socket counts.
+TEST(ConnectionRegistry, CountsAConnectionWhileItsNumberNamesTheSocketItWasRecordedWith) {
+  std::array<int, 2> first{}, second{}, third{}, pipe_fds{};
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, first.data()), 0);
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, second.data()), 0);
+  ConnectionRegistry reg;
+  reg.record(first[0], peer(1000, 1000));
+  reg.record(second[0], peer(1000, 1000));
+  reg.record(second[1], peer(2000, 2000));
+  EXPECT_EQ(reg.open_for(1000), 2u);
+  EXPECT_EQ(reg.open_for(2000), 1u);
+
+  ::close(first[0]);  // gone: the entry with it
+  EXPECT_EQ(reg.open_for(1000), 1u);
+  EXPECT_FALSE(reg.lookup("fd:" + std::to_string(first[0])));
+
+  // The number reused by another socket, and by something that is no socket at all.
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, third.data()), 0);
+  ASSERT_EQ(::dup2(third[0], second[0]), second[0]);
+  EXPECT_EQ(reg.open_for(1000), 0u);
+  ASSERT_EQ(::pipe(pipe_fds.data()), 0);
+  ASSERT_EQ(::dup2(pipe_fds[0], second[1]), second[1]);
+  EXPECT_EQ(reg.open_for(2000), 0u);
+
+  for (int fd : {first[1], second[0], second[1], third[0], third[1], pipe_fds[0], pipe_fds[1]})
+    ::close(fd);
 }
 
 }  // namespace
