@@ -135,20 +135,17 @@ bool DpdkTxQueue::send(Binding& b) {
 }
 
 bool DpdkTxQueue::arm_wakeups() {
-  return dataplane::arm_wakeups(
-      set_.load(), [](Binding * b) -> auto& { return *b->attachment; });
+  return dataplane::arm_wakeups(set_.load(), attachment_of);
 }
 
 void DpdkTxQueue::disarm_wakeups() {
-  dataplane::disarm_wakeups(
-      set_.load(), [](Binding * b) -> auto& { return *b->attachment; });
+  dataplane::disarm_wakeups(set_.load(), attachment_of);
 }
 
 bool DpdkTxQueue::needs_timed_wakeup() const {
   const Set& set = set_.load();
   return std::any_of(set.begin(), set.end(), [](const Binding* b) { return b->in_flight > 0; }) ||
-         dataplane::has_client_without_kicks(
-             set, [](Binding * b) -> auto& { return *b->attachment; });
+         dataplane::has_client_without_kicks(set, attachment_of);
 }
 
 bool DpdkTxQueue::poll() {

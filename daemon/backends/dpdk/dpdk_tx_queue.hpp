@@ -67,6 +67,8 @@ class DpdkTxQueue final : public dataplane::PollTask {
     explicit Binding(uint32_t num_bufs) : shinfo(num_bufs), done(num_bufs) {}
   };
   using Set = std::vector<Binding*>;
+  // For the wake-up helpers of dataplane/tx_attachment.hpp.
+  static dataplane::TxAttachment& attachment_of(const Binding* b) { return *b->attachment; }
 
   DpdkTxQueue(uint16_t port, uint16_t queue, rte_mempool* headers, uint32_t batch,
               uint32_t max_frame, rte_device* dma_device);
