@@ -29,7 +29,9 @@ def main():
         print(f"GPU ring of {ring.size} slots on cuda:{ring.device}", flush=True)
         for burst in ring.bursts(timeout=10.0):
             x = torch.from_dlpack(burst.payloads())          # packets x bytes, in the ring
-            seq = x[:, 8:16].contiguous().view(torch.int64)[:, 0]
+            # The sequence, little-endian, byte by byte: payloads start 42 bytes into a slot, and
+            # an int64 view would load from unaligned addresses (docs/python.md).
+            seq = (x[:, 8:16].to(torch.int64) << (8 * torch.arange(8, device=x.device))).sum(dim=1)
             i = torch.arange(x.shape[1], device=x.device)
             want = ((seq[:, None] * 131 + i * 7 + (i >> 8)) & 0xFF).to(torch.uint8)
             corrupt += int((x[:, pattern.HEADER_SIZE:] != want[:, pattern.HEADER_SIZE:]).any(dim=1).sum())
