@@ -791,6 +791,52 @@ TEST_F(TcpStreamTest, ServerFlowDeliversEveryConnectionsBytesInOrder) {
   EXPECT_THAT(rx.output(), HasSubstr(stream_line(b.size(), fnv(b))));
 }
 
+// A TCP flow whose client holds nothing needs no timer: its poller sleeps up to a second at a
+// time with a connection open and idle (with a timer, about 500 parks in half a second), and
+// the bytes that come next still wake it.
+TEST_F(TcpStreamTest, AnIdleConnectionLetsThePollerSleep) {
+  socket_ = dir_.file("d.sock");
+  config_ = dir_.write("d.yaml", test_config(socket_) +
+                                     "  - {name: tcp_in, interface: lo, queue: rx0, match: "
+                                     "{tcp_dst: 4401}}\n");
+  daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config_});
+  ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
+  control_.emplace(socket_);
+  auto first = noise(300000, 5);
+  auto second = noise(200000, 6);
+  Spawned rx(dir_, client({"stream-rx", "tcp_in", std::to_string(first.size() + second.size())}));
+  ASSERT_TRUE(rx.wait_for_output("attached"));
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(4401);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  send_all(fd, first);
+  ASSERT_TRUE(eventually([&](const v1::Stats& s) {
+    const v1::FlowStats* f = flow_stats(s, "tcp_in");
+    return f != nullptr && f->bytes() == first.size() && f->buffers_on_loan() == 0;
+  })) << stats().DebugString();
+  auto parks = [&] {
+    v1::Stats s = stats();
+    for (const auto& p : s.pollers()) {
+      if (p.name() == "poll:rx:lo/rx0") return p.parks();
+    }
+    ADD_FAILURE() << "no poller poll:rx:lo/rx0 in " << s.DebugString();
+    return uint64_t{0};
+  };
+  std::this_thread::sleep_for(100ms);  // the last spins and parks after the bytes
+  uint64_t before = parks();
+  std::this_thread::sleep_for(500ms);
+  EXPECT_LE(parks() - before, 3u);
+  send_all(fd, second);
+  ::close(fd);
+  ASSERT_EQ(rx.wait(), 0) << rx.output();
+  std::vector<uint8_t> all = first;
+  all.insert(all.end(), second.begin(), second.end());
+  EXPECT_THAT(rx.output(), HasSubstr("stream 1" + stream_line(all.size(), fnv(all))));
+}
+
 TEST_F(TcpStreamTest, ClientFlowConnectsAndReconnects) {
   if (!is_root()) GTEST_SKIP() << "needs the admin role (root) to create the flow";
   start();

@@ -32,6 +32,11 @@ class TcpRxFlow final : public dataplane::RxFlowTask {
   [[nodiscard]] std::vector<int> fds() const override { return {epoll_.get()}; }
   [[nodiscard]] memory::BufferPool& pool() override { return pool_; }
   [[nodiscard]] dataplane::RxFanout& fanout() override { return fanout_; }
+  // Timed wake-ups only for a client flow's next dial and for releases that polls take back;
+  // bytes, hang-ups, new connections and a dial's outcome all make its epoll fd readable.
+  [[nodiscard]] bool needs_timed_wakeup() const override {
+    return fanout_.holds_buffers() || (flow_.connect && count_ == 0);
+  }
 
  protected:
   // A full ring under block backpressure, or no buffer left in the pool.
