@@ -242,6 +242,7 @@ void RdmaInterface::remove_flow(RdmaRxFlow* flow, const dataplane::Epoch& epoch)
   auto it = flow_records_.find(flow);
   if (it == flow_records_.end()) return;
   flow->closing.store(true, std::memory_order_release);
+  epoch.wake();  // its poller may be asleep for up to a second
   while (!flow->released.load(std::memory_order_acquire)) {
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
@@ -685,13 +686,20 @@ void RdmaInterface::deliver(Connection& c, memory::BufferPool& pool, uint32_t bu
 }
 
 bool RdmaInterface::arm_wakeups() {
-  return dataplane::arm_wakeups(
-      tx_.load(), [](TxRecord * t) -> auto& { return *t->a; });
+  return dataplane::arm_wakeups(tx_.load(), attachment_of);
 }
 
 void RdmaInterface::disarm_wakeups() {
-  dataplane::disarm_wakeups(
-      tx_.load(), [](TxRecord * t) -> auto& { return *t->a; });
+  dataplane::disarm_wakeups(tx_.load(), attachment_of);
+}
+
+bool RdmaInterface::needs_timed_wakeup() const {
+  if (!armed_ || dataplane::has_client_without_kicks(tx_.load(), attachment_of)) return true;
+  return std::ranges::any_of(flows_.load(), [this](const FlowRecord* f) {
+    RdmaRxFlow* flow = f->flow;
+    if (flow->released.load(std::memory_order_relaxed)) return false;
+    return flow->fanout().holds_buffers() || (flow->flow().connect && !has_connection(*f));
+  });
 }
 
 bool RdmaInterface::drain_tx() {

@@ -65,6 +65,10 @@ class RdmaInterface final : public dataplane::TxQueueTask {
   // NEED_WAKEUP on its attachments' TX rings while the poller sleeps (their clients kick).
   bool arm_wakeups() override;
   void disarm_wakeups() override;
+  // Timed wake-ups only for what no fd announces: a client flow's next dial, clients' releases
+  // (RECVs to post again), a TX client that does not kick, and completions while the CQ is not
+  // armed. Completions, CM and device events make its fds readable.
+  [[nodiscard]] bool needs_timed_wakeup() const override;
   // What wakes its parked poller: CM events, completions, device events.
   [[nodiscard]] std::vector<int> fds() const;
 
@@ -131,6 +135,8 @@ class RdmaInterface final : public dataplane::TxQueueTask {
   };
   using Flows = std::vector<FlowRecord*>;
   using TxSet = std::vector<TxRecord*>;
+  // For the wake-up helpers of dataplane/tx_attachment.hpp.
+  static dataplane::TxAttachment& attachment_of(const TxRecord* t) { return *t->a; }
 
   RdmaInterface(const config::InterfaceConfig& itf, uint32_t batch);
   // A CM id of the interface's transport bound to its address and `port` (0: any), on its
