@@ -40,6 +40,15 @@ namespace {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
+// 127.0.0.1:port (0: any port), for sockets of the tests' own.
+sockaddr_in loopback(uint16_t port = 0) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return addr;
+}
+
 TEST_F(DataPlaneTest, TwoFlowsToTwoClientsExactlyAndEachOnlyItsOwn) {
   std::optional<TempGroup> group;
   std::optional<TempUser> user;
@@ -273,9 +282,7 @@ struct UdpReceiver {
   UdpReceiver() {
     int big = 16 << 20;
     ::setsockopt(fd.get(), SOL_SOCKET, is_root() ? SO_RCVBUFFORCE : SO_RCVBUF, &big, sizeof big);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sockaddr_in addr = loopback();
     EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
     socklen_t len = sizeof addr;
     ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len);
@@ -441,10 +448,7 @@ TEST_F(DataPlaneTest, FlowsChangeLiveWithoutDisturbingOthers) {
   EXPECT_THAT(keep.output(), HasSubstr("received 200 packets"));
   // A port another program holds cannot become a flow; the table is left as it was.
   int squatter = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(4300);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in addr = loopback(4300);
   ASSERT_EQ(::bind(squatter, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   r = ctl({"flows", "add", "taken", "-i", "lo", "--udp-dst", "4300"});
   EXPECT_EQ(r.exit_code, 5);
@@ -757,16 +761,24 @@ std::string stream_line(size_t bytes, uint64_t hash) {
   return buf;
 }
 
-class TcpStreamTest : public DataPlaneTest {};
+class TcpStreamTest : public DataPlaneTest {
+ protected:
+  // The daemon on the test configuration plus flow tcp_in, a TCP server on `port`.
+  void start_with_tcp_flow(uint16_t port) {
+    socket_ = dir_.file("d.sock");
+    config_ = dir_.write("d.yaml", test_config(socket_) +
+                                       "  - {name: tcp_in, interface: lo, queue: rx0, match: "
+                                       "{tcp_dst: " +
+                                       std::to_string(port) + "}}\n");
+    daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config_});
+    ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
+    control_.emplace(socket_);
+  }
+};
 
 TEST_F(TcpStreamTest, ServerFlowDeliversEveryConnectionsBytesInOrder) {
-  socket_ = dir_.file("d.sock");
-  std::string text = test_config(socket_) +
-                     "  - {name: tcp_in, interface: lo, queue: rx0, match: {tcp_dst: 4400}}\n";
-  config_ = dir_.write("d.yaml", text);
-  daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config_});
-  ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
-  control_.emplace(socket_);
+  start_with_tcp_flow(4400);
+  if (HasFatalFailure()) return;
   // More than the flow's whole pool (4096 x 2 KiB): TCP flow control must hold the sender back
   // while the client catches up, and nothing may be lost.
   auto a = noise(12 << 20, 1);
@@ -775,10 +787,7 @@ TEST_F(TcpStreamTest, ServerFlowDeliversEveryConnectionsBytesInOrder) {
   ASSERT_TRUE(rx.wait_for_output("attached"));
   int fa = ::socket(AF_INET, SOCK_STREAM, 0);
   int fb = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(4400);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in addr = loopback(4400);
   ASSERT_EQ(::connect(fa, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   ASSERT_EQ(::connect(fb, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   std::thread ta([&] { send_all(fa, a); });
@@ -795,22 +804,14 @@ TEST_F(TcpStreamTest, ServerFlowDeliversEveryConnectionsBytesInOrder) {
 // time with a connection open and idle (with a timer, about 500 parks in half a second), and
 // the bytes that come next still wake it.
 TEST_F(TcpStreamTest, AnIdleConnectionLetsThePollerSleep) {
-  socket_ = dir_.file("d.sock");
-  config_ = dir_.write("d.yaml", test_config(socket_) +
-                                     "  - {name: tcp_in, interface: lo, queue: rx0, match: "
-                                     "{tcp_dst: 4401}}\n");
-  daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config_});
-  ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
-  control_.emplace(socket_);
+  start_with_tcp_flow(4401);
+  if (HasFatalFailure()) return;
   auto first = noise(300000, 5);
   auto second = noise(200000, 6);
   Spawned rx(dir_, client({"stream-rx", "tcp_in", std::to_string(first.size() + second.size())}));
   ASSERT_TRUE(rx.wait_for_output("attached"));
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(4401);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in addr = loopback(4401);
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   send_all(fd, first);
   ASSERT_TRUE(eventually([&](const v1::Stats& s) {
@@ -841,9 +842,7 @@ TEST_F(TcpStreamTest, ClientFlowConnectsAndReconnects) {
   if (!is_root()) GTEST_SKIP() << "needs the admin role (root) to create the flow";
   start();
   int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in addr = loopback();
   ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   ASSERT_EQ(::listen(listener, 4), 0);
   socklen_t len = sizeof addr;
