@@ -26,6 +26,8 @@ class RedialBackoff {
   static constexpr uint64_t kMaxNs = 2'000'000'000;
 
   [[nodiscard]] bool due(uint64_t now_ns) const { return now_ns >= at_ns_; }
+  // When the next dial is due (0 before the first failure: at once).
+  [[nodiscard]] uint64_t due_ns() const { return at_ns_; }
   void failed(uint64_t now_ns) {
     delay_ns_ = std::min(std::max(delay_ns_ * 2, kMinNs), kMaxNs);
     at_ns_ = now_ns + delay_ns_;

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "dataplane/attachment_state.hpp"
+#include "dataplane/clock.hpp"
 #include "dataplane/receive_clock.hpp"
 
 namespace daqiri::dataplane {
@@ -21,6 +22,14 @@ constexpr int kIdleSpins = 2048;  // empty iterations before parking
 constexpr int kParkMs = 1;
 // Bounded although every wake-up source is watched: one overlooked costs a second, not a hang.
 constexpr int kLongParkMs = 1000;
+
+// A sleep that ends at `due` (monotonic ns), rounded up to whole ms, within [0, kLongParkMs].
+int park_ms_until(uint64_t due) {
+  if (due == PollTask::kNoWakeupDue) return kLongParkMs;
+  uint64_t now = monotonic_ns();
+  if (due <= now) return 0;
+  return static_cast<int>(std::min<uint64_t>((due - now + 999'999) / 1'000'000, kLongParkMs));
+}
 
 }  // namespace
 
@@ -163,9 +172,11 @@ bool Poller::park() {
   const Tasks& tasks = tasks_.load();
   bool quiet = true;
   bool timed = false;
+  uint64_t due = PollTask::kNoWakeupDue;
   for (PollTask* t : tasks) {
     quiet &= t->arm_wakeups();
     timed |= t->needs_timed_wakeup();
+    due = std::min(due, t->wakeup_due_ns());
   }
   if (!quiet) {
     for (PollTask* t : tasks)
@@ -183,7 +194,7 @@ bool Poller::park() {
   }
   bump(parks_);
   epoll_event events[16];
-  int n = ::epoll_wait(epoll_.get(), events, 16, timed ? kParkMs : kLongParkMs);
+  int n = ::epoll_wait(epoll_.get(), events, 16, timed ? kParkMs : park_ms_until(due));
   bool io = false;
   bool rung = false;
   for (int i = 0; i < n; ++i) {

@@ -2,7 +2,7 @@
 // iterations sleeps in epoll on the tasks' fds for at most 1 ms (the Seastar contract: poll
 // while there is work, park when there is none), unless a task or the configuration
 // (busy_poll) says spin. Tasks that nothing can reach but a wake-up (no clients, no timers)
-// let it sleep up to a second instead. A park that nothing ended is followed by one poll and the
+// let it sleep up to a second instead, or until the next time one of them names (a dial). A park that nothing ended is followed by one poll and the
 // next park: a millisecond of quiet says no work is about to come, and an idle poller costs next to
 // no CPU. Tasks and their fds are Published snapshots; waits on its Epoch end a park. The tasks'
 // fds are in the epoll set only while parked: a socket in an epoll set makes every datagram the
@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <stop_token>
@@ -45,6 +46,13 @@ class PollTask {
   // fds, doorbells, and control changes, which wake the poller as they wait on its Epoch).
   // Asked as the poller parks, on its thread.
   [[nodiscard]] virtual bool needs_timed_wakeup() const { return true; }
+  // When, on dataplane::monotonic_ns()'s clock, the task must be polled again although nothing
+  // wakes the poller (a client flow's next dial); kNoWakeupDue: no such time. Asked as the
+  // poller parks, on its thread, only while no task needs_timed_wakeup(): the sleep then ends
+  // by the earliest of these (at most a second on). After a park, a task should act on what
+  // fell due at its first poll.
+  static constexpr uint64_t kNoWakeupDue = UINT64_MAX;
+  [[nodiscard]] virtual uint64_t wakeup_due_ns() const { return kNoWakeupDue; }
   // Whether the task's fds should end the poller's sleep. False while their readiness is work
   // the task cannot take (a flow that waits for its clients' releases: its socket stays
   // readable, and the poller would spin); its kicks and timer wake it instead. Asked as the
@@ -103,7 +111,8 @@ class Poller {
   Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake, void (*on_start)());
   void run(const std::stop_token& stop);
   // Sleeps until a task's fd is readable, a doorbell (wake_ among them) is written, or kParkMs
-  // pass (kLongParkMs when no task needs_timed_wakeup); true if the time ran out, false also
+  // pass (when no task needs_timed_wakeup: until the earliest wakeup_due_ns, at most
+  // kLongParkMs); true if the time ran out, false also
   // when a task had work as it armed its wakeups. The fds go into the epoll set and out again
   // within one loop iteration, so that a removed task's fds, closed only after two iterations
   // (Epoch), are never left registered.

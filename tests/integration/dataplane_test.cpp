@@ -838,6 +838,55 @@ TEST_F(TcpStreamTest, AnIdleConnectionLetsThePollerSleep) {
   EXPECT_THAT(rx.output(), HasSubstr("stream 1" + stream_line(all.size(), fnv(all))));
 }
 
+// A client flow whose peer is away dials again 50 ms after a failure, doubling to 2 s: its
+// poller sleeps from one dial to the next (on a 1 ms timer it parked about 500 times in half a
+// second), and the dial that finds the peer back still comes on time.
+TEST_F(TcpStreamTest, AClientFlowWhosePeerIsAwaySleepsUntilItsNextDial) {
+  if (!is_root()) GTEST_SKIP() << "needs the admin role (root) to create the flow";
+  start();
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr = loopback();
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(listener);  // a free port, nobody listening: every dial is refused
+  std::string endpoint = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  auto r = run({ctl_path(), "--socket", socket_, "flows", "add", "tcp_out", "-i", "lo", "--connect",
+                endpoint});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto parks = [&] {
+    v1::Stats s = stats();
+    for (const auto& p : s.pollers()) {
+      if (p.name() == "poll:rx:lo/rx0") return p.parks();
+    }
+    ADD_FAILURE() << "no poller poll:rx:lo/rx0 in " << s.DebugString();
+    return uint64_t{0};
+  };
+  std::this_thread::sleep_for(300ms);  // dials at 0, 50 and 150 ms have failed
+  uint64_t before = parks();
+  std::this_thread::sleep_for(500ms);  // two more, at 350 and 750 ms
+  EXPECT_LE(parks() - before, 10u);
+  // The peer comes back; the next dial (at 1.55 s, then 3.15 s) finds it.
+  listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  auto bytes = noise(100000, 7);
+  Spawned rx(dir_, client({"stream-rx", "tcp_out", std::to_string(bytes.size())}));
+  ASSERT_TRUE(rx.wait_for_output("attached"));
+  pollfd p{listener, POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 5000), 1) << "no dial within 5 s of the peer's return";
+  int c = ::accept(listener, nullptr, nullptr);
+  ASSERT_GE(c, 0);
+  send_all(c, bytes);
+  ::close(c);
+  ::close(listener);
+  ASSERT_EQ(rx.wait(), 0) << rx.output();
+  EXPECT_THAT(rx.output(), HasSubstr(stream_line(bytes.size(), fnv(bytes))));
+}
+
 TEST_F(TcpStreamTest, ClientFlowConnectsAndReconnects) {
   if (!is_root()) GTEST_SKIP() << "needs the admin role (root) to create the flow";
   start();

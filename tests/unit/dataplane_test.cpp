@@ -18,6 +18,7 @@
 #include "daqiri/frame.hpp"
 #include "daqiri/ring.hpp"
 #include "daqiri/test_pattern.hpp"
+#include "dataplane/clock.hpp"
 #include "dataplane/poller.hpp"
 #include "dataplane/receive_clock.hpp"
 #include "dataplane/rx_attachment.hpp"
@@ -550,6 +551,43 @@ TEST(Poller, SleepsLongWhenNoTaskNeedsATimedWakeup) {
   ASSERT_EQ(::read(efd, &one, sizeof one), 8);
   (*poller)->remove_task(&task, {efd});
   ::close(efd);
+}
+
+// A task that needs no timer but has something falling due (a client flow's next dial): the
+// poller sleeps until then, neither a millisecond at a time nor a whole second past it.
+struct DueTask final : PollTask {
+  bool poll() override {
+    uint64_t now = dataplane::monotonic_ns();
+    if (now >= due.load()) {
+      polled_due_at.store(now);
+      due.store(kNoWakeupDue);  // done: nothing else falls due
+    }
+    return false;
+  }
+  [[nodiscard]] bool needs_timed_wakeup() const override { return false; }
+  [[nodiscard]] uint64_t wakeup_due_ns() const override { return due.load(); }
+  std::atomic<uint64_t> due{kNoWakeupDue};
+  std::atomic<uint64_t> polled_due_at{0};
+};
+
+TEST(Poller, SleepsUntilATasksWakeupFallsDue) {
+  auto poller = Poller::start("due", -1);
+  ASSERT_TRUE(poller);
+  DueTask task;
+  uint64_t start = dataplane::monotonic_ns();
+  task.due.store(start + 150'000'000);
+  (*poller)->add_task(&task, {});
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (task.polled_due_at.load() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  uint64_t at = task.polled_due_at.load();
+  ASSERT_NE(at, 0u) << "not polled within 3 s";
+  EXPECT_GE(at, start + 150'000'000);
+  // Not a second's sleep past it (the margin is for a loaded machine).
+  EXPECT_LT(at, start + 700'000'000) << (at - start) / 1000 << " us after the start";
+  // The park to the due time and the long one after it (a millisecond at a time: about 150).
+  EXPECT_LE((*poller)->parks(), 6u);
+  (*poller)->remove_task(&task, {});
 }
 
 // A control change wakes the poller and waits for its next two loops, never for a sleep to

@@ -691,15 +691,29 @@ bool RdmaInterface::arm_wakeups() {
 
 void RdmaInterface::disarm_wakeups() {
   dataplane::disarm_wakeups(tx_.load(), attachment_of);
+  // Whatever woke the poller (a CM or device event, a dial falling due) is looked at in the
+  // slow path: the next poll takes it.
+  tick_ |= 63;
 }
 
 bool RdmaInterface::needs_timed_wakeup() const {
   if (!armed_ || dataplane::has_client_without_kicks(tx_.load(), attachment_of)) return true;
-  return std::ranges::any_of(flows_.load(), [this](const FlowRecord* f) {
+  return std::ranges::any_of(flows_.load(), [](const FlowRecord* f) {
     RdmaRxFlow* flow = f->flow;
-    if (flow->released.load(std::memory_order_relaxed)) return false;
-    return flow->fanout().holds_buffers() || (flow->flow().connect && !has_connection(*f));
+    return !flow->released.load(std::memory_order_relaxed) && flow->fanout().holds_buffers();
   });
+}
+
+uint64_t RdmaInterface::wakeup_due_ns() const {
+  uint64_t due = kNoWakeupDue;
+  for (const FlowRecord* f : flows_.load()) {
+    const RdmaRxFlow* flow = f->flow;
+    if (!flow->released.load(std::memory_order_relaxed) && flow->flow().connect &&
+        !has_connection(*f)) {
+      due = std::min(due, f->redial.due_ns());
+    }
+  }
+  return due;
 }
 
 bool RdmaInterface::drain_tx() {

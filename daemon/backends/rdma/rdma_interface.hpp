@@ -65,10 +65,12 @@ class RdmaInterface final : public dataplane::TxQueueTask {
   // NEED_WAKEUP on its attachments' TX rings while the poller sleeps (their clients kick).
   bool arm_wakeups() override;
   void disarm_wakeups() override;
-  // Timed wake-ups only for what no fd announces: a client flow's next dial, clients' releases
-  // (RECVs to post again), a TX client that does not kick, and completions while the CQ is not
-  // armed. Completions, CM and device events make its fds readable.
+  // Timed wake-ups only for what no fd announces: clients' releases (RECVs to post again), a
+  // TX client that does not kick, and completions while the CQ is not armed; a client flow's
+  // next dial is due at a time of its own. Completions, CM and device events make its fds
+  // readable.
   [[nodiscard]] bool needs_timed_wakeup() const override;
+  [[nodiscard]] uint64_t wakeup_due_ns() const override;
   // What wakes its parked poller: CM events, completions, device events.
   [[nodiscard]] std::vector<int> fds() const;
 

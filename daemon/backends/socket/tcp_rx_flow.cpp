@@ -12,6 +12,7 @@
 #include <ctime>
 
 #include "backends/socket/poller_syscalls.hpp"
+#include "dataplane/clock.hpp"
 #include "dataplane/receive_clock.hpp"
 
 namespace daqiri::backends::socket {
@@ -143,10 +144,11 @@ bool TcpRxFlow::poll() {
   // Whether a full ring holds the flow back, judged each poll as the UDP flow does (and
   // again before each read): a stall ends with a release even when no data is waiting.
   if (fanout_.begin() > 0) (void)fanout_.must_wait(1);
-  uint64_t now = 0;
+  uint64_t now = 0;  // receive stamps
+  // Dials are timed on the monotonic clock, which the poller's sleeps end by (wakeup_due_ns).
   if (flow_.connect && count_ == 0) {
-    now = dataplane::ReceiveClock::now_ns();
-    if (redial_.due(now)) start_connect(now);
+    uint64_t mono = dataplane::monotonic_ns();
+    if (redial_.due(mono)) start_connect(mono);
   }
   bool work = false;
   if (skip_ > 0) {
@@ -192,10 +194,7 @@ bool TcpRxFlow::poll() {
     if (conns_[i].fd < 0) {
       conns_[i].fd = -conns_[i].fd - 1;
       close_connection(i);
-      if (flow_.connect) {
-        if (now == 0) now = dataplane::ReceiveClock::now_ns();
-        redial_.failed(now);
-      }
+      if (flow_.connect) redial_.failed(dataplane::monotonic_ns());
     } else {
       ++i;
     }

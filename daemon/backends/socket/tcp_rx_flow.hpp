@@ -32,10 +32,12 @@ class TcpRxFlow final : public dataplane::RxFlowTask {
   [[nodiscard]] std::vector<int> fds() const override { return {epoll_.get()}; }
   [[nodiscard]] memory::BufferPool& pool() override { return pool_; }
   [[nodiscard]] dataplane::RxFanout& fanout() override { return fanout_; }
-  // Timed wake-ups only for a client flow's next dial and for releases that polls take back;
-  // bytes, hang-ups, new connections and a dial's outcome all make its epoll fd readable.
-  [[nodiscard]] bool needs_timed_wakeup() const override {
-    return fanout_.holds_buffers() || (flow_.connect && count_ == 0);
+  // Timed wake-ups only for releases that polls take back; a client flow's next dial is due at
+  // a time of its own. Bytes, hang-ups, new connections and a dial's outcome all make its epoll
+  // fd readable.
+  [[nodiscard]] bool needs_timed_wakeup() const override { return fanout_.holds_buffers(); }
+  [[nodiscard]] uint64_t wakeup_due_ns() const override {
+    return flow_.connect && count_ == 0 ? redial_.due_ns() : kNoWakeupDue;
   }
 
  protected:
