@@ -2,14 +2,15 @@
 // iterations sleeps in epoll on the tasks' fds for at most 1 ms (the Seastar contract: poll
 // while there is work, park when there is none), unless a task or the configuration
 // (busy_poll) says spin. Tasks that nothing can reach but a wake-up (no clients, no timers)
-// let it sleep up to a second instead, or until the next time one of them names (a dial). A park that nothing ended is followed by one poll and the
-// next park: a millisecond of quiet says no work is about to come, and an idle poller costs next to
-// no CPU. Tasks and their fds are Published snapshots; waits on its Epoch end a park. The tasks'
-// fds are in the epoll set only while parked: a socket in an epoll set makes every datagram the
-// kernel queues on it run epoll's wake-up callback on the sender's core (5 % of a loopback sender's
-// time), although a busy poller never waits on it. A task whose fds are readable with work it
-// cannot take (a flow waiting for its clients' releases) leaves them out of the park; its
-// clients' kicks (watched doorbells) and its timer wake the poller instead.
+// let it sleep up to a second instead, or until the next time one of them names (a dial). A
+// park that nothing ended is followed by one poll and the next park: a millisecond of quiet
+// says no work is about to come, and an idle poller costs next to no CPU. Tasks and their fds are
+// Published snapshots; waits on its Epoch end a park. The tasks' fds are in the epoll set only
+// while parked: a socket in an epoll set makes every datagram the kernel queues on it run epoll's
+// wake-up callback on the sender's core (5 % of a loopback sender's time), although a busy poller
+// never waits on it. A task whose fds are readable with work it cannot take (a flow waiting for its
+// clients' releases) leaves them out of the park; its clients' kicks (watched doorbells) and its
+// timer wake the poller instead.
 #pragma once
 
 #include <atomic>
@@ -112,10 +113,9 @@ class Poller {
   void run(const std::stop_token& stop);
   // Sleeps until a task's fd is readable, a doorbell (wake_ among them) is written, or kParkMs
   // pass (when no task needs_timed_wakeup: until the earliest wakeup_due_ns, at most
-  // kLongParkMs); true if the time ran out, false also
-  // when a task had work as it armed its wakeups. The fds go into the epoll set and out again
-  // within one loop iteration, so that a removed task's fds, closed only after two iterations
-  // (Epoch), are never left registered.
+  // kLongParkMs); true if the time ran out, false also when a task had work as it armed its
+  // wakeups. The fds go into the epoll set and out again within one loop iteration, so that a
+  // removed task's fds, closed only after two iterations (Epoch), are never left registered.
   bool park();
 
   std::string name_;
