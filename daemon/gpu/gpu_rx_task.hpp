@@ -55,6 +55,10 @@ class GpuRxTask : public dataplane::PollTask {
 
   bool poll() override;
   [[nodiscard]] bool busy_poll() const override { return spin_ || inflight_ != 0 || backlog_; }
+  // Asleep on the source's eventfd (nothing to copy, nothing in flight: the RX poller writes it
+  // when frames come), it needs no timer; otherwise it may wait for its client to make room,
+  // which only polls see.
+  [[nodiscard]] bool needs_timed_wakeup() const override { return !sleeping_; }
   // Before it is polled: keep its poller spinning for as long as it is attached (the queue's
   // busy_poll), instead of sleeping on the source's eventfd when idle.
   void spin_while_attached() { spin_ = true; }

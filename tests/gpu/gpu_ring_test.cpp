@@ -319,6 +319,33 @@ TEST_F(GpuRingTest, KernelSeesExactlyWhatDaqiriGenSent) {
   EXPECT_EQ(parse(rx->output()), expected(4096, 3000, 1000)) << rx->output();
 }
 
+// A GPU ring whose client waits for packets: the copy engine sleeps on its source's eventfd,
+// and its poller with it, up to a second at a time (on a 1 ms timer it parked about 500 times
+// in half a second); the packets that come next wake it, every one intact.
+TEST_F(GpuRingTest, AnIdleRingLetsTheCopyEnginesPollerSleep) {
+  auto rx = receive("stream0", 6000);
+  ASSERT_EQ(gen(4096, 3000, 1000).exit_code, 0);
+  auto parks = [&] {
+    v1::Stats s = control_->get();
+    for (const auto& p : s.pollers()) {
+      if (p.name() == "poll:gpu:0") return p.parks();
+    }
+    ADD_FAILURE() << "no poller poll:gpu:0 in " << s.DebugString();
+    return uint64_t{0};
+  };
+  std::this_thread::sleep_for(300ms);  // the last copies retired, the engine asleep
+  uint64_t before = parks();
+  std::this_thread::sleep_for(500ms);
+  EXPECT_LE(parks() - before, 3u);
+  ASSERT_EQ(gen(4096, 3000, 1000).exit_code, 0);  // sequences 0..2999 again
+  EXPECT_EQ(rx->wait(60s), 0) << rx->output() << daemon_->log();
+  Seen twice = expected(4096, 3000, 1000);
+  for (auto* v : {&twice.received, &twice.intact, &twice.corrupt, &twice.payload_bytes,
+                  &twice.byte_sum, &twice.sequence_sum})
+    *v *= 2;
+  EXPECT_EQ(parse(rx->output()), twice) << rx->output();
+}
+
 // Reorder on the GPU (daqiri::GpuReorder, via daqiri-gpu-reorder): 32 frames of 64 packets
 // sent two frames at a time in shuffled order, every sequence with seq % 37 == 5 left out,
 // every one with seq % 101 == 0 sent twice, and sequence 0 once more at the end (its frame is
