@@ -6,6 +6,8 @@
 
 #include <array>
 #include <charconv>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <string_view>
@@ -39,11 +41,11 @@ std::optional<size_t> open_fd_count() {
     ssize_t n = ::getdents64(d.dir.get(), buf.data(), buf.size());
     if (n < 0) return std::nullopt;
     if (n == 0) return open;
-    for (ssize_t at = 0; at < n;) {
-      dirent64 e;  // records are packed to 8 bytes; copy the fixed part out
-      std::memcpy(&e, buf.data() + at, offsetof(dirent64, d_name));
-      open += buf[static_cast<size_t>(at) + offsetof(dirent64, d_name)] != '.' ? 1 : 0;
-      at += e.d_reclen;
+    for (size_t at = 0; at < static_cast<size_t>(n);) {
+      uint16_t reclen = 0;  // records are 8-byte aligned: read the field, not the record
+      std::memcpy(&reclen, buf.data() + at + offsetof(dirent64, d_reclen), sizeof reclen);
+      open += buf[at + offsetof(dirent64, d_name)] != '.' ? 1 : 0;
+      at += reclen;
     }
   }
 }

@@ -325,18 +325,10 @@ TEST_F(GpuRingTest, KernelSeesExactlyWhatDaqiriGenSent) {
 TEST_F(GpuRingTest, AnIdleRingLetsTheCopyEnginesPollerSleep) {
   auto rx = receive("stream0", 6000);
   ASSERT_EQ(gen(4096, 3000, 1000).exit_code, 0);
-  auto parks = [&] {
-    v1::Stats s = control_->get();
-    for (const auto& p : s.pollers()) {
-      if (p.name() == "poll:gpu:0") return p.parks();
-    }
-    ADD_FAILURE() << "no poller poll:gpu:0 in " << s.DebugString();
-    return uint64_t{0};
-  };
   std::this_thread::sleep_for(300ms);  // the last copies retired, the engine asleep
-  uint64_t before = parks();
+  uint64_t before = control_->parks("poll:gpu:0");
   std::this_thread::sleep_for(500ms);
-  EXPECT_LE(parks() - before, 3u);
+  EXPECT_LE(control_->parks("poll:gpu:0") - before, 3u);
   ASSERT_EQ(gen(4096, 3000, 1000).exit_code, 0);  // sequences 0..2999 again
   EXPECT_EQ(rx->wait(60s), 0) << rx->output() << daemon_->log();
   Seen twice = expected(4096, 3000, 1000);

@@ -818,18 +818,10 @@ TEST_F(TcpStreamTest, AnIdleConnectionLetsThePollerSleep) {
     const v1::FlowStats* f = flow_stats(s, "tcp_in");
     return f != nullptr && f->bytes() == first.size() && f->buffers_on_loan() == 0;
   })) << stats().DebugString();
-  auto parks = [&] {
-    v1::Stats s = stats();
-    for (const auto& p : s.pollers()) {
-      if (p.name() == "poll:rx:lo/rx0") return p.parks();
-    }
-    ADD_FAILURE() << "no poller poll:rx:lo/rx0 in " << s.DebugString();
-    return uint64_t{0};
-  };
   std::this_thread::sleep_for(100ms);  // the last spins and parks after the bytes
-  uint64_t before = parks();
+  uint64_t before = control_->parks("poll:rx:lo/rx0");
   std::this_thread::sleep_for(500ms);
-  EXPECT_LE(parks() - before, 3u);
+  EXPECT_LE(control_->parks("poll:rx:lo/rx0") - before, 3u);
   send_all(fd, second);
   ::close(fd);
   ASSERT_EQ(rx.wait(), 0) << rx.output();
@@ -856,18 +848,10 @@ TEST_F(TcpStreamTest, AClientFlowWhosePeerIsAwaySleepsUntilItsNextDial) {
   auto r = run({ctl_path(), "--socket", socket_, "flows", "add", "tcp_out", "-i", "lo", "--connect",
                 endpoint});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto parks = [&] {
-    v1::Stats s = stats();
-    for (const auto& p : s.pollers()) {
-      if (p.name() == "poll:rx:lo/rx0") return p.parks();
-    }
-    ADD_FAILURE() << "no poller poll:rx:lo/rx0 in " << s.DebugString();
-    return uint64_t{0};
-  };
   std::this_thread::sleep_for(300ms);  // dials at 0, 50 and 150 ms have failed
-  uint64_t before = parks();
+  uint64_t before = control_->parks("poll:rx:lo/rx0");
   std::this_thread::sleep_for(500ms);  // two more, at 350 and 750 ms
-  EXPECT_LE(parks() - before, 10u);
+  EXPECT_LE(control_->parks("poll:rx:lo/rx0") - before, 10u);
   // The peer comes back; the next dial (at 1.55 s, then 3.15 s) finds it.
   listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);

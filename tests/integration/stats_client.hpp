@@ -44,6 +44,17 @@ class StatsClient {
     return s;
   }
 
+  // How many times the poller named `poller` (e.g. "poll:rx:lo/rx0") has parked; a failure
+  // when there is none.
+  uint64_t parks(const std::string& poller) {
+    v1::Stats s = get();
+    for (const auto& p : s.pollers()) {
+      if (p.name() == poller) return p.parks();
+    }
+    ADD_FAILURE() << "no poller " << poller << " in " << s.DebugString();
+    return 0;
+  }
+
   // Waits until `pred` holds on fresh stats, up to `timeout`.
   bool eventually(const std::function<bool(const v1::Stats&)>& pred,
                   std::chrono::milliseconds timeout) {
