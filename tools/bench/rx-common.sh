@@ -1,6 +1,7 @@
 # Shared by the receive benchmarks (run-rx, run-python): a daqirid on loopback with flows
 # f0..f3 on UDP 4096..4099, its start and stop, and reading the receivers' reports. Sourced.
 # Expects COUNT; sets B, GEN, RX, DIR, SOCK, RXCORE, GENCORE.
+source tools/bench/round-stats.sh
 B=${DAQIRI_BUILD:-build}
 GEN=$B/tools/daqiri-gen/daqiri-gen
 RX=$B/tools/bench/rx-bench
