@@ -243,6 +243,45 @@ TEST_F(DpdkTest, RingPortLoopsClientTxToRxByteExact) {
   EXPECT_THAT(ctl({"queues"}), HasSubstr("copy (the PMD delivers its own buffers)"));
 }
 
+// DAQIRI's TX path waited for mbufs that only its own thread could free. Here the TX queue's
+// header pool (ring 64 + 4 batches + 512 = 832 mbufs) runs dry while net_ring holds every
+// frame sent (nobody receives yet): the TX queue counts it and stops taking frames, and the
+// poller it shares with the RX queue keeps running. Once a client attaches on RX, that poller
+// drains the ring, the headers come back, and every frame arrives, in order and intact.
+TEST_F(DpdkTest, TxHeaderPoolRunningDryStallsNothing) {
+  // One poller for both queues: the one thread that could free the headers is the TX queue's.
+  std::string pin = "core: " + std::to_string(std::thread::hardware_concurrency() - 1);
+  std::string itf = "  - name: ring0\n    backend: dpdk\n    address: net_ring0\n";
+  itf += "    rx: {queues: [{name: rx0, " + pin + ", regions: [rx]}]}\n";
+  itf += "    tx: {queues: [{name: tx0, " + pin +
+         ", ring_size: 64, batch_size: 64, regions: [tx]}]}\n";
+  start(config(dir_.file("d.sock"), itf,
+               "  - {name: back, interface: ring0, match: {udp_dst: 6000}}\n", false,
+               unprivileged_access()));
+  constexpr uint64_t kFrames = 1500;
+  Spawned tx(dir_, {test_client_path(), "tx", socket_, "ring0", "5555", "6000",
+                    std::to_string(kFrames), "200"});
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return queue(s, "tx0").no_header() > 0; }))
+      << tx.output() << daemon_->log();
+  uint64_t stalled_at = queue(stats(), "tx0").packets();
+  EXPECT_LT(stalled_at, kFrames);
+  std::this_thread::sleep_for(200ms);
+  auto s = stats();  // the control plane answers, and the queue stays where it stopped
+  EXPECT_EQ(queue(s, "tx0").packets(), stalled_at);
+  EXPECT_EQ(flow(s, "back").packets(), 0u);
+
+  Spawned rx(dir_, tap("back", kFrames, {"--verify", "--block"}), user_->ids());
+  ASSERT_EQ(rx.wait(), 0) << rx.output() << tx.output() << daemon_->log();
+  EXPECT_THAT(rx.output(), HasSubstr("received 1500 packets, 300000 payload bytes"));
+  EXPECT_THAT(rx.output(),
+              HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+  ASSERT_EQ(tx.wait(), 0) << tx.output() << daemon_->log();
+  EXPECT_THAT(tx.output(), HasSubstr("sent 1500"));  // every buffer came back
+  s = stats();
+  EXPECT_EQ(queue(s, "tx0").packets(), kFrames);
+  EXPECT_EQ(flow(s, "back").packets(), kFrames);
+}
+
 // net_pcap: two RX queues replay two files the test wrote; each flow's client gets exactly its
 // frames, byte for byte; the other flow's frames on a queue are counted as unmatched there.
 // A client's TX goes to a pcap file, byte for byte.
