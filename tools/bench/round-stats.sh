@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the benchmarks that repeat a point in rounds (run-dpdk, run-metrics, run-rx): the
 # median and the range of a list of numbers. Sourced.
 median() {  # median X...: the middle one (of an even count, the mean of the middle two)
