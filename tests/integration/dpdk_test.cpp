@@ -25,6 +25,7 @@
 namespace daqiri::test {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
@@ -52,7 +53,7 @@ class DpdkTest : public ::testing::Test {
   std::string config(const std::string& socket, const std::string& interfaces,
                      const std::string& flows, bool huge = false,
                      const std::string& daemon_extra = "", uint32_t rx_buf_size = 2048) {
-    return "daemon:\n  socket: " + socket + "\n  metrics: \"off\"\n" + daemon_extra +
+    return "daemon:\n  socket: " + socket + "\n  metrics: \"" + metrics_ + "\"\n" + daemon_extra +
            "dpdk:\n  hugepages: " + (huge ? "true" : "false") +
            "\n  memory_mb: 256\n"
            "memory_regions:\n"
@@ -129,6 +130,7 @@ class DpdkTest : public ::testing::Test {
   }
 
   TempDir dir_;
+  std::string metrics_ = "off";  // config()'s daemon.metrics
   std::string socket_;
   std::unique_ptr<DaemonProcess> daemon_;
   std::optional<StatsClient> control_;
@@ -280,6 +282,63 @@ TEST_F(DpdkTest, TxHeaderPoolRunningDryStallsNothing) {
   s = stats();
   EXPECT_EQ(queue(s, "tx0").packets(), kFrames);
   EXPECT_EQ(flow(s, "back").packets(), kFrames);
+}
+
+// The NIC's own counters (rte_eth_stats and every xstat) and the queues' reach GetStats,
+// `daqiri-ctl stats` and the metrics, the same numbers in each: net_ring counts the frames the
+// daemon sent on TX and took back on RX.
+TEST_F(DpdkTest, NicCountersReachCtlAndMetrics) {
+  uint16_t metrics_port = free_tcp_port();
+  metrics_ = "127.0.0.1:" + std::to_string(metrics_port);
+  start(config(dir_.file("d.sock"), port("ring0", "net_ring0"),
+               "  - {name: back, interface: ring0, match: {udp_dst: 6000}}\n", false,
+               unprivileged_access()));
+  Spawned rx(dir_, tap("back", 1000, {"--block"}), user_->ids());
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
+  auto tx = run({test_client_path(), "tx", socket_, "ring0", "5555", "6000", "1000", "100"});
+  ASSERT_EQ(tx.exit_code, 0) << tx.out << daemon_->log();
+  ASSERT_EQ(rx.wait(), 0) << rx.output() << daemon_->log();
+  // Its client gone, the RX queue is not polled: the counters hold still from here.
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 0; }));
+  auto s = stats();
+  ASSERT_EQ(s.nics_size(), 1);
+  const v1::NicStats& n = s.nics(0);
+  EXPECT_EQ(n.rx_packets(), 1000u);
+  EXPECT_EQ(n.tx_packets(), 1000u);
+  auto xstat = [&n](const std::string& name) -> int64_t {
+    for (const auto& x : n.xstats()) {
+      if (x.name() == name) return static_cast<int64_t>(x.value());
+    }
+    return -1;
+  };
+  EXPECT_EQ(xstat("rx_good_packets"), 1000);
+  EXPECT_EQ(xstat("tx_good_packets"), 1000);
+  EXPECT_EQ(xstat("rx_missed_errors"), 0);
+  EXPECT_EQ(queue(s, "rx0").copied(), 1000u);
+
+  auto body = http_get(metrics_port, "/metrics");
+  ASSERT_TRUE(body);
+  auto metric = [&body](const std::string& name, const std::string& label) {
+    return metric_value(*body, name, label);
+  };
+  EXPECT_EQ(metric("daqiri_nic_link_up", "interface=\"ring0\""), 1);
+  EXPECT_EQ(metric("daqiri_nic_packets_total", "direction=\"rx\""), 1000);
+  EXPECT_EQ(metric("daqiri_nic_packets_total", "direction=\"tx\""), 1000);
+  EXPECT_EQ(metric("daqiri_nic_xstat", "name=\"rx_good_packets\""), 1000);
+  EXPECT_EQ(metric("daqiri_nic_xstat", "name=\"tx_good_packets\""), 1000);
+  EXPECT_EQ(metric("daqiri_nic_rx_missed_packets_total", "interface=\"ring0\""), 0);
+  EXPECT_EQ(metric("daqiri_nic_rx_nombuf_total", "interface=\"ring0\""), 0);
+  EXPECT_EQ(metric("daqiri_nic_errors_total", "direction=\"rx\""), 0);
+  EXPECT_EQ(metric("daqiri_nic_queue_copied_packets_total", "queue=\"rx0\""), 1000);
+  EXPECT_EQ(metric("daqiri_nic_queue_unmatched_packets_total", "queue=\"rx0\""), 0);
+  EXPECT_EQ(metric("daqiri_nic_queue_tx_no_header_total", "queue=\"tx0\""), 0);
+
+  std::string table = ctl({"stats"});
+  EXPECT_THAT(table, ContainsRegex("ring0 +net_ring +up +1000 "));
+  EXPECT_THAT(table, ContainsRegex("ring0 +rx_good_packets +1000\n"));
+  EXPECT_THAT(table, ContainsRegex("ring0 +tx_good_packets +1000\n"));
+  EXPECT_THAT(table, ContainsRegex("ring0 +rx0 +rx +1000 "));
+  EXPECT_THAT(table, ContainsRegex("ring0 +tx0 +tx +1000 "));
 }
 
 // net_pcap: two RX queues replay two files the test wrote; each flow's client gets exactly its
