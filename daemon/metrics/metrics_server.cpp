@@ -7,12 +7,19 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <civetweb.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <chrono>
 #include <limits>
 #include <map>
 #include <optional>
+#include <stop_token>
+#include <thread>
 
 #include "build_info.hpp"
+#include "daqiri/common/unique_fd.hpp"
 
 namespace daqiri::metrics {
 namespace {
@@ -469,6 +476,15 @@ class CallInterceptorFactory final : public grpc::experimental::ServerIntercepto
   ControlCallMetrics& metrics_;
 };
 
+// The host to connect to for reaching a listener bound to `address` (host:port, [v6]:port).
+std::string reachable_host(const std::string& address) {
+  std::string host = address.substr(0, address.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  if (host.empty() || host == "0.0.0.0") return "127.0.0.1";
+  if (host == "::") return "::1";
+  return host;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::start(
@@ -482,15 +498,46 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(
   try {
     m->exposer_ = std::make_unique<prometheus::Exposer>(address, 2);
   } catch (const std::exception& e) {
+    constexpr unsigned kCivetwebIpv6 = 8;  // mg_check_feature's bit
+    std::string why =
+        !address.empty() && address.front() == '[' && mg_check_feature(kCivetwebIpv6) == 0
+            ? "this build's civetweb has no IPv6 (Debian 12's has none): give an "
+              "IPv4 address or a host name"
+            : e.what();
     return fail(ErrorCode::kUnavailable,
-                "daemon.metrics: cannot serve metrics on " + address + ": " + e.what());
+                "daemon.metrics: cannot serve metrics on " + address + ": " + why);
   }
   m->exposer_->RegisterCollectable(m->registry_);
   m->exposer_->RegisterCollectable(m->collector_);
   return m;
 }
 
-MetricsServer::~MetricsServer() = default;
+// civetweb 1.15 (Debian 12) stops only once its listener's poll times out, about a second
+// (civetweb issue #1163, fixed in 1.16 with a socketpair): every daemon stop waited for it. A
+// connection made after mg_stop has set its flag ends that poll, so connect until it is done.
+MetricsServer::~MetricsServer() {
+  if (!exposer_) return;
+  std::vector<int> ports = exposer_->GetListeningPorts();
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> where(nullptr, &freeaddrinfo);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (!ports.empty() && getaddrinfo(reachable_host(address_).c_str(),
+                                    std::to_string(ports.front()).c_str(), &hints, &found) == 0) {
+    where.reset(found);
+  }
+  std::jthread poke;  // declared after `where`: its destructor joins it before `where` goes
+  if (where) {
+    poke = std::jthread([at = where.get()](const std::stop_token& stop) {
+      while (!stop.stop_requested()) {
+        UniqueFd fd(::socket(at->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        if (fd) (void)::connect(fd.get(), at->ai_addr, at->ai_addrlen);
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    });
+  }
+  exposer_.reset();
+}
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
 MetricsServer::interceptor_factory() {

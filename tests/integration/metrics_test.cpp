@@ -1,7 +1,10 @@
 // Prometheus metrics of a real daemon: a scrape that promtool accepts with exact counts, and a
 // real Prometheus server scraping the daemon and answering a query.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -289,6 +292,38 @@ TEST(GrafanaDashboard, QueriesParseAndNameOurFamilies) {
   TempDir dir;
   auto r = run({"/usr/bin/promtool", "check", "rules", dir.write("rules.yml", rules)});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err << rules;
+}
+
+// An address the exposer cannot serve is a start error that names it and says why: a port
+// someone else holds, and an IPv6 address where civetweb was built without IPv6 (Debian 12's;
+// where it has IPv6 the daemon serves there instead).
+TEST_F(MetricsTest, AnAddressItCannotServeIsAStartErrorThatSaysWhy) {
+  auto start_with = [&](const std::string& address) {
+    std::string config = dir_.write("m.yaml", test_config(dir_.file("m.sock"), "", address));
+    return run({daqirid_path(), "--config", config});
+  };
+  UniqueFd holder(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(holder.get(), reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
+  ASSERT_EQ(::listen(holder.get(), 1), 0);
+  socklen_t len = sizeof at;
+  ASSERT_EQ(::getsockname(holder.get(), reinterpret_cast<sockaddr*>(&at), &len), 0);
+  std::string taken = "127.0.0.1:" + std::to_string(ntohs(at.sin_port));
+  auto r = start_with(taken);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.out + r.err, HasSubstr("daemon.metrics: cannot serve metrics on " + taken));
+
+  port_ = free_tcp_port();
+  std::string v6 = "[::1]:" + std::to_string(port_);
+  std::string config = dir_.write("d.yaml", test_config(dir_.file("d.sock"), "", v6));
+  daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config});
+  if (daemon_->wait_ready()) return;  // a civetweb with IPv6: TearDown stops it cleanly
+  EXPECT_NE(daemon_->wait_exit(), 0);
+  EXPECT_THAT(daemon_->log(),
+              HasSubstr("cannot serve metrics on " + v6 + ": this build's civetweb has no IPv6"));
+  daemon_.reset();
 }
 
 TEST_F(MetricsTest, PrometheusServerScrapesTheDaemon) {
