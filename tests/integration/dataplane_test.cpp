@@ -40,15 +40,6 @@ namespace {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-// 127.0.0.1:port (0: any port), for sockets of the tests' own.
-sockaddr_in loopback(uint16_t port = 0) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return addr;
-}
-
 TEST_F(DataPlaneTest, TwoFlowsToTwoClientsExactlyAndEachOnlyItsOwn) {
   std::optional<TempGroup> group;
   std::optional<TempUser> user;

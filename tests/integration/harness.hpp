@@ -2,6 +2,7 @@
 // imitates the daemon; it only starts, watches and stops the real one.
 #pragma once
 
+#include <netinet/in.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -154,6 +155,8 @@ bool is_root();
 std::string test_config(const std::string& socket, const std::string& daemon_extra = "",
                         const std::string& metrics = "off");
 
+// 127.0.0.1:port (0: any port), for the tests' own sockets.
+sockaddr_in loopback(uint16_t port = 0);
 // A loopback TCP port no one listens on right now (for servers the test starts).
 uint16_t free_tcp_port();
 // GET http://127.0.0.1:port/path; the body, or nullopt on any failure.
