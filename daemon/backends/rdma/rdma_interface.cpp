@@ -308,6 +308,11 @@ bool RdmaInterface::poll() {
   for (FlowRecord* f : flows) {
     if (!f->flow->released.load(std::memory_order_relaxed)) f->flow->fanout().begin();
   }
+  // Completions first: a connection that the slow path below tears down fails the sends still
+  // in flight, so those the CQ already holds must be counted as what they were (a peer that
+  // disconnects right after our last SEND arrived, its completion and the CM event woke us
+  // together).
+  bool work = poll_completions();
   uint64_t now = 0;
   // Connection and device events, and the completion channel, are rare and cost syscalls:
   // every 64th poll, busy or idle (a woken poller spins 2048 polls before it parks again).
@@ -337,7 +342,6 @@ bool RdmaInterface::poll() {
       armed_ = false;
     }
   }
-  bool work = poll_completions();
   work |= drain_tx();
   for (auto& c : conns_) {
     if (c.state == State::kFree) continue;
