@@ -40,6 +40,7 @@
 #include <exception>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -187,28 +188,27 @@ void consume(Shared& s) {
   s.checksum.store(sum, std::memory_order_relaxed);  // so that the reads stay
 }
 
-int run_receive_core(void* arg) {
-  auto& s = *static_cast<Shared*>(arg);
-  if (!s.opt.handoff) return receive_only(s);
-  switch (s.opt.desc_bytes) {
+// Calls f with the descriptor size as a compile-time constant.
+template <typename F>
+auto with_desc_bytes(uint32_t bytes, F&& f) {
+  switch (bytes) {
     case 8:
-      return lend<8>(s);
+      return f(std::integral_constant<uint32_t, 8>{});
     case 16:
-      return lend<16>(s);
+      return f(std::integral_constant<uint32_t, 16>{});
     default:
-      return lend<32>(s);
+      return f(std::integral_constant<uint32_t, 32>{});
   }
 }
 
+int run_receive_core(void* arg) {
+  auto& s = *static_cast<Shared*>(arg);
+  if (!s.opt.handoff) return receive_only(s);
+  return with_desc_bytes(s.opt.desc_bytes, [&s](auto b) { return lend<decltype(b)::value>(s); });
+}
+
 void run_consumer(Shared& s) {
-  switch (s.opt.desc_bytes) {
-    case 8:
-      return consume<8>(s);
-    case 16:
-      return consume<16>(s);
-    default:
-      return consume<32>(s);
-  }
+  with_desc_bytes(s.opt.desc_bytes, [&s](auto b) { consume<decltype(b)::value>(s); });
 }
 
 bool parse(int argc, char** argv, Options& o) {
