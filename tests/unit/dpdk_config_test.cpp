@@ -12,6 +12,7 @@
 #include "daqiri/frame.hpp"
 #ifdef DAQIRI_HAVE_DPDK
 #include "backends/dpdk/eal_arguments.hpp"
+#include "backends/dpdk/software_reach.hpp"
 #endif
 
 namespace daqiri::config {
@@ -155,6 +156,18 @@ TEST(DpdkConfig, EalArgumentsFollowTheInterfaces) {
             backends::dpdk::file_prefix_for("/run/daqiri/b.sock"));
   EXPECT_EQ(backends::dpdk::file_prefix_for("/run/daqiri/a.sock"),
             backends::dpdk::file_prefix_for("/run/daqiri/a.sock"));
+}
+
+// A flow without an rte_flow rule on an isolated port gets nothing (the daemon refuses it); on a
+// NIC's other queues it may get nothing (the daemon warns); a vdev picks its queues itself.
+TEST(SoftwareSteering, SaysWhereAFlowWithoutARuleCanSeeFrames) {
+  using backends::dpdk::software_reach;
+  using backends::dpdk::SoftwareReach;
+  EXPECT_EQ(software_reach(true, true, 0), SoftwareReach::kIsolated);
+  EXPECT_EQ(software_reach(true, false, 2), SoftwareReach::kIsolated);
+  EXPECT_EQ(software_reach(false, true, 1), SoftwareReach::kNotFirstQueue);
+  EXPECT_EQ(software_reach(false, true, 0), SoftwareReach::kReaches);
+  EXPECT_EQ(software_reach(false, false, 3), SoftwareReach::kReaches);
 }
 #endif
 

@@ -4,6 +4,7 @@
 
 #include "backends/dpdk/dpdk_port.hpp"
 #include "backends/dpdk/eal.hpp"
+#include "backends/dpdk/software_reach.hpp"
 
 namespace daqiri::backends::dpdk {
 Result<std::unique_ptr<DpdkBackend>> DpdkBackend::start(const config::Config& c,
@@ -71,6 +72,29 @@ Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(
     } else {
       why_software = r.error().message;
       spdlog::debug("flow {}: steered in software ({})", flow.name, why_software);
+    }
+  }
+  if (!rule) {
+    const Port& p = *port(flow.interface);
+    std::string why =
+        flow.match.any ? "a catch-all has none" : "the NIC took none: " + why_software;
+    switch (software_reach(p.isolated(), p.pci(), queue->queue())) {
+      case SoftwareReach::kIsolated:
+        return fail(ErrorCode::kFailedPrecondition,
+                    "flow \"" + flow.name + "\": interface " + flow.interface +
+                        " has flow_isolation on, so only frames an rte_flow rule steers reach "
+                        "the daemon, and this flow has no rule (" +
+                        why + ")",
+                    "match");
+      case SoftwareReach::kNotFirstQueue:
+        spdlog::warn(
+            "flow {}: steered in software on {}/{}, queue {} of a NIC, with no rte_flow rule "
+            "({}): daqirid configures no RSS, so the NIC puts frames without a rule on its "
+            "first queue and this flow may receive nothing; put it on the first RX queue",
+            flow.name, flow.interface, flow.queue, queue->queue(), why);
+        break;
+      case SoftwareReach::kReaches:
+        break;
     }
   }
   if (queue->frames_on_device() && !flow.match.any && !(rule && rule->marked())) {

@@ -39,6 +39,7 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
     return std::unexpected(ok.error());
   }
   std::unique_ptr<Port> port(new Port(itf.name, id, info.driver_name ? info.driver_name : "?"));
+  port->pci_ = address->pci;
   rte_device* dma = address->pci ? info.device : nullptr;
   int socket = rte_eth_dev_socket_id(id);
   if (socket < 0) socket = SOCKET_ID_ANY;
@@ -63,6 +64,7 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
                   where + ": flow_isolation: " + port->driver_ + " refuses isolated mode (" +
                       (error.message ? error.message : "unsupported") + ")");
     }
+    port->isolated_ = true;
   }
   // Header-data split queues: the NIC splits where it can (mlx5's buffer split), into a header
   // mbuf pool and the payload region's; elsewhere the GPU engine splits whole frames, which a
