@@ -2,8 +2,6 @@
 // another and back (two threads pinned to them take turns writing it). Every descriptor,
 // producer index and consumer index a poller and its client exchange pays this; the DPDK
 // benchmark prints it for its poller and client cores, since it is what separates hosts.
-#include <pthread.h>
-#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,18 +11,13 @@
 #include <string>
 #include <thread>
 
+#include "pin_to_cpu.hpp"
+
 namespace {
 
 struct alignas(64) Line {
   std::atomic<uint64_t> turn{0};
 };
-
-bool pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
-}
 
 // Waits for `turn` to reach `mine`, then hands it on; `first`, `first` + 2, ... below `end`.
 void play(Line& line, uint64_t first, uint64_t end) {
@@ -53,14 +46,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "core-to-core: CPUs and round trips are numbers\n");
     return 2;
   }
-  if (!pin(a)) {
+  if (!pin_to_cpu(a)) {
     std::fprintf(stderr, "core-to-core: cannot run on CPU %d\n", a);
     return 1;
   }
   Line line;
   std::atomic<int> other_state{0};  // 1: pinned and playing, 2: could not pin
   std::thread other([&] {
-    if (!pin(b)) {
+    if (!pin_to_cpu(b)) {
       other_state.store(2);
       return;
     }

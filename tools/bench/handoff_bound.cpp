@@ -16,14 +16,12 @@
 //            beyond this is its own overhead; what this reaches is the bound.
 // Prints "pps N": frames the consumer (rxonly: the receive loop) took in its last SECONDS
 // seconds, after one second of warm-up. The receive loop runs on the EAL's first worker lcore.
-#include <pthread.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
-#include <sched.h>
 
 #if defined(__x86_64__)
 #include <emmintrin.h>
@@ -36,12 +34,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
+#include <memory>
 #include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
+
+#include "pin_to_cpu.hpp"
 
 namespace {
 
@@ -87,7 +87,7 @@ inline void store(Descriptor<Bytes>* slot, uint64_t first, uint64_t stamp) {
     auto* line = reinterpret_cast<__m128i*>(slot->words);
     _mm_store_si128(line, _mm_set_epi64x(static_cast<int64_t>(stamp), static_cast<int64_t>(first)));
     if constexpr (Bytes == 32)
-      _mm_store_si128(line + 1, _mm_set_epi64x(0, static_cast<int64_t>(stamp)));
+      _mm_store_si128(line + 1, _mm_set1_epi64x(static_cast<int64_t>(stamp)));
     return;
   }
 #endif
@@ -105,16 +105,13 @@ struct Shared {
   Options opt;
   uint16_t port = 0;
   rte_mempool* pool = nullptr;
-  std::vector<std::byte> slots;  // kRingSize descriptors, 64-byte aligned below
-  std::byte* ring = nullptr;
+  struct alignas(64) Ring {
+    std::array<std::byte, size_t{kRingSize} * 32>
+        bytes;  // kRingSize descriptors of the largest size
+  };
+  std::unique_ptr<Ring> ring_memory = std::make_unique<Ring>();
+  std::byte* ring = ring_memory->bytes.data();
 };
-
-bool pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
-}
 
 int receive_only(Shared& s) {
   std::array<rte_mbuf*, kMaxBurst> pkts{};
@@ -273,13 +270,10 @@ int main(int argc, char** argv) {
     rte_eal_cleanup();
     return 1;
   }
-  s.slots.resize(kRingSize * 32 + 64);
-  auto addr = reinterpret_cast<uintptr_t>(s.slots.data());
-  s.ring = s.slots.data() + ((64 - addr % 64) % 64);
   std::thread consumer;
   if (s.opt.handoff) {
     consumer = std::thread([&s] {
-      if (!pin(s.opt.consumer_cpu)) {
+      if (!pin_to_cpu(s.opt.consumer_cpu)) {
         std::fprintf(stderr, "handoff-bound: cannot run on CPU %d\n", s.opt.consumer_cpu);
         std::exit(1);
       }
