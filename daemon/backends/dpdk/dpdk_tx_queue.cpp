@@ -72,6 +72,22 @@ void DpdkTxQueue::flush_pending(Binding& b) {
   b.pending_first = b.pending_count = 0;
 }
 
+void DpdkTxQueue::refill_stash() {
+  if (rte_pktmbuf_alloc_bulk(headers_, stash_.data() + stash_count_, batch_ - stash_count_) == 0) {
+    stash_count_ = batch_;
+    return;
+  }
+  // Fewer than a batch left, and the bulk call takes all or nothing: take them one by one, so
+  // that no header sits in the pool while frames wait for one.
+  while (stash_count_ < batch_) {
+    rte_mbuf* m = rte_pktmbuf_alloc(headers_);
+    if (m == nullptr) break;
+    stash_[stash_count_++] = m;
+  }
+  if (stash_count_ == 0) dataplane::bump(counters.no_header, 1);
+  rte_eth_tx_done_cleanup(port_, queue_, 0);  // the PMD may hold headers it has sent
+}
+
 bool DpdkTxQueue::send(Binding& b) {
   dataplane::TxAttachment& a = *b.attachment;
   if (b.pending_count > 0) {
@@ -84,15 +100,7 @@ bool DpdkTxQueue::send(Binding& b) {
     if (b.pending_count > 0) return sent > 0;
     b.pending_first = 0;
   }
-  if (stash_count_ < batch_) {
-    if (rte_pktmbuf_alloc_bulk(headers_, stash_.data() + stash_count_, batch_ - stash_count_) ==
-        0) {
-      stash_count_ = batch_;
-    } else {
-      dataplane::bump(counters.no_header, 1);
-      rte_eth_tx_done_cleanup(port_, queue_, 0);
-    }
-  }
+  if (stash_count_ < batch_) refill_stash();
   uint32_t n = a.take(descs_.data(), stash_count_);
   if (n == 0) {
     // Nothing new: let a lazy PMD give back what it has sent, so clients get their buffers.

@@ -26,7 +26,7 @@ namespace daqiri::backends::dpdk {
 struct TxQueueCounters {
   std::atomic<uint64_t> packets{0};
   std::atomic<uint64_t> bytes{0};
-  std::atomic<uint64_t> no_header{0};  // polls that found the header pool dry
+  std::atomic<uint64_t> no_header{0};  // polls that found no header left in the pool
   std::atomic<uint64_t> oversize{0};   // frames longer than the port's MTU allows
 };
 
@@ -75,6 +75,8 @@ class DpdkTxQueue final : public dataplane::PollTask {
   static void on_freed(void* addr, void* opaque);
   bool complete(Binding& b);
   bool send(Binding& b);
+  // Tops the stash up to a batch from the header pool, with what is left when that is less.
+  void refill_stash();
   void flush_pending(Binding& b);
 
   uint16_t port_;
