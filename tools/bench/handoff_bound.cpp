@@ -1,4 +1,4 @@
-// handoff-bound [EAL ARGS] -- MODE BURST SECONDS [CONSUMER_CPU DESC_BYTES READ_HEADER]
+// handoff-bound [EAL ARGS] -- MODE BURST SECONDS [CONSUMER_CPU DESC_BYTES READ_HEADER EVERY]
 //
 // The ceiling for handing DPDK frames to a consumer on another core, measured on the same
 // vdev as dpdk-testpmd rxonly, so that daqirid's rate can be read against what any design of
@@ -13,7 +13,10 @@
 //            core then returns the consumed mbufs straight to the mempool. READ_HEADER=1 also
 //            reads each frame's ethertype first (steering must look at the frame). No
 //            steering, no ledger, no fan-out, no counters, no checks: whatever daqirid does
-//            beyond this is its own overhead; what this reaches is the bound.
+//            beyond this is its own overhead; what this reaches is the bound. EVERY (default
+//            1): publish the producer index once every EVERY bursts instead, the consumer
+//            taking up to EVERY bursts at a time (fewer index lines crossing a frame, at the
+//            cost of latency: a design a daemon could choose).
 // Prints "pps N": frames the consumer (rxonly: the receive loop) took in its last SECONDS
 // seconds, after one second of warm-up. The receive loop runs on the EAL's first worker lcore.
 #include <rte_eal.h>
@@ -64,6 +67,7 @@ struct Options {
   int consumer_cpu = 0;
   uint32_t desc_bytes = 8;
   bool read_header = false;
+  uint32_t publish_every = 1;  // bursts per published producer index
 };
 
 // A descriptor as it lies in the ring: the first 8 bytes are what a consumer needs (where,
@@ -135,6 +139,7 @@ int lend(Shared& s) {
   const uint32_t mask = kRingSize - 1;
   uint32_t prod = 0;
   uint32_t freed = 0;
+  uint32_t unpublished = 0;  // bursts since the producer index was last published
   while (!s.stop.load(std::memory_order_relaxed)) {
     uint32_t cons = s.cons.value.load(std::memory_order_acquire);
     while (freed != cons) {
@@ -157,7 +162,10 @@ int lend(Shared& s) {
       store<Bytes>(&slots[prod & mask], pack(offset, m->data_len, flow), prod);
       ++prod;
     }
-    if (n > 0) s.prod.value.store(prod, std::memory_order_release);
+    if (n > 0 && ++unpublished == s.opt.publish_every) {
+      s.prod.value.store(prod, std::memory_order_release);
+      unpublished = 0;
+    }
   }
   return 0;
 }
@@ -170,9 +178,10 @@ void consume(Shared& s) {
   uint32_t cons = 0;
   uint64_t taken = 0;
   uint64_t sum = 0;
+  const uint32_t most = s.opt.burst * s.opt.publish_every;
   while (!s.stop.load(std::memory_order_relaxed)) {
     uint32_t prod = s.prod.value.load(std::memory_order_acquire);
-    uint32_t n = std::min(prod - cons, s.opt.burst);
+    uint32_t n = std::min(prod - cons, most);
     if (n == 0) continue;
     for (uint32_t i = 0; i < n; ++i) {
       sum += slots[(cons + i) & mask].words[0];
@@ -209,7 +218,7 @@ void run_consumer(Shared& s) {
 }
 
 bool parse(int argc, char** argv, Options& o) {
-  if (argc < 3 || argc > 6) return false;
+  if (argc < 3 || argc > 7) return false;
   std::string mode = argv[0];
   if (mode != "rxonly" && mode != "handoff") return false;
   o.handoff = mode == "handoff";
@@ -219,11 +228,13 @@ bool parse(int argc, char** argv, Options& o) {
     if (argc > 3) o.consumer_cpu = std::stoi(argv[3]);
     if (argc > 4) o.desc_bytes = static_cast<uint32_t>(std::stoul(argv[4]));
     if (argc > 5) o.read_header = std::stoi(argv[5]) != 0;
+    if (argc > 6) o.publish_every = static_cast<uint32_t>(std::stoul(argv[6]));
   } catch (const std::exception&) {
     return false;
   }
   bool sizes = o.desc_bytes == 8 || o.desc_bytes == 16 || o.desc_bytes == 32;
-  return o.burst >= 1 && o.burst <= kMaxBurst && o.seconds >= 1 && sizes;
+  bool every = o.publish_every >= 1 && o.burst * o.publish_every <= kRingSize / 2;
+  return o.burst >= 1 && o.burst <= kMaxBurst && o.seconds >= 1 && sizes && every;
 }
 
 int setup_port(Shared& s) {
@@ -260,7 +271,7 @@ int main(int argc, char** argv) {
   if (!parse(argc - used - 1, argv + used + 1, s.opt)) {
     std::fprintf(stderr,
                  "usage: handoff-bound [EAL ARGS] -- rxonly|handoff BURST SECONDS "
-                 "[CONSUMER_CPU DESC_BYTES(8|16|32) READ_HEADER(0|1)]\n");
+                 "[CONSUMER_CPU DESC_BYTES(8|16|32) READ_HEADER(0|1) EVERY]\n");
     rte_eal_cleanup();
     return 2;
   }
