@@ -233,7 +233,7 @@ bool parse(int argc, char** argv, Options& o) {
     return false;
   }
   bool sizes = o.desc_bytes == 8 || o.desc_bytes == 16 || o.desc_bytes == 32;
-  bool every = o.publish_every >= 1 && o.burst * o.publish_every <= kRingSize / 2;
+  bool every = o.publish_every >= 1 && uint64_t{o.burst} * o.publish_every <= kRingSize / 2;
   return o.burst >= 1 && o.burst <= kMaxBurst && o.seconds >= 1 && sizes && every;
 }
 
@@ -271,7 +271,7 @@ int main(int argc, char** argv) {
   if (!parse(argc - used - 1, argv + used + 1, s.opt)) {
     std::fprintf(stderr,
                  "usage: handoff-bound [EAL ARGS] -- rxonly|handoff BURST SECONDS "
-                 "[CONSUMER_CPU DESC_BYTES(8|16|32) READ_HEADER(0|1) EVERY]\n");
+                 "[CONSUMER_CPU DESC_BYTES(8|16|32) READ_HEADER(0|1) EVERY(BURST x EVERY <= 2048)]\n");
     rte_eal_cleanup();
     return 2;
   }
