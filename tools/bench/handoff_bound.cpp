@@ -271,7 +271,8 @@ int main(int argc, char** argv) {
   if (!parse(argc - used - 1, argv + used + 1, s.opt)) {
     std::fprintf(stderr,
                  "usage: handoff-bound [EAL ARGS] -- rxonly|handoff BURST SECONDS "
-                 "[CONSUMER_CPU DESC_BYTES(8|16|32) READ_HEADER(0|1) EVERY(BURST x EVERY <= 2048)]\n");
+                 "[CONSUMER_CPU DESC_BYTES(8|16|32) READ_HEADER(0|1) "
+                 "EVERY(BURST x EVERY <= 2048)]\n");
     rte_eal_cleanup();
     return 2;
   }
