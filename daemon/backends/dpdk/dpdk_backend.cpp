@@ -59,7 +59,8 @@ dataplane::PollTask* DpdkBackend::tx_task(const std::string& interface,
 
 Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(
     const core::Flow& flow, const dataplane::Epoch& epoch) {
-  DpdkRxQueue* queue = rx_queue(flow.interface, flow.queue);
+  const Port* port_of_flow = port(flow.interface);
+  DpdkRxQueue* queue = port_of_flow != nullptr ? port_of_flow->rx(flow.queue) : nullptr;
   if (queue == nullptr) {
     return fail(ErrorCode::kNotFound, "no DPDK RX queue " + flow.interface + "/" + flow.queue);
   }
@@ -75,10 +76,9 @@ Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(
     }
   }
   if (!rule) {
-    const Port& p = *port(flow.interface);
     std::string why =
         flow.match.any ? "a catch-all has none" : "the NIC took none: " + why_software;
-    switch (software_reach(p.isolated(), p.pci(), queue->queue())) {
+    switch (software_reach(port_of_flow->isolated(), port_of_flow->pci(), queue->queue())) {
       case SoftwareReach::kIsolated:
         return fail(ErrorCode::kFailedPrecondition,
                     "flow \"" + flow.name + "\": interface " + flow.interface +
