@@ -298,8 +298,9 @@ Packet Burst::operator[](size_t i) const {
   p.frame = {m.data() + d.offset, d.length};
   if (d.flags & (DAQIRI_DESC_STREAM | DAQIRI_DESC_MESSAGE)) {
     p.payload = p.frame;
-  } else if (d.payload_offset != 0 && d.payload_offset <= d.length) {
-    p.payload = p.frame.subspan(d.payload_offset);
+  } else {
+    uint32_t at = daqiri_rx_payload_offset(&d, reinterpret_cast<const uint8_t*>(p.frame.data()));
+    if (at != 0 && at <= d.length) p.payload = p.frame.subspan(at);
   }
   p.stream = d.stream;
   p.flow_id = d.flow_id;

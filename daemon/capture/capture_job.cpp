@@ -80,9 +80,10 @@ void CaptureJob::run() {
       if (d.region >= regions_.size()) continue;  // the daemon's own: never, but cheap
       std::span<const std::byte> region(regions_[d.region].data(), regions_[d.region].size());
       if (d.offset > region.size() || d.length > region.size() - d.offset) continue;
-      if (auto ok =
-              writer_->write(d.timestamp_ns, region.subspan(d.offset, d.length), d.payload_offset);
-          !ok) {
+      auto frame = region.subspan(d.offset, d.length);
+      uint32_t payload =
+          daqiri_rx_payload_offset(&d, reinterpret_cast<const uint8_t*>(frame.data()));
+      if (auto ok = writer_->write(d.timestamp_ns, frame, payload); !ok) {
         error = ok.error().message;
         break;
       }

@@ -6,11 +6,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "daqiri/abi.h"
+
 namespace daqiri::core {
 
-// A descriptor's payload_offset while its frame is in GPU memory, never read by the daemon
-// (gpudirect pools): the gpu engine finds the offset on the GPU before a consumer sees it.
-inline constexpr uint16_t kPayloadOffsetUnread = 0xffff;
+// A descriptor's payload_offset for a frame the daemon did not read: the only flow of its queue
+// takes every frame (the client finds the payload), or the frame is in GPU memory (gpudirect
+// pools: the gpu engine finds it on the GPU before a consumer sees it).
+inline constexpr uint16_t kPayloadOffsetUnread = DAQIRI_PAYLOAD_UNREAD;
 
 struct PacketFields {
   static constexpr uint8_t kTcp = 6;
@@ -26,27 +29,19 @@ struct PacketFields {
 
   [[gnu::always_inline]] static PacketFields parse(const std::byte* frame, uint32_t length) {
     PacketFields p;
-    auto u8 = [frame](uint32_t at) { return static_cast<uint8_t>(frame[at]); };
-    auto u16 = [&u8](uint32_t at) { return static_cast<uint16_t>(u8(at) << 8 | u8(at + 1)); };
+    const auto* f = reinterpret_cast<const uint8_t*>(frame);
+    auto u16 = [f](uint32_t at) { return static_cast<uint16_t>(f[at] << 8 | f[at + 1]); };
     auto u32 = [&u16](uint32_t at) { return uint32_t{u16(at)} << 16 | u16(at + 2); };
-    uint32_t at = 12;
-    if (length < at + 2) return p;
-    uint16_t type = u16(at);
-    for (int tags = 0; tags < 2 && (type == 0x8100 || type == 0x88a8); ++tags) {
-      at += 4;
-      if (length < at + 2) return p;
-      type = u16(at);
-    }
-    at += 2;
-    if (type != 0x0800 || length < at + 20 || (u8(at) >> 4) != 4) return p;
-    uint32_t ihl = uint32_t(u8(at) & 0x0f) * 4;
-    if (ihl < 20 || length < at + ihl) return p;
+    // The walk to the IPv4 header, and the payload rule below, are the ABI's (abi.h), which
+    // clients use for frames the daemon did not read: both must find the same payload.
+    uint32_t at = daqiri_ipv4_header_offset(f, length);
+    if (at == 0) return p;
     p.ipv4 = true;
-    p.protocol = u8(at + 9);
+    p.protocol = f[at + 9];
     p.src_ip = u32(at + 12);
     p.dst_ip = u32(at + 16);
     bool later_fragment = (u16(at + 6) & 0x1fff) != 0;
-    uint32_t l4 = at + ihl;
+    uint32_t l4 = at + uint32_t(f[at] & 0x0f) * 4;
     if (later_fragment || length < l4 + 4) return p;
     if (p.protocol == kUdp || p.protocol == kTcp) {
       p.src_port = u16(l4);

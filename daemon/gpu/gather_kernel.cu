@@ -42,28 +42,6 @@ __global__ void gather(const GatherJob* jobs, uint8_t* ring_base, daqiri_rx_desc
   if (threadIdx.x == 0) descs[job.slot] = job.desc;
 }
 
-// The UDP payload's offset in a frame, as core::PacketFields finds it on the host (up to two
-// VLAN tags, IPv4 without later fragments); 0 when the frame is not UDP.
-__device__ uint16_t udp_payload_offset(const uint8_t* f, uint32_t len) {
-  auto u16 = [f](uint32_t at) { return static_cast<uint16_t>(f[at] << 8 | f[at + 1]); };
-  uint32_t at = 12;
-  if (len < at + 2) return 0;
-  uint16_t type = u16(at);
-  for (int tags = 0; tags < 2 && (type == 0x8100 || type == 0x88a8); ++tags) {
-    at += 4;
-    if (len < at + 2) return 0;
-    type = u16(at);
-  }
-  at += 2;
-  if (type != 0x0800 || len < at + 20 || (f[at] >> 4) != 4) return 0;
-  uint32_t l4 = at + uint32_t(f[at] & 0x0f) * 4;
-  bool later_fragment = (u16(at + 6) & 0x1fff) != 0;
-  if (l4 < at + 20 || later_fragment || f[at + 9] != core::PacketFields::kUdp || len < l4 + 8) {
-    return 0;
-  }
-  return static_cast<uint16_t>(l4 + 8);
-}
-
 // A thread per descriptor of slots [first, first + n) (mod mask + 1).
 __global__ void find_payloads(const uint8_t* ring_base, daqiri_rx_desc* descs, uint32_t first,
                               uint32_t n, uint32_t mask) {
@@ -71,7 +49,7 @@ __global__ void find_payloads(const uint8_t* ring_base, daqiri_rx_desc* descs, u
   if (i >= n) return;
   daqiri_rx_desc& d = descs[(first + i) & mask];
   if (d.payload_offset == core::kPayloadOffsetUnread) {
-    d.payload_offset = udp_payload_offset(ring_base + d.offset, d.length);
+    d.payload_offset = daqiri_udp_payload_offset(ring_base + d.offset, d.length);
   }
 }
 

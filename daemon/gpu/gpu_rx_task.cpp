@@ -245,7 +245,6 @@ bool GpuRxTask::launch() {
   bool unread = false;  // frames whose payload offset the GPU must find
   for (uint32_t i = 0; i < n; ++i) {
     const daqiri_rx_desc d = *source_ring_.slot<daqiri_rx_desc>(read_ + i);
-    unread |= d.payload_offset == core::kPayloadOffsetUnread;
     GatherJob& j = jobs[i];
     j.desc = d;
     j.slot = (produced_ + i) & (ring_.info().size - 1);
@@ -269,7 +268,13 @@ bool GpuRxTask::launch() {
           presplit ? source_.head(read_ + i) : source_.pools()[d.region]->data() + d.offset;
       std::memcpy(headers_->data() + uint64_t{j.slot} * header_size, from, head);
       j.desc.flags |= DAQIRI_DESC_SPLIT;
+      // The GPU ring gets the frame without its first bytes: find its payload here.
+      if (d.payload_offset == core::kPayloadOffsetUnread) {
+        j.desc.payload_offset = daqiri_udp_payload_offset(reinterpret_cast<const uint8_t*>(from),
+                                                          presplit ? head : d.length);
+      }
     }
+    unread |= j.desc.payload_offset == core::kPayloadOffsetUnread;
     uint32_t copy = len - head;
     if (copy > slot_size) {
       copy = slot_size;

@@ -404,6 +404,36 @@ TEST_F(DpdkTest, PcapReplayDeliversEachFlowToItsClientByteExact) {
   }
 }
 
+// A catch-all alone on its queue takes frames without the daemon reading them: their
+// descriptors say DAQIRI_PAYLOAD_UNREAD and the client library finds each payload itself. With
+// a second flow on the queue the daemon reads every frame to steer it and says where the payload
+// starts. Either way the client sees the same payloads, for every kind of frame the search meets.
+TEST_F(DpdkTest, ClientsFindThePayloadsOfFramesTheDaemonDidNotRead) {
+  std::vector<Frame> frames;
+  uint64_t payload_bytes = 0;
+  for (uint64_t i = 0; i < 100; ++i) {
+    for (auto& [f, at] : payload_search_cases(i)) {
+      if (at != 0) payload_bytes += f.size() - at;
+      frames.push_back(std::move(f));
+    }
+  }
+  std::string pcap = dir_.file("mixed.pcap");
+  write_pcap(pcap, frames);
+  std::string expect = "received " + std::to_string(frames.size()) + " packets, " +
+                       std::to_string(payload_bytes) + " payload bytes";
+  for (const char* other : {"", "  - {name: none, interface: pcap0, match: {udp_dst: 1}}\n"}) {
+    SCOPED_TRACE(*other != 0 ? "the daemon reads the frames" : "unread");
+    start(config(dir_.file("d.sock"), port("pcap0", "net_pcap0,rx_pcap=" + pcap, 1, false),
+                 std::string(other) + "  - {name: all, interface: pcap0, match: {any: true}}\n",
+                 false, unprivileged_access()));
+    auto rx = run(tap("all", frames.size()), user_->ids());
+    ASSERT_EQ(rx.exit_code, 0) << rx.out << rx.err << daemon_->log();
+    EXPECT_THAT(rx.out, HasSubstr(expect));
+    ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
+    daemon_.reset();
+  }
+}
+
 // A veth pair: one end for the daemon's PMD, the other in a network namespace with an address
 // and a static neighbour entry for the daemon's end, where daqiri-gen sends from.
 class VethPair {

@@ -62,4 +62,49 @@ inline std::vector<Frame> read_pcap(const std::string& path) {
   return frames;
 }
 
+// Variations on a frame, for what looks for its payload. Checksums are left as they were: a
+// payload search does not check them.
+inline Frame with_tag(Frame f, uint16_t tpid) {  // a VLAN tag (VID 5) in front of the type
+  std::byte tag[4] = {std::byte(tpid >> 8), std::byte(tpid & 0xff), std::byte{0}, std::byte{5}};
+  f.insert(f.begin() + 12, tag, tag + 4);
+  return f;
+}
+inline Frame with_ethertype(Frame f, uint16_t type) {
+  f[12] = std::byte(type >> 8);
+  f[13] = std::byte(type & 0xff);
+  return f;
+}
+// The IPv4 fields of an untagged frame.
+inline Frame with_ipv4_options(Frame f, size_t words) {
+  f[frame::kEthHeader] = std::byte(0x40 | (5 + words));
+  f.insert(f.begin() + frame::kEthHeader + frame::kIpv4Header, words * 4, std::byte{1});
+  return f;
+}
+inline Frame with_protocol(Frame f, uint8_t protocol) {
+  f[frame::kEthHeader + 9] = std::byte{protocol};
+  return f;
+}
+inline Frame as_later_fragment(Frame f) {  // fragment offset 185 (1480 bytes)
+  f[frame::kEthHeader + 6] = std::byte{0};
+  f[frame::kEthHeader + 7] = std::byte{185};
+  return f;
+}
+
+// A frame of each kind a payload search meets, and where its UDP payload starts (0: none),
+// as abi.h's daqiri_udp_payload_offset() defines it.
+inline std::vector<std::pair<Frame, uint16_t>> payload_search_cases(uint64_t seq) {
+  Frame udp = make_frame(1000, 7000, seq, 100);
+  return {
+      {udp, 42},
+      {with_tag(udp, 0x8100), 46},
+      {with_tag(with_tag(udp, 0x8100), 0x88a8), 50},                   // QinQ
+      {with_tag(with_tag(with_tag(udp, 0x8100), 0x8100), 0x88a8), 0},  // a third tag: not read
+      {with_ipv4_options(udp, 2), 50},
+      {with_protocol(udp, 6), 0},  // TCP
+      {as_later_fragment(udp), 0},
+      {with_ethertype(udp, 0x86dd), 0},           // not IPv4
+      {Frame(udp.begin(), udp.begin() + 40), 0},  // cut inside the UDP header
+  };
+}
+
 }  // namespace daqiri::test

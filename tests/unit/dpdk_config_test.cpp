@@ -10,6 +10,7 @@
 #include "config/dpdk_address.hpp"
 #include "core/packet_fields.hpp"
 #include "daqiri/frame.hpp"
+#include "pcap_frames.hpp"
 #ifdef DAQIRI_HAVE_DPDK
 #include "backends/dpdk/eal_arguments.hpp"
 #include "backends/dpdk/software_reach.hpp"
@@ -208,6 +209,19 @@ TEST(SoftwareSteering, MatchesTheFieldsOfRealFrames) {
   EXPECT_TRUE(any.matches(z));
   m.ipv4_src.reset();
   EXPECT_FALSE(m.matches(z));
+}
+
+// A frame the daemon leaves unread (DAQIRI_PAYLOAD_UNREAD) has its payload found by the client
+// with abi.h's search; one the daemon steers, by the steering parse. Both must agree.
+TEST(PayloadSearch, TheAbisSearchAndSteeringFindTheSamePayload) {
+  for (const auto& [f, expected] : test::payload_search_cases(7)) {
+    auto length = static_cast<uint32_t>(f.size());
+    EXPECT_EQ(daqiri_udp_payload_offset(reinterpret_cast<const uint8_t*>(f.data()), length),
+              expected)
+        << "frame of " << length << " bytes";
+    EXPECT_EQ(core::PacketFields::parse(f.data(), length).payload_offset, expected)
+        << "frame of " << length << " bytes";
+  }
 }
 
 }  // namespace

@@ -58,7 +58,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DAQIRI_ABI_VERSION 3u
+#define DAQIRI_ABI_VERSION 4u
 #define DAQIRI_RING_MAGIC 0x44515249u /* "IRQD" little-endian: "DQRI" */
 #define DAQIRI_MSG_MAGIC 0x4451534du  /* "MSQD" */
 #define DAQIRI_CACHE_LINE 64u
@@ -119,6 +119,12 @@ struct daqiri_ring_header {
  * header slot, the rest at `offset` in the GPU ring (length stays the frame's). */
 #define DAQIRI_DESC_SPLIT 0x20u
 
+/* daqiri_rx_desc.payload_offset when daqirid did not read the frame: the only flow of its
+ * queue takes every frame (a catch-all), so nothing needed reading to steer it. The reader finds
+ * the payload with daqiri_udp_payload_offset() (the client libraries do). GPU rings never carry
+ * it: the daemon's GPU engine resolves it before it rings the doorbell. */
+#define DAQIRI_PAYLOAD_UNREAD 0xffffu
+
 /* One received frame. The frame starts at `offset` in region `region` of the attachment. */
 struct daqiri_rx_desc {
   uint64_t offset;       /* bytes from the start of the region */
@@ -127,7 +133,8 @@ struct daqiri_rx_desc {
   uint32_t flow_id;
   uint16_t region;         /* index in the attachment's region table */
   uint16_t flags;          /* DAQIRI_DESC_* */
-  uint16_t payload_offset; /* of the UDP payload within the frame; 0 when not UDP */
+  uint16_t payload_offset; /* of the UDP payload within the frame; 0 when not UDP;
+                            * DAQIRI_PAYLOAD_UNREAD: not looked for (see there) */
   uint16_t stream; /* STREAM / MESSAGE: which connection of the flow or interface (1, 2, ...) */
 };
 
@@ -268,6 +275,51 @@ struct daqiri_msg_error {
   uint64_t attachment_id;
   char message[256];
 };
+
+/* ---- reading frames ---------------------------------------------------------------------- */
+#if defined(__CUDACC__)
+#define DAQIRI_INLINE static inline __host__ __device__
+#else
+#define DAQIRI_INLINE static inline
+#endif
+
+/* Where the IPv4 header of an Ethernet frame of `length` bytes starts, after up to two VLAN
+ * tags (0x8100, 0x88a8), with its version and its own length checked and wholly inside the
+ * frame; 0 when the frame carries no such header. */
+DAQIRI_INLINE uint32_t daqiri_ipv4_header_offset(const uint8_t* frame, uint32_t length) {
+  uint32_t at = 12;
+  if (length < at + 2) return 0;
+  uint32_t type = (uint32_t)frame[at] << 8 | frame[at + 1];
+  for (int tags = 0; tags < 2 && (type == 0x8100 || type == 0x88a8); ++tags) {
+    at += 4;
+    if (length < at + 2) return 0;
+    type = (uint32_t)frame[at] << 8 | frame[at + 1];
+  }
+  at += 2;
+  if (type != 0x0800 || length < at + 20 || (frame[at] >> 4) != 4) return 0;
+  uint32_t ihl = (uint32_t)(frame[at] & 0x0f) * 4;
+  return ihl < 20 || length < at + ihl ? 0 : at;
+}
+
+/* Where the UDP payload of an Ethernet frame starts, as daqirid finds it for payload_offset:
+ * past the IPv4 header (above), when its protocol is UDP and it is not a later fragment, and
+ * 8 bytes of UDP header; 0 when the frame is not that. */
+DAQIRI_INLINE uint16_t daqiri_udp_payload_offset(const uint8_t* frame, uint32_t length) {
+  uint32_t ip = daqiri_ipv4_header_offset(frame, length);
+  if (ip == 0) return 0;
+  uint32_t l4 = ip + (uint32_t)(frame[ip] & 0x0f) * 4;
+  uint32_t fragment = ((uint32_t)frame[ip + 6] << 8 | frame[ip + 7]) & 0x1fff;
+  if (fragment != 0 || frame[ip + 9] != 17 || length < l4 + 8) return 0;
+  return (uint16_t)(l4 + 8);
+}
+
+/* A descriptor's payload offset: its payload_offset, or when that is DAQIRI_PAYLOAD_UNREAD,
+ * what the search above finds in its frame (`d->length` bytes at `frame`). */
+DAQIRI_INLINE uint16_t daqiri_rx_payload_offset(const struct daqiri_rx_desc* d,
+                                                const uint8_t* frame) {
+  return d->payload_offset != DAQIRI_PAYLOAD_UNREAD ? d->payload_offset
+                                                    : daqiri_udp_payload_offset(frame, d->length);
+}
 
 /* ---- layout checks ----------------------------------------------------------------------- */
 #ifdef __cplusplus

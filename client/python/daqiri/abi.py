@@ -6,7 +6,7 @@ import struct
 
 import numpy as np
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 RING_MAGIC = 0x44515249
 MSG_MAGIC = 0x4451534D
 RING_HEADER_SIZE = 256
@@ -27,6 +27,8 @@ DESC_STREAM = 0x4
 DESC_MESSAGE = 0x8  # RDMA: a whole message
 DESC_REMOTE_WRITE = 0x10  # RDMA: a peer's WRITE with immediate into the remote window
 DESC_SPLIT = 0x20  # GPU ring with header-data split: the frame's first header_size bytes are in its header slot
+# daqiri_rx_desc.payload_offset: the daemon did not read the frame (frames.udp_payload_offset finds it)
+PAYLOAD_UNREAD = 0xFFFF
 
 # enum daqiri_msg_type
 MSG_HELLO, MSG_WELCOME, MSG_CLAIM, MSG_ATTACHED, MSG_DETACH, MSG_DETACHED, MSG_ERROR = range(1, 8)

@@ -57,3 +57,34 @@ def parse_udp(frame):
     end = ETH_HEADER + IPV4_HEADER + max(ulen, UDP_HEADER)
     return ((str(ipaddress.IPv4Address(ip[8])), sport), (str(ipaddress.IPv4Address(ip[9])), dport),
             frame[UDP_HEADERS:end])
+
+
+def udp_payload_offset(frame):
+    """Where the UDP payload of an Ethernet frame (a uint8 array or bytes) starts, as daqirid
+    finds it for a descriptor's payload_offset (abi.h's daqiri_udp_payload_offset): past up to
+    two VLAN tags, an IPv4 header of its own length that is not a later fragment, and the UDP
+    header; 0 when the frame is not that."""
+    head = bytes(frame[:82])  # the deepest it looks: 2 tags, 60 bytes of IPv4, 8 of UDP
+    n = len(frame)
+    at = 12
+    if n < at + 2:
+        return 0
+    kind = head[at] << 8 | head[at + 1]
+    tags = 0
+    while tags < 2 and kind in (0x8100, 0x88A8):
+        at += 4
+        tags += 1
+        if n < at + 2:
+            return 0
+        kind = head[at] << 8 | head[at + 1]
+    at += 2
+    if kind != 0x0800 or n < at + 20 or head[at] >> 4 != 4:
+        return 0
+    ihl = (head[at] & 0x0F) * 4
+    if ihl < 20 or n < at + ihl:
+        return 0
+    l4 = at + ihl
+    fragment = (head[at + 6] << 8 | head[at + 7]) & 0x1FFF
+    if fragment != 0 or head[at + 9] != 17 or n < l4 + 8:
+        return 0
+    return l4 + 8

@@ -4,7 +4,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import abi
+from . import abi, frames
 from .errors import DaqiriError
 from .ring import Ring
 from .stream import ReceiveStream
@@ -31,12 +31,13 @@ class Burst:
     views show whatever lands there next. A burst never spans the ring's end.
     """
 
-    __slots__ = ("_stream", "first", "desc")
+    __slots__ = ("_stream", "first", "desc", "_payload_offsets")
 
     def __init__(self, stream, first, desc):
         self._stream = stream
         self.first = first
         self.desc = desc  # structured array of abi.RX_DESC, a view of the ring's slots
+        self._payload_offsets = None
 
     def __len__(self):
         return len(self.desc)
@@ -52,6 +53,8 @@ class Burst:
         frame = self._stream._region(int(d["region"]))[int(d["offset"]):int(d["offset"]) + int(d["length"])]
         flags = int(d["flags"])
         po = int(d["payload_offset"])
+        if po == abi.PAYLOAD_UNREAD:
+            po = frames.udp_payload_offset(frame)
         whole = flags & (abi.DESC_STREAM | abi.DESC_MESSAGE)  # a stream's bytes, an RDMA message
         payload = frame if whole else frame[po:] if 0 < po <= len(frame) else frame[:0]
         return Packet(frame, payload, int(d["flow_id"]), int(d["timestamp_ns"]), flags, int(d["stream"]))
@@ -75,7 +78,20 @@ class Burst:
 
     @property
     def payload_offsets(self):
-        return self.desc["payload_offset"]
+        """Where each UDP payload starts in its frame (0: not UDP), found here for frames the
+        daemon did not read (abi.PAYLOAD_UNREAD)."""
+        if self._payload_offsets is None:
+            po = self.desc["payload_offset"]
+            unread = np.flatnonzero(po == abi.PAYLOAD_UNREAD)
+            if len(unread):
+                po = po.copy()
+                for i in unread:
+                    d = self.desc[i]
+                    start = int(d["offset"])
+                    region = self._stream._region(int(d["region"]))
+                    po[i] = frames.udp_payload_offset(region[start:start + int(d["length"])])
+            self._payload_offsets = po
+        return self._payload_offsets
 
     @property
     def nbytes(self):
@@ -102,7 +118,7 @@ class Burst:
         starts = d["offset"].astype(np.int64)
         widths = d["length"].astype(np.int64)
         if payload:
-            skip = d["payload_offset"]
+            skip = self.payload_offsets
             starts += skip
             widths -= skip
         width = int(widths[0])

@@ -2,6 +2,7 @@
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
 from daqiri import abi
@@ -90,3 +91,58 @@ def test_offsets_and_constants_match_the_header(c_layout):
     assert c_layout["DAQIRI_TX_CONNECTION_SHIFT"] == abi.TX_CONNECTION_SHIFT
     assert c_layout["DAQIRI_COMPLETION_FAILED"] == abi.COMPLETION_FAILED
     assert c_layout["DAQIRI_COMPLETION_BUFFER"] == abi.COMPLETION_BUFFER
+
+
+PAYLOAD_SEARCH = r"""
+#include <stdio.h>
+#include <string.h>
+#include "daqiri/abi.h"
+int main(void) {  /* a frame in hex a line -> daqiri_udp_payload_offset */
+  static char line[8192];
+  static uint8_t frame[4096];
+  while (fgets(line, sizeof line, stdin)) {
+    uint32_t n = 0;
+    for (const char* p = line; p[0] && p[1] && p[0] != '\n'; p += 2) {
+      unsigned v;
+      sscanf(p, "%2x", &v);
+      frame[n++] = (uint8_t)v;
+    }
+    printf("%u\n", daqiri_udp_payload_offset(frame, n));
+  }
+  return 0;
+}
+"""
+
+
+def test_payload_search_matches_the_header(tmp_path):
+    """frames.udp_payload_offset, which finds the payloads of frames the daemon left unread
+    (abi.PAYLOAD_UNREAD), answers as abi.h's daqiri_udp_payload_offset does."""
+    from daqiri import frames
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    udp = frames.udp_headers(("10.1.0.1", 1000), ("10.1.0.2", 7000), 100) + bytes(range(100))
+
+    def tag(f, tpid):
+        return f[:12] + tpid.to_bytes(2, "big") + b"\x00\x05" + f[12:]
+
+    cases = [
+        (udp, 42),
+        (tag(udp, 0x8100), 46),
+        (tag(tag(udp, 0x8100), 0x88A8), 50),
+        (tag(tag(tag(udp, 0x8100), 0x8100), 0x88A8), 0),  # a third tag is not looked through
+        (udp[:14] + b"\x47" + udp[15:34] + bytes(8) + udp[34:], 50),  # IPv4 options
+        (udp[:23] + b"\x06" + udp[24:], 0),  # TCP
+        (udp[:20] + b"\x00\xb9" + udp[22:], 0),  # a later fragment
+        (udp[:12] + b"\x86\xdd" + udp[14:], 0),  # not IPv4
+        (udp[:40], 0),  # cut inside the UDP header
+        (udp[:13], 0),
+    ]
+    (tmp_path / "search.c").write_text(PAYLOAD_SEARCH)
+    subprocess.run([cc, "-I", str(REPO / "client/include"), "-o", str(tmp_path / "search"),
+                    str(tmp_path / "search.c")], check=True)
+    out = subprocess.run([str(tmp_path / "search")], input="".join(f.hex() + "\n" for f, _ in cases),
+                         check=True, capture_output=True, text=True).stdout.split()
+    assert [int(x) for x in out] == [at for _, at in cases]
+    assert [frames.udp_payload_offset(f) for f, _ in cases] == [at for _, at in cases]
+    assert [frames.udp_payload_offset(np.frombuffer(f, np.uint8)) for f, _ in cases] == [at for _, at in cases]

@@ -1,5 +1,7 @@
 """RX through the real daemon: exact counts, bytes and contents of daqiri-gen's packets."""
+import os
 import socket
+import struct
 
 import numpy as np
 import pytest
@@ -151,3 +153,48 @@ def test_reconnect_after_a_daemon_restart(start_daemon):
         assert tx.send([frame]) == 1
         tx.flush()
         assert sink.recv(16) == b"ok"
+
+
+# net_pcap replays a file of mixed frames to a catch-all alone on its queue: the daemon leaves
+# them unread (abi.PAYLOAD_UNREAD) and the client finds each payload.
+PCAP_CONFIG = """daemon:
+  socket: {socket}
+  metrics: "off"
+{daemon_extra}dpdk: {{hugepages: false, memory_mb: 256}}
+memory_regions:
+  - {{name: rx, kind: host, buf_size: 2048, num_bufs: 2048}}
+interfaces:
+  - name: pcap0
+    backend: dpdk
+    address: "net_pcap0,rx_pcap=PCAP"
+    rx: {{queues: [{{name: rx0, regions: [rx]}}]}}
+flows:
+  - {{name: all, interface: pcap0, match: {{any: true}}}}
+"""
+
+
+def test_payloads_of_frames_the_daemon_did_not_read(start_daemon, workdir):
+    if os.geteuid() != 0:
+        pytest.skip("DPDK's EAL needs root")
+    udp = daqiri.frames.udp_headers(("10.1.0.1", 1000), ("10.1.0.2", 7000), 100) + bytes(range(100))
+    tagged = udp[:12] + b"\x81\x00\x00\x05" + udp[12:]
+    tcp = udp[:23] + b"\x06" + udp[24:]
+    frames = [(udp, 42), (tagged, 46), (tcp, 0), (udp[:40], 0)] * 3
+    pcap = os.path.join(workdir, "mixed.pcap")
+    with open(pcap, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for i, (frame, _) in enumerate(frames):
+            f.write(struct.pack("<IIII", 1, i, len(frame), len(frame)) + frame)
+    d = start_daemon(PCAP_CONFIG.replace("PCAP", pcap))
+    with d.client() as client, client.attach_rx("all", block=True) as rx:
+        got = []
+        while len(got) < len(frames):
+            b = rx.wait_burst(5.0)
+            assert len(b) > 0, "the replay stopped short"
+            assert (b.desc["payload_offset"] == abi.PAYLOAD_UNREAD).all()
+            got += [(bytes(p.frame), bytes(p.payload), int(at)) for p, at in zip(b, b.payload_offsets)]
+            rx.release(b)
+    for (frame, at), (got_frame, payload, got_at) in zip(frames, got):
+        assert got_frame == frame
+        assert got_at == at
+        assert payload == (frame[at:] if at else b"")

@@ -170,6 +170,13 @@ rte_mbuf* DpdkRxQueue::adopt(rte_mbuf* foreign) {
 
 inline DpdkRxFlow* DpdkRxQueue::steer(const Flows& flows, const rte_mbuf* first, bool readable,
                                       core::PacketFields& fields) {
+  // A catch-all alone on the queue takes every frame without reading it: the read was a cache
+  // miss a frame (the NIC's bytes), the client reads the frame anyway and finds the payload
+  // itself (DAQIRI_PAYLOAD_UNREAD).
+  if (flows.size() == 1 && flows[0]->flow().match.any) {
+    fields.payload_offset = core::kPayloadOffsetUnread;
+    return flows[0];
+  }
   if (!readable) {
     fields.payload_offset = core::kPayloadOffsetUnread;
     if ((first->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0) {
