@@ -298,7 +298,7 @@ Packet Burst::operator[](size_t i) const {
   p.frame = {m.data() + d.offset, d.length};
   if (d.flags & (DAQIRI_DESC_STREAM | DAQIRI_DESC_MESSAGE)) {
     p.payload = p.frame;
-  } else {
+  } else if (d.payload_offset != DAQIRI_PAYLOAD_UNREAD || s_->options_.find_payloads) {
     uint32_t at = daqiri_rx_payload_offset(&d, reinterpret_cast<const uint8_t*>(p.frame.data()));
     if (at != 0 && at <= d.length) p.payload = p.frame.subspan(at);
   }

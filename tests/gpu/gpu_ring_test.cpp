@@ -488,34 +488,46 @@ TEST_F(GpuRingTest, HeaderDataSplitHeadersAndPayloadsLineUp) {
 // staging buffers (no NIC buffer split). net_pcap replays daqiri-gen's frames from a file the
 // test writes; the client puts each frame back together from its header slot and GPU slot and
 // finds exactly what was written, through the gather kernel and through copy-engine runs (the
-// queue's buffers come back in release order, so whole bursts are runs).
+// queue's buffers come back in release order, so whole bursts are runs). And the same frames
+// whole, without the split.
 TEST_F(GpuRingTest, HeaderDataSplitOnADpdkQueue) {
   std::vector<Frame> frames;
   for (uint64_t i = 0; i < 3000; ++i)
     frames.push_back(make_frame(1000, 4096, i, 1000));
   std::string pcap = dir_.file("in.pcap");
   write_pcap(pcap, frames);
-  for (std::string copy : {"gather", "dma"}) {
-    SCOPED_TRACE(copy);
-    start(
-        dpdk_daemon() +
-        "memory_regions:\n"
-        "  - {name: hdr, kind: host, buf_size: 64, num_bufs: 64}\n"
-        "  - {name: gpu_rx, kind: device, gpu: 0, buf_size: 2048, num_bufs: 8192, gpu_copy: " +
-        copy +
-        "}\n"
-        "interfaces:\n"
-        "  - name: pcap0\n"
-        "    backend: dpdk\n"
-        "    address: \"net_pcap0,rx_pcap=" +
-        pcap +
-        "\"\n"
-        "    rx: {queues: [{name: rx0, batch_size: 64, ring_size: 4096, regions: [hdr, gpu_rx]}]}\n"
-        "flows:\n"
-        "  - {name: stream0, interface: pcap0, queue: rx0, match: {udp_dst: 4096}}\n");
-    auto rx = receive("stream0", 3000, {"--style", "hds"});
-    EXPECT_EQ(rx->wait(60s), 0) << rx->output() << daemon_->log();
-    EXPECT_EQ(parse(rx->output()), expected(4096, 3000, 1000)) << rx->output();
+  // A catch-all alone on the queue takes the frames unread (DAQIRI_PAYLOAD_UNREAD): the engine
+  // finds their payloads, on the CPU for the frames it splits, on the GPU for whole ones.
+  for (std::string match : {"{udp_dst: 4096}", "{any: true}"}) {
+    for (std::string copy : {"gather", "dma"}) {
+      for (bool split : {true, false}) {
+        SCOPED_TRACE(match + " " + copy + (split ? " split" : " whole"));
+        start(dpdk_daemon() +
+              "memory_regions:\n"
+              "  - {name: hdr, kind: host, buf_size: 64, num_bufs: 64}\n"
+              "  - {name: gpu_rx, kind: device, gpu: 0, buf_size: 2048, num_bufs: 8192, "
+              "gpu_copy: " +
+              copy +
+              "}\n"
+              "interfaces:\n"
+              "  - name: pcap0\n"
+              "    backend: dpdk\n"
+              "    address: \"net_pcap0,rx_pcap=" +
+              pcap +
+              "\"\n"
+              "    rx: {queues: [{name: rx0, batch_size: 64, ring_size: 4096, regions: [" +
+              (split ? "hdr, " : "") +
+              "gpu_rx]}]}\n"
+              "flows:\n"
+              "  - {name: stream0, interface: pcap0, queue: rx0, match: " +
+              match + "}\n");
+        auto rx = receive(
+            "stream0", 3000,
+            split ? std::vector<std::string>{"--style", "hds"} : std::vector<std::string>{});
+        EXPECT_EQ(rx->wait(60s), 0) << rx->output() << daemon_->log();
+        EXPECT_EQ(parse(rx->output()), expected(4096, 3000, 1000)) << rx->output();
+      }
+    }
   }
 }
 

@@ -407,13 +407,15 @@ TEST_F(DpdkTest, PcapReplayDeliversEachFlowToItsClientByteExact) {
 // A catch-all alone on its queue takes frames without the daemon reading them: their
 // descriptors say DAQIRI_PAYLOAD_UNREAD and the client library finds each payload itself. With
 // a second flow on the queue the daemon reads every frame to steer it and says where the payload
-// starts. Either way the client sees the same payloads, for every kind of frame the search meets.
+// starts. Either way the client sees the same payloads, for every kind of frame the search meets;
+// a client that asks for frames only (find_payloads off) gets no payload of an unread frame.
 TEST_F(DpdkTest, ClientsFindThePayloadsOfFramesTheDaemonDidNotRead) {
   std::vector<Frame> frames;
-  uint64_t payload_bytes = 0;
+  uint64_t payload_bytes = 0, frame_bytes = 0;
   for (uint64_t i = 0; i < 100; ++i) {
     for (auto& [f, at] : payload_search_cases(i)) {
       if (at != 0) payload_bytes += f.size() - at;
+      frame_bytes += f.size();
       frames.push_back(std::move(f));
     }
   }
@@ -429,6 +431,20 @@ TEST_F(DpdkTest, ClientsFindThePayloadsOfFramesTheDaemonDidNotRead) {
     auto rx = run(tap("all", frames.size()), user_->ids());
     ASSERT_EQ(rx.exit_code, 0) << rx.out << rx.err << daemon_->log();
     EXPECT_THAT(rx.out, HasSubstr(expect));
+    ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
+    daemon_.reset();
+    // Again (net_pcap replays the file from the start), for a client that wants frames only.
+    start(config(dir_.file("d.sock"), port("pcap0", "net_pcap0,rx_pcap=" + pcap, 1, false),
+                 std::string(other) + "  - {name: all, interface: pcap0, match: {any: true}}\n",
+                 false, unprivileged_access()));
+    auto frames_only =
+        run({test_client_path(), "frames-rx", socket_, "all", std::to_string(frames.size())},
+            user_->ids());
+    ASSERT_EQ(frames_only.exit_code, 0) << frames_only.out << daemon_->log();
+    EXPECT_THAT(frames_only.out,
+                HasSubstr("received " + std::to_string(frames.size()) + " packets, " +
+                          std::to_string(frame_bytes) + " frame bytes, " +
+                          std::to_string(*other != 0 ? payload_bytes : 0) + " payload bytes"));
     ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
     daemon_.reset();
   }

@@ -6,6 +6,8 @@
 //   reconnect SOCKET FLOW COUNT   receive COUNT packets, reconnecting across daemon restarts
 //   stream-rx SOCKET FLOW BYTES   receive a TCP flow's streams; print bytes and FNV-1a of each
 //   queue-rx SOCKET IF QUEUE COUNT  receive every flow of an RX queue through one ring
+//   frames-rx SOCKET FLOW COUNT   receive COUNT packets with find_payloads off; print frame and
+//                                 payload bytes
 //   attach-many SOCKET FLOW N     attach to FLOW N times in one session, print each, then sleep
 //   tx-kick SOCKET DSTPORT        submit through the raw ABI while the daemon sleeps; kick it
 //   kick-storm SOCKET N           write the TX kick eventfd N times, submitting nothing
@@ -286,6 +288,33 @@ int stream_rx(const std::string& socket, const std::string& flow, uint64_t total
         static_cast<unsigned long long>(s.second));
   }
   return got == total ? 0 : 1;
+}
+
+// Receives `count` packets with RxOptions::find_payloads off; prints the frame and payload
+// bytes it saw (payloads of frames the daemon left unread stay empty).
+int frames_rx(const std::string& socket, const std::string& flow, uint64_t count) {
+  auto c = connect(socket, "test-frames");
+  daqiri::RxOptions o;
+  o.flow = flow;
+  o.block = true;
+  o.find_payloads = false;
+  auto* rx = &attach(*c, o);
+  uint64_t got = 0, frame_bytes = 0, payload_bytes = 0;
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (got < count && std::chrono::steady_clock::now() < deadline) {
+    auto b = rx->wait_burst(200ms);
+    if (!b) return 1;
+    for (const auto& p : *b) {
+      frame_bytes += p.frame.size();
+      payload_bytes += p.payload.size();
+    }
+    got += b->size();
+    rx->release(*b);
+  }
+  say("received %llu packets, %llu frame bytes, %llu payload bytes",
+      static_cast<unsigned long long>(got), static_cast<unsigned long long>(frame_bytes),
+      static_cast<unsigned long long>(payload_bytes));
+  return got == count ? 0 : 1;
 }
 
 // Receives `count` packets from every flow of an RX queue through one ring; prints how many of
@@ -597,6 +626,7 @@ int main(int argc, char** argv) {
   }
   if (a.size() == 4 && a[0] == "reconnect") return reconnect(a[1], a[2], std::stoull(a[3]));
   if (a.size() == 4 && a[0] == "stream-rx") return stream_rx(a[1], a[2], std::stoull(a[3]));
+  if (a.size() == 4 && a[0] == "frames-rx") return frames_rx(a[1], a[2], std::stoull(a[3]));
   if (a.size() == 5 && a[0] == "queue-rx") return queue_rx(a[1], a[2], a[3], std::stoull(a[4]));
   if (a.size() == 4 && a[0] == "hostile") return hostile(a[1], a[2], a[3]);
   if (a.size() == 3 && a[0] == "kick-storm") return kick_storm(a[1], std::stoull(a[2]));
