@@ -170,13 +170,6 @@ rte_mbuf* DpdkRxQueue::adopt(rte_mbuf* foreign) {
 
 inline DpdkRxFlow* DpdkRxQueue::steer(const Flows& flows, const rte_mbuf* first, bool readable,
                                       core::PacketFields& fields) {
-  // A catch-all alone on the queue takes every frame without reading it: the read was a cache
-  // miss a frame (the NIC's bytes), the client reads the frame anyway and finds the payload
-  // itself (DAQIRI_PAYLOAD_UNREAD).
-  if (flows.size() == 1 && flows[0]->flow().match.any) {
-    fields.payload_offset = core::kPayloadOffsetUnread;
-    return flows[0];
-  }
   if (!readable) {
     fields.payload_offset = core::kPayloadOffsetUnread;
     if ((first->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0) {
@@ -238,6 +231,12 @@ bool DpdkRxQueue::poll() {
   uint16_t n = rte_eth_rx_burst(port_, queue_, rx_.data(), static_cast<uint16_t>(batch_));
   reclaim(flows);
   if (n == 0) return false;
+  // A catch-all alone on the queue takes every frame without reading it: the read was a cache
+  // miss a frame (the NIC's bytes), and a client that wants the payload reads the frame anyway
+  // and finds it there (DAQIRI_PAYLOAD_UNREAD). Decided once a poll: per frame, the loads
+  // behind it waited on the ring slots' stores.
+  DpdkRxFlow* takes_all = flows.size() == 1 && flows[0]->flow().match.any ? flows[0] : nullptr;
+  const bool on_device = frames_on_device();
   uint64_t now = dataplane::ReceiveClock::now_ns();
   uint32_t dropped = 0;
   uint64_t bytes = 0;
@@ -268,7 +267,7 @@ bool DpdkRxQueue::poll() {
       flags |= DAQIRI_DESC_SPLIT;
     }
     if (m != nullptr && !owned(m)) {
-      if (frames_on_device()) {  // nothing the CPU could copy into GPU memory
+      if (on_device) {  // nothing the CPU could copy into GPU memory
         dataplane::bump(counters.no_buffer, 1);
         drop_[dropped++] = m;
         continue;
@@ -281,7 +280,12 @@ bool DpdkRxQueue::poll() {
     }
     core::PacketFields fields;
     const rte_mbuf* first = header != nullptr ? header : m;
-    DpdkRxFlow* flow = steer(flows, first, header != nullptr || !frames_on_device(), fields);
+    DpdkRxFlow* flow = takes_all;
+    if (flow != nullptr) {
+      fields.payload_offset = core::kPayloadOffsetUnread;
+    } else {
+      flow = steer(flows, first, header != nullptr || !on_device, fields);
+    }
     std::span<const std::byte> head;
     if (header != nullptr) head = {rte_pktmbuf_mtod(header, const std::byte*), header->data_len};
     uint32_t length = static_cast<uint32_t>(head.size()) + (m != nullptr ? m->data_len : 0);
