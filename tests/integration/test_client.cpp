@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -290,6 +291,23 @@ int stream_rx(const std::string& socket, const std::string& flow, uint64_t total
   return got == total ? 0 : 1;
 }
 
+// Hands every packet that arrives to `use` until `count` came or 30 s passed; how many came,
+// or nothing when the stream broke.
+template <class Use>
+std::optional<uint64_t> receive(daqiri::RxStream& rx, uint64_t count, Use use) {
+  uint64_t got = 0;
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (got < count && std::chrono::steady_clock::now() < deadline) {
+    auto b = rx.wait_burst(200ms);
+    if (!b) return std::nullopt;
+    for (const auto& p : *b)
+      use(p);
+    got += b->size();
+    rx.release(*b);
+  }
+  return got;
+}
+
 // Receives `count` packets with RxOptions::find_payloads off; prints the frame and payload
 // bytes it saw (payloads of frames the daemon left unread stay empty).
 int frames_rx(const std::string& socket, const std::string& flow, uint64_t count) {
@@ -298,23 +316,16 @@ int frames_rx(const std::string& socket, const std::string& flow, uint64_t count
   o.flow = flow;
   o.block = true;
   o.find_payloads = false;
-  auto* rx = &attach(*c, o);
-  uint64_t got = 0, frame_bytes = 0, payload_bytes = 0;
-  auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (got < count && std::chrono::steady_clock::now() < deadline) {
-    auto b = rx->wait_burst(200ms);
-    if (!b) return 1;
-    for (const auto& p : *b) {
-      frame_bytes += p.frame.size();
-      payload_bytes += p.payload.size();
-    }
-    got += b->size();
-    rx->release(*b);
-  }
+  uint64_t frame_bytes = 0, payload_bytes = 0;
+  auto got = receive(attach(*c, o), count, [&](const daqiri::Packet& p) {
+    frame_bytes += p.frame.size();
+    payload_bytes += p.payload.size();
+  });
+  if (!got) return 1;
   say("received %llu packets, %llu frame bytes, %llu payload bytes",
-      static_cast<unsigned long long>(got), static_cast<unsigned long long>(frame_bytes),
+      static_cast<unsigned long long>(*got), static_cast<unsigned long long>(frame_bytes),
       static_cast<unsigned long long>(payload_bytes));
-  return got == count ? 0 : 1;
+  return *got == count ? 0 : 1;
 }
 
 // Receives `count` packets from every flow of an RX queue through one ring; prints how many of
@@ -326,26 +337,20 @@ int queue_rx(const std::string& socket, const std::string& itf, const std::strin
   o.interface = itf;
   o.queue = queue;
   o.block = true;
-  auto* rx = &attach(*c, o);
+  auto& rx = attach(*c, o);
   say("attached");
   std::map<uint32_t, uint64_t> per_flow;
-  uint64_t got = 0, bad = 0;
-  auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (got < count && std::chrono::steady_clock::now() < deadline) {
-    auto b = rx->wait_burst(200ms);
-    if (!b) return 1;
-    for (const auto& p : *b) {
-      daqiri::pattern::Header h{};
-      if (daqiri::pattern::check(p.payload, h) != daqiri::pattern::Check::kOk) ++bad;
-      ++per_flow[p.flow_id];
-      ++got;
-    }
-    rx->release(*b);
-  }
+  uint64_t bad = 0;
+  auto got = receive(rx, count, [&](const daqiri::Packet& p) {
+    daqiri::pattern::Header h{};
+    if (daqiri::pattern::check(p.payload, h) != daqiri::pattern::Check::kOk) ++bad;
+    ++per_flow[p.flow_id];
+  });
+  if (!got) return 1;
   for (const auto& [flow, n] : per_flow)
     say("flow %u packets %llu", flow, static_cast<unsigned long long>(n));
   say("bad %llu", static_cast<unsigned long long>(bad));
-  return got == count && bad == 0 ? 0 : 1;
+  return *got == count && bad == 0 ? 0 : 1;
 }
 
 // ---- the raw ABI, for misbehaving on purpose ----
