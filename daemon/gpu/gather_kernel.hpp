@@ -22,7 +22,7 @@ struct GatherJob {
 static_assert(sizeof(GatherJob) == 48);
 
 // For frames the daemon never read (core::kPayloadOffsetUnread: in a gpudirect pool, or taken
-// by a catch-all flow alone on its queue) and copied whole into the ring, finds
+// by a flow alone on its queue that takes every frame) and copied whole into the ring, finds
 // the UDP payload in the ring slots [first, first + count) (mod mask + 1) already written, and
 // sets their descriptors' payload_offset.
 cudaError_t launch_find_payloads(const uint8_t* ring_base, daqiri_rx_desc* descs, uint32_t first,

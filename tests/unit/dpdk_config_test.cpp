@@ -170,6 +170,23 @@ TEST(SoftwareSteering, SaysWhereAFlowWithoutARuleCanSeeFrames) {
   EXPECT_EQ(software_reach(false, true, 0), SoftwareReach::kReaches);
   EXPECT_EQ(software_reach(false, false, 3), SoftwareReach::kReaches);
 }
+
+// A queue's one flow takes its frames unread when no other frame can be on the queue: it is a
+// catch-all, or the NIC steers it where only rules deliver (an isolated port, a NIC's other
+// queues). A rule on a queue where frames without one land too (a vdev, a NIC's first queue)
+// is not enough, nor a software-steered flow anywhere.
+TEST(SoftwareSteering, SaysWhenAQueuesOneFlowTakesEveryFrameUnread) {
+  using backends::dpdk::SoftwareReach;
+  using backends::dpdk::takes_every_frame;
+  for (auto reach :
+       {SoftwareReach::kReaches, SoftwareReach::kIsolated, SoftwareReach::kNotFirstQueue}) {
+    EXPECT_TRUE(takes_every_frame(true, false, reach));
+    EXPECT_FALSE(takes_every_frame(false, false, reach));
+  }
+  EXPECT_TRUE(takes_every_frame(false, true, SoftwareReach::kIsolated));
+  EXPECT_TRUE(takes_every_frame(false, true, SoftwareReach::kNotFirstQueue));
+  EXPECT_FALSE(takes_every_frame(false, true, SoftwareReach::kReaches));
+}
 #endif
 
 TEST(SoftwareSteering, MatchesTheFieldsOfRealFrames) {

@@ -120,7 +120,8 @@ struct daqiri_ring_header {
 #define DAQIRI_DESC_SPLIT 0x20u
 
 /* daqiri_rx_desc.payload_offset when daqirid did not read the frame: the only flow of its
- * queue takes every frame (a catch-all), so nothing needed reading to steer it. The reader finds
+ * queue takes every frame (a catch-all, or a flow the NIC steers to a queue only its rules
+ * reach), so nothing needed reading to steer it. The reader finds
  * the payload with daqiri_udp_payload_offset() (the client libraries do). GPU rings never carry
  * it: the daemon's GPU engine resolves it before it rings the doorbell. */
 #define DAQIRI_PAYLOAD_UNREAD 0xffffu

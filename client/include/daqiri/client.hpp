@@ -46,7 +46,7 @@ struct RxOptions {
   // GPU rings: cudaMalloc'd and opened through a legacy cudaIpcMemHandle_t instead of a CUDA
   // VMM fd (for tools that only open those).
   bool cuda_ipc = false;
-  // Packet::payload of a frame the daemon left unread (a catch-all alone on its DPDK queue:
+  // Packet::payload of a frame the daemon left unread (the one flow of its DPDK queue:
   // DAQIRI_PAYLOAD_UNREAD) is found in the frame, a read of its first cache line. false leaves
   // it empty, for a client that wants frames only (a capture, a forwarder, a protocol that is
   // not UDP) and would not read them otherwise.

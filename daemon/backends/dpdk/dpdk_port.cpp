@@ -7,6 +7,7 @@
 
 #include <array>
 
+#include "backends/dpdk/software_reach.hpp"
 #include "config/dpdk_address.hpp"
 
 namespace daqiri::backends::dpdk {
@@ -119,6 +120,7 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
     setup.socket = socket;
     setup.dma_device = dma;
     setup.in_order = gpu_staged;
+    setup.reach = software_reach(port->isolated_, port->pci_, static_cast<uint16_t>(q.id));
     if (auto d = device_pools.find(itf.name + "/" + q.name); d != device_pools.end()) {
       setup.device = &d->second;
     }

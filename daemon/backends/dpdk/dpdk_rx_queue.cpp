@@ -29,7 +29,7 @@ Result<std::unique_ptr<DpdkRxQueue>> DpdkRxQueue::create(const RxQueueSetup& s) 
                   : memory::BufferPool::create(s.pool_name, s.buf_size, s.num_bufs, s.huge);
   if (!pool) return std::unexpected(pool.error());
   std::unique_ptr<DpdkRxQueue> q(
-      new DpdkRxQueue(s.port, s.queue, std::move(*pool), std::min(s.batch, kMaxBatch)));
+      new DpdkRxQueue(s.port, s.queue, std::move(*pool), std::min(s.batch, kMaxBatch), s.reach));
   auto ext = s.device != nullptr ? ExternalMemory::register_range(s.device->base, s.device->bytes,
                                                                   kGpuPageSize, s.dma_device)
                                  : ExternalMemory::register_memory(q->pool_.memory(), s.dma_device);
@@ -59,9 +59,11 @@ Result<std::unique_ptr<DpdkRxQueue>> DpdkRxQueue::create(const RxQueueSetup& s) 
   return q;
 }
 
-DpdkRxQueue::DpdkRxQueue(uint16_t port, uint16_t queue, memory::BufferPool pool, uint32_t batch)
+DpdkRxQueue::DpdkRxQueue(uint16_t port, uint16_t queue, memory::BufferPool pool, uint32_t batch,
+                         SoftwareReach reach)
     : port_(port),
       queue_(queue),
+      reach_(reach),
       pool_(std::move(pool)),
       batch_(batch),
       flows_(std::make_unique<const Flows>()),
@@ -168,6 +170,16 @@ rte_mbuf* DpdkRxQueue::adopt(rte_mbuf* foreign) {
   return m;
 }
 
+// A flow alone on the queue that takes every frame (a catch-all, or one the NIC steers where
+// nothing else reaches) takes them without the poller reading them: the read was a cache miss a
+// frame (the NIC's bytes), and a client that wants the payload reads the frame anyway and finds
+// it there (DAQIRI_PAYLOAD_UNREAD).
+DpdkRxFlow* DpdkRxQueue::takes_all(const Flows& flows) const {
+  if (flows.size() != 1) return nullptr;
+  DpdkRxFlow* f = flows.front();
+  return takes_every_frame(f->flow().match.any, f->nic_steered(), reach_) ? f : nullptr;
+}
+
 inline DpdkRxFlow* DpdkRxQueue::steer(const Flows& flows, const rte_mbuf* first, bool readable,
                                       core::PacketFields& fields) {
   if (!readable) {
@@ -231,11 +243,8 @@ bool DpdkRxQueue::poll() {
   uint16_t n = rte_eth_rx_burst(port_, queue_, rx_.data(), static_cast<uint16_t>(batch_));
   reclaim(flows);
   if (n == 0) return false;
-  // A catch-all alone on the queue takes every frame without reading it: the read was a cache
-  // miss a frame (the NIC's bytes), and a client that wants the payload reads the frame anyway
-  // and finds it there (DAQIRI_PAYLOAD_UNREAD). Decided once a poll: per frame, the loads
-  // behind it waited on the ring slots' stores.
-  DpdkRxFlow* takes_all = flows.size() == 1 && flows[0]->flow().match.any ? flows[0] : nullptr;
+  // Decided once a poll: per frame, the loads behind it waited on the ring slots' stores.
+  DpdkRxFlow* takes_all = this->takes_all(flows);
   const bool on_device = frames_on_device();
   uint64_t now = dataplane::ReceiveClock::now_ns();
   uint32_t dropped = 0;

@@ -20,6 +20,7 @@
 
 #include "backends/dpdk/external_memory.hpp"
 #include "backends/dpdk/hardware_steering.hpp"
+#include "backends/dpdk/software_reach.hpp"
 #include "core/packet_fields.hpp"
 #include "dataplane/nic_stats.hpp"
 #include "dataplane/rx_flow_task.hpp"
@@ -46,6 +47,8 @@ class DpdkRxFlow final : public dataplane::RxFlowTask {
   }
   // The NIC marks this flow's frames with its id (RTE_MBUF_F_RX_FDIR_ID).
   [[nodiscard]] bool marked() const { return rule_ && rule_->marked(); }
+  // The NIC steers it: its rte_flow rule was accepted.
+  [[nodiscard]] bool nic_steered() const { return rule_ != nullptr; }
 
  private:
   core::Flow flow_;
@@ -79,6 +82,8 @@ struct RxQueueSetup {
   bool in_order = false;
   // gpudirect: the pool in this GPU memory instead of a memfd.
   const memory::DeviceMemory* device = nullptr;
+  // Which frames reach the queue without an rte_flow rule (software_reach()).
+  SoftwareReach reach = SoftwareReach::kReaches;
   // The NIC's buffer split (RTE_ETH_RX_OFFLOAD_BUFFER_SPLIT): each frame's first `split` bytes
   // into a header mbuf pool of the EAL's (copied beside GPU rings, then freed), the rest into
   // this queue's pool. 0: whole frames.
@@ -123,7 +128,10 @@ class DpdkRxQueue final : public dataplane::PollTask {
 
  private:
   using Flows = std::vector<DpdkRxFlow*>;  // catch-all last
-  DpdkRxQueue(uint16_t port, uint16_t queue, memory::BufferPool pool, uint32_t batch);
+  DpdkRxQueue(uint16_t port, uint16_t queue, memory::BufferPool pool, uint32_t batch,
+              SoftwareReach reach);
+  // The flow that takes every frame of the poll unread (takes_every_frame()), or null.
+  [[nodiscard]] DpdkRxFlow* takes_all(const Flows& flows) const;
   [[nodiscard]] bool owned(const rte_mbuf* m) const { return m->pool == mempool(); }
   [[nodiscard]] uint32_t index_of(const rte_mbuf* m) const {
     return pool_.index_at(static_cast<const std::byte*>(m->buf_addr));
@@ -153,6 +161,7 @@ class DpdkRxQueue final : public dataplane::PollTask {
 
   uint16_t port_;
   uint16_t queue_;
+  SoftwareReach reach_;
   memory::BufferPool pool_;  // buffer refs; its free stack holds buffers to give back to DPDK
   std::unique_ptr<ExternalMbufPool> mbufs_pool_;
   rte_mempool* private_pool_ = nullptr;

@@ -19,4 +19,12 @@ inline SoftwareReach software_reach(bool isolated, bool pci, uint16_t queue) {
   return SoftwareReach::kReaches;
 }
 
+// Whether the frames on a queue whose one flow is this one are all the flow's, so that the
+// poller need not read them to steer them: a catch-all takes every frame; a flow the NIC steers
+// (its rte_flow rule was accepted) gets only what the rule matched where no frame reaches the
+// queue but through rules (`reach` not kReaches).
+inline bool takes_every_frame(bool catch_all, bool nic_steered, SoftwareReach reach) {
+  return catch_all || (nic_steered && reach != SoftwareReach::kReaches);
+}
+
 }  // namespace daqiri::backends::dpdk
