@@ -121,9 +121,9 @@ struct daqiri_ring_header {
 
 /* daqiri_rx_desc.payload_offset when daqirid did not read the frame: the only flow of its
  * queue takes every frame (a catch-all, or a flow the NIC steers to a queue only its rules
- * reach), so nothing needed reading to steer it. The reader finds
- * the payload with daqiri_udp_payload_offset() (the client libraries do). GPU rings never carry
- * it: the daemon's GPU engine resolves it before it rings the doorbell. */
+ * reach), so nothing needed reading to steer it. The reader finds the payload with
+ * daqiri_rx_payload_offset() below (the client libraries do). GPU rings never carry it: the
+ * daemon's GPU engine resolves it before it rings the doorbell. */
 #define DAQIRI_PAYLOAD_UNREAD 0xffffu
 
 /* One received frame. The frame starts at `offset` in region `region` of the attachment. */
