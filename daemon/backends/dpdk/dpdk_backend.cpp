@@ -59,8 +59,7 @@ dataplane::PollTask* DpdkBackend::tx_task(const std::string& interface,
 
 Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(
     const core::Flow& flow, const dataplane::Epoch& epoch) {
-  const Port* port_of_flow = port(flow.interface);
-  DpdkRxQueue* queue = port_of_flow != nullptr ? port_of_flow->rx(flow.queue) : nullptr;
+  DpdkRxQueue* queue = rx_queue(flow.interface, flow.queue);
   if (queue == nullptr) {
     return fail(ErrorCode::kNotFound, "no DPDK RX queue " + flow.interface + "/" + flow.queue);
   }
@@ -78,7 +77,7 @@ Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(
   if (!rule) {
     std::string why =
         flow.match.any ? "a catch-all has none" : "the NIC took none: " + why_software;
-    switch (software_reach(port_of_flow->isolated(), port_of_flow->pci(), queue->queue())) {
+    switch (queue->reach()) {
       case SoftwareReach::kIsolated:
         return fail(ErrorCode::kFailedPrecondition,
                     "flow \"" + flow.name + "\": interface " + flow.interface +

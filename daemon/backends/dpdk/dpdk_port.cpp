@@ -40,7 +40,6 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
     return std::unexpected(ok.error());
   }
   std::unique_ptr<Port> port(new Port(itf.name, id, info.driver_name ? info.driver_name : "?"));
-  port->pci_ = address->pci;
   rte_device* dma = address->pci ? info.device : nullptr;
   int socket = rte_eth_dev_socket_id(id);
   if (socket < 0) socket = SOCKET_ID_ANY;
@@ -56,6 +55,7 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
                 where + ": " + port->driver_ + " offers " + std::to_string(info.max_rx_queues) +
                     " RX and " + std::to_string(info.max_tx_queues) + " TX queues");
   }
+  bool isolated = false;  // only what rte_flow rules steer reaches the port
   if (itf.flow_isolation) {
     // Isolated mode: the port receives only what rte_flow rules send it; everything else
     // (ARP, control traffic) stays with the kernel on bifurcated PMDs (mlx5).
@@ -65,7 +65,7 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
                   where + ": flow_isolation: " + port->driver_ + " refuses isolated mode (" +
                       (error.message ? error.message : "unsupported") + ")");
     }
-    port->isolated_ = true;
+    isolated = true;
   }
   // Header-data split queues: the NIC splits where it can (mlx5's buffer split), into a header
   // mbuf pool and the payload region's; elsewhere the GPU engine splits whole frames, which a
@@ -120,7 +120,7 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
     setup.socket = socket;
     setup.dma_device = dma;
     setup.in_order = gpu_staged;
-    setup.reach = software_reach(port->isolated_, port->pci_, static_cast<uint16_t>(q.id));
+    setup.reach = software_reach(isolated, address->pci, static_cast<uint16_t>(q.id));
     if (auto d = device_pools.find(itf.name + "/" + q.name); d != device_pools.end()) {
       setup.device = &d->second;
     }

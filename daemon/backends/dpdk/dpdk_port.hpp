@@ -33,9 +33,6 @@ class Port {
   [[nodiscard]] const std::map<std::string, std::unique_ptr<DpdkTxQueue>>& tx_queues() const {
     return tx_;
   }
-  // A NIC by PCI address (not a virtual device), and whether flow_isolation is on.
-  [[nodiscard]] bool pci() const { return pci_; }
-  [[nodiscard]] bool isolated() const { return isolated_; }
   [[nodiscard]] dataplane::NicStats stats() const;
   [[nodiscard]] std::string link_state() const;
 
@@ -45,8 +42,6 @@ class Port {
   std::string name_;
   uint16_t id_;
   std::string driver_;
-  bool pci_ = false;
-  bool isolated_ = false;
   bool started_ = false;
   std::map<std::string, std::unique_ptr<DpdkRxQueue>> rx_;
   std::map<std::string, std::unique_ptr<DpdkTxQueue>> tx_;

@@ -119,6 +119,8 @@ class DpdkRxQueue final : public dataplane::PollTask {
   [[nodiscard]] memory::BufferPool& pool() { return pool_; }
   [[nodiscard]] uint16_t port() const { return port_; }
   [[nodiscard]] uint16_t queue() const { return queue_; }
+  // Which frames reach it without an rte_flow rule (fixed when its port was set up).
+  [[nodiscard]] SoftwareReach reach() const { return reach_; }
   RxQueueCounters counters;
   [[nodiscard]] dataplane::NicQueueStats stats(const std::string& name) const;
 
