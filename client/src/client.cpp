@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -97,6 +98,7 @@ v1::AttachRequest rx_request(const RxOptions& o) {
   }
   req.set_ring_size(o.ring_size);
   req.set_backpressure(o.block ? v1::BACKPRESSURE_BLOCK : v1::BACKPRESSURE_DROP_NEW);
+  req.set_compact(o.compact);
   return req;
 }
 
@@ -275,37 +277,80 @@ struct RxStream::State {
   abi::RingView ring;
   uint32_t read = 0;      // next descriptor to hand out
   uint32_t released = 0;  // consumer index published
+  bool compact = false;   // daqiri_rx_desc_compact slots
+  // The regions' mappings, where a descriptor's check finds them without the vector's
+  // arithmetic (a division by the element size, per packet).
+  std::array<std::span<const std::byte>, DAQIRI_MAX_REGIONS> views{};
+  uint32_t view_count = 0;
 
-  Result<> adopt(Attached a) {
-    auto r = abi::RingView::open(a.rings.data() + a.ring_offset, a.rings.size() - a.ring_offset,
-                                 DAQIRI_RING_RX, sizeof(daqiri_rx_desc));
+  Result<> adopt(Attached a, bool compact_slots) {
+    auto r = abi::RingView::open(
+        a.rings.data() + a.ring_offset, a.rings.size() - a.ring_offset,
+        compact_slots ? DAQIRI_RING_RX_COMPACT : DAQIRI_RING_RX,
+        compact_slots ? sizeof(daqiri_rx_desc_compact) : sizeof(daqiri_rx_desc));
     if (!r) return fail(ErrorCode::kInternal, "the daemon's RX ring does not check out");
+    if (a.regions.size() > views.size()) return fail(ErrorCode::kInternal, "too many regions");
     attached = std::move(a);
     ring = *r;
     read = released = 0;
+    compact = compact_slots;
+    view_count = static_cast<uint32_t>(attached.regions.size());
+    for (uint32_t i = 0; i < view_count; ++i)
+      views[i] = {attached.regions[i].map.data(), attached.regions[i].map.size()};
     return {};
+  }
+  // The frame of region `region` at `offset`; null (not just empty: an RDMA message may be)
+  // when that is outside the region's mapping: descriptors come from the daemon, but a bad one
+  // must not make us read outside a mapping.
+  [[nodiscard]] std::span<const std::byte> frame(uint32_t region, uint64_t offset,
+                                                 uint32_t length) const {
+    if (region >= view_count) return {};
+    std::span<const std::byte> m = views[region];
+    if (offset > m.size() || length > m.size() - offset) return {};
+    return m.subspan(offset, length);
   }
 };
 
+namespace {
+// The UDP payload of `frame`, found at `offset` (DAQIRI_PAYLOAD_UNREAD: looked for unless
+// `find`); empty when it has none.
+std::span<const std::byte> payload_of(std::span<const std::byte> frame, uint32_t offset,
+                                      bool find) {
+  if (offset == DAQIRI_PAYLOAD_UNREAD) {
+    if (!find) return {};
+    offset = daqiri_udp_payload_offset(reinterpret_cast<const uint8_t*>(frame.data()),
+                                       static_cast<uint32_t>(frame.size()));
+  }
+  if (offset == 0 || offset > frame.size()) return {};
+  return frame.subspan(offset);
+}
+}  // namespace
+
 Packet Burst::operator[](size_t i) const {
   const RxStream::State& s = *s_->s_;
-  const daqiri_rx_desc& d = *s.ring.slot<daqiri_rx_desc>(first_ + static_cast<uint32_t>(i));
+  auto counter = first_ + static_cast<uint32_t>(i);
   Packet p;
-  // Descriptors come from the daemon, but a bad one must not make us read outside a mapping.
-  if (d.region >= s.attached.regions.size()) return p;
-  const Mapping& m = s.attached.regions[d.region].map;
-  if (d.offset > m.size() || d.length > m.size() - d.offset) return p;
-  p.frame = {m.data() + d.offset, d.length};
-  if (d.flags & (DAQIRI_DESC_STREAM | DAQIRI_DESC_MESSAGE)) {
-    p.payload = p.frame;
-  } else if (d.payload_offset != DAQIRI_PAYLOAD_UNREAD || s_->options_.find_payloads) {
-    uint32_t at = daqiri_rx_payload_offset(&d, reinterpret_cast<const uint8_t*>(p.frame.data()));
-    if (at != 0 && at <= d.length) p.payload = p.frame.subspan(at);
+  uint32_t payload_offset = DAQIRI_PAYLOAD_UNREAD;
+  if (s.compact) {
+    const daqiri_rx_desc_compact& d = *s.ring.slot<daqiri_rx_desc_compact>(counter);
+    p.frame = s.frame(d.region, daqiri_rx_compact_offset(&d), d.length);
+    p.flow_id = d.flow_id;
+    p.flags = d.flags;
+  } else {
+    const daqiri_rx_desc& d = *s.ring.slot<daqiri_rx_desc>(counter);
+    p.frame = s.frame(d.region, d.offset, d.length);
+    p.flow_id = d.flow_id;
+    p.flags = d.flags;
+    p.stream = d.stream;
+    p.timestamp_ns = d.timestamp_ns;
+    payload_offset = d.payload_offset;
   }
-  p.stream = d.stream;
-  p.flow_id = d.flow_id;
-  p.timestamp_ns = d.timestamp_ns;
-  p.flags = d.flags;
+  if (p.frame.data() == nullptr) return Packet{};
+  if (p.flags & (DAQIRI_DESC_STREAM | DAQIRI_DESC_MESSAGE)) {
+    p.payload = p.frame;
+  } else {
+    p.payload = payload_of(p.frame, payload_offset, s_->options_.find_payloads);
+  }
   return p;
 }
 
@@ -490,7 +535,9 @@ Result<RxStream*> Client::attach_rx(const RxOptions& options) {
   if (!a) return std::unexpected(a.error());
   auto state = std::make_unique<RxStream::State>();
   state->client = impl_.get();
-  if (auto ok = state->adopt(std::move(*a)); !ok) return std::unexpected(ok.error());
+  if (auto ok = state->adopt(std::move(*a), options.compact); !ok) {
+    return std::unexpected(ok.error());
+  }
   impl_->rx.push_back(std::unique_ptr<RxStream>(new RxStream(options, std::move(state))));
   return impl_->rx.back().get();
 }
@@ -578,7 +625,7 @@ Result<> Client::reconnect() {
   for (auto& rx : impl_->rx) {
     auto a = impl_->attach(rx_request(rx->options_));
     if (!a) return std::unexpected(a.error());
-    if (auto ok = rx->s_->adopt(std::move(*a)); !ok) return ok;
+    if (auto ok = rx->s_->adopt(std::move(*a), rx->options_.compact); !ok) return ok;
   }
   for (auto& tx : impl_->tx) {
     auto a = impl_->attach(tx_request(tx->options_));

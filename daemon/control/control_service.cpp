@@ -265,6 +265,11 @@ grpc::Status ControlService::Attach(grpc::ServerContext* ctx, const v1::AttachRe
   spec.rx_options.ring_size = req->ring_size();
   spec.rx_options.gpu = req->gpu();
   spec.rx_options.cuda_ipc = req->cuda_ipc();
+  spec.rx_options.compact = req->compact();
+  if (req->compact() && (req->gpu() || req->target_case() == v1::AttachRequest::kTxQueue)) {
+    return to_status({ErrorCode::kInvalidArgument,
+                      "compact is for RX rings in host memory (not gpu, not tx_queue)", "compact"});
+  }
   if (req->cuda_ipc() && !req->gpu()) {
     return to_status(
         {ErrorCode::kInvalidArgument, "cuda_ipc is for GPU rings (gpu: true)", "cuda_ipc"});

@@ -304,7 +304,7 @@ Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptio
   uint32_t ring = options.ring_size;
   if (ring == 0) ring = home.queue->ring_size;
   std::string target = (options.gpu ? "gpu " : "") + std::string(flow);
-  auto id = create_rx_locked({std::string(flow)}, std::move(target), ring, options.backpressure);
+  auto id = create_rx_locked({std::string(flow)}, std::move(target), ring, options);
   if (!id || !options.gpu) return id;
 #ifdef DAQIRI_HAVE_CUDA
   uint32_t header_size = home.headers ? home.headers->buf_size : 0;
@@ -452,14 +452,25 @@ Result<uint64_t> DataPlane::create_rx_queue(std::string_view interface, std::str
     return std::unexpected(ok.error());
   }
   uint32_t ring = options.ring_size ? options.ring_size : home->second.queue->ring_size;
-  return create_rx_locked(std::move(names), "queue " + key, ring, options.backpressure);
+  return create_rx_locked(std::move(names), "queue " + key, ring, options);
 }
 
 Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std::string target,
-                                             uint32_t ring, Backpressure backpressure) {
+                                             uint32_t ring, const RxAttachOptions& options) {
+  if (options.compact && options.gpu) {
+    return fail(ErrorCode::kInvalidArgument,
+                "GPU rings have their own descriptors: compact is for host rings", "compact");
+  }
   std::vector<memory::BufferPool*> pools;
   for (const auto& name : flows) {
     auto& f = flows_.find(name)->second;
+    if (options.compact && f.flow->carries_connections()) {
+      return fail(ErrorCode::kFailedPrecondition,
+                  "flow \"" + name +
+                      "\" delivers connections (TCP or RDMA), whose numbers compact descriptors "
+                      "do not carry: attach without compact",
+                  "compact");
+    }
     if (f.flow->fanout().size() >= kMaxAttachmentsPerFlow) {
       return fail(ErrorCode::kResourceExhausted, "flow \"" + name + "\" already has " +
                                                      std::to_string(kMaxAttachmentsPerFlow) +
@@ -477,7 +488,7 @@ Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std
                 "ring_size");
   }
   uint64_t id = next_id_++;
-  auto rx = RxAttachment::create(id, ring, backpressure, std::move(pools));
+  auto rx = RxAttachment::create(id, ring, options.backpressure, std::move(pools), options.compact);
   if (!rx) return std::unexpected(rx.error());
   Attachment a;
   a.rx = std::move(*rx);

@@ -44,6 +44,9 @@ struct RxAttachOptions {
   // The daemon's own host reader on any queue, device ones included: there it reads the pinned
   // staging pool every packet passes through before its GPU copy (daemon-side captures).
   bool staging_pool = false;
+  // A ring of daqiri_rx_desc_compact: no stamp, payload offset or stream (not for TCP, RDMA
+  // or GPU rings).
+  bool compact = false;
 };
 
 struct FlowStats {
@@ -214,7 +217,7 @@ class DataPlane {
   Result<memory::DeviceMemory> gpudirect_memory(const config::MemoryRegionConfig& region);
   static std::string target_of(const Attachment& a);
   Result<uint64_t> create_rx_locked(std::vector<std::string> flows, std::string target,
-                                    uint32_t ring_size, Backpressure backpressure);
+                                    uint32_t ring_size, const RxAttachOptions& options);
   void close_locked(uint64_t id);
   // RX: the pollers of its flows, each once.
   [[nodiscard]] std::vector<Poller*> rx_pollers(const Attachment& a) const;

@@ -7,28 +7,30 @@ namespace daqiri::dataplane {
 
 Result<std::unique_ptr<RxAttachment>> RxAttachment::create(uint64_t id, uint32_t ring_size,
                                                            Backpressure backpressure,
-                                                           std::vector<memory::BufferPool*> pools) {
+                                                           std::vector<memory::BufferPool*> pools,
+                                                           bool compact) {
   if (pools.empty() || pools.size() > kMaxRegions) {
     return fail(ErrorCode::kResourceExhausted,
                 "an attachment takes 1 to " + std::to_string(kMaxRegions) + " flow pools");
   }
-  size_t bytes = abi::RingView::bytes_for(ring_size, sizeof(daqiri_rx_desc));
+  daqiri_ring_kind kind = compact ? DAQIRI_RING_RX_COMPACT : DAQIRI_RING_RX;
+  uint32_t desc_size = compact ? sizeof(daqiri_rx_desc_compact) : sizeof(daqiri_rx_desc);
+  size_t bytes = abi::RingView::bytes_for(ring_size, desc_size);
   auto rings = memory::SharedMemory::create("rx-ring-" + std::to_string(id), bytes, false);
   if (!rings) return std::unexpected(rings.error());
   if (auto ok = rings->seal_size(); !ok) return std::unexpected(ok.error());
   UniqueFd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   UniqueFd kick(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!efd || !kick) return fail_errno("eventfd");
-  auto ring =
-      abi::RingView::create(rings->data(), DAQIRI_RING_RX, ring_size, sizeof(daqiri_rx_desc));
+  auto ring = abi::RingView::create(rings->data(), kind, ring_size, desc_size);
   return std::unique_ptr<RxAttachment>(new RxAttachment(id, std::move(*rings), std::move(efd),
                                                         std::move(kick), ring, backpressure,
-                                                        std::move(pools)));
+                                                        std::move(pools), compact));
 }
 
 RxAttachment::RxAttachment(uint64_t id, memory::SharedMemory rings, UniqueFd eventfd, UniqueFd kick,
                            abi::RingView ring, Backpressure backpressure,
-                           std::vector<memory::BufferPool*> pools)
+                           std::vector<memory::BufferPool*> pools, bool compact)
     : id_(id),
       rings_(std::move(rings)),
       eventfd_(std::move(eventfd)),
@@ -36,7 +38,8 @@ RxAttachment::RxAttachment(uint64_t id, memory::SharedMemory rings, UniqueFd eve
       ring_(ring),
       backpressure_(backpressure),
       pools_(std::move(pools)),
-      shadow_(ring.size()) {}
+      shadow_(ring.size()),
+      compact_(compact) {}
 
 bool RxAttachment::publish() {
   if (prod_ == published_) return false;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "daqiri/abi.h"
@@ -23,9 +24,11 @@ class RxAttachment {
  public:
   // `pools`: the flow pools it is fed from, in region-table order (one for a flow attachment,
   // one per flow for a queue attachment). They must outlive it.
+  // `compact`: a ring of daqiri_rx_desc_compact (no stamp, payload offset or stream).
   static Result<std::unique_ptr<RxAttachment>> create(uint64_t id, uint32_t ring_size,
                                                       Backpressure backpressure,
-                                                      std::vector<memory::BufferPool*> pools);
+                                                      std::vector<memory::BufferPool*> pools,
+                                                      bool compact = false);
   static constexpr size_t kMaxRegions = DAQIRI_MAX_REGIONS;
 
   [[nodiscard]] uint64_t id() const { return id_; }
@@ -33,6 +36,7 @@ class RxAttachment {
   [[nodiscard]] memory::SharedMemory& rings() { return rings_; }
   // The ring itself, for a consumer inside the daemon (the GPU copy engine).
   [[nodiscard]] const abi::RingView& ring() const { return ring_; }
+  [[nodiscard]] bool compact() const { return compact_; }
   [[nodiscard]] int eventfd() const { return eventfd_.get(); }
   // The client's doorbell: it writes this one after a release that found NEED_KICK set.
   [[nodiscard]] int kick_fd() const { return kick_.get(); }
@@ -62,10 +66,8 @@ class RxAttachment {
   static constexpr uint32_t kRegionShift = 28;
   // A descriptor that lends nothing (a frame the NIC split whose bytes all went to the header).
   static constexpr uint32_t kNoBuffer = (1u << kRegionShift) - 1;
-  static constexpr uint32_t kSlotsPerLine = DAQIRI_CACHE_LINE / sizeof(daqiri_rx_desc);
-  // How far ahead of the producer slots are prefetched for writing: enough lines in flight to
-  // cover a core-to-core round trip, few enough for the core's fill buffers.
-  static constexpr uint32_t kPrefetchSlots = 16 * kSlotsPerLine;
+  // How far ahead of the producer ring lines are prefetched for writing (Run::kPrefetchSlots).
+  static constexpr uint32_t kPrefetchLines = 16;
   // Lends `buffer` of `pool` (one of this attachment's pools) under `desc`. `head`: bytes the
   // NIC split off into memory of the daemon's own, kept beside the slot (see reserve_heads).
   [[gnu::always_inline]] void push(const daqiri_rx_desc& desc, uint32_t buffer,
@@ -75,21 +77,30 @@ class RxAttachment {
       std::memcpy(heads_.data() + size_t{prod_ & ring_.mask()} * head_size_, head.data(),
                   std::min<size_t>(head.size(), head_size_));
     }
-    Run run(*this, pool);
-    run.push(desc, buffer);  // the caller saw a free slot
-    run.finish();
+    if (compact_) {
+      push_one<true>(desc, buffer, pool);
+    } else {
+      push_one<false>(desc, buffer, pool);
+    }
   }
   // Pushes into this attachment alone with its producer state in registers, for a poller
   // whose run of frames goes to a flow with this one client and no split-off headers. push()
   // keeps the producer index and the byte count in the attachment: two more stores a frame,
   // queued in the store buffer behind the slot stores that wait for the client's lines.
   // finish() writes the state back; nothing else may push to the attachment in between.
+  // push<kCompact>: kCompact must be the attachment's compact(). The layout is a template
+  // argument, not a member: decided per frame it cost the full layout a few per cent at
+  // 64-byte frames, and a Run per layout kept the poller's state out of registers.
   class Run {
    public:
+    template <bool kCompact>
+    using Slot = std::conditional_t<kCompact, daqiri_rx_desc_compact, daqiri_rx_desc>;
+    template <bool kCompact>
+    static constexpr uint32_t kSlotsPerLine = DAQIRI_CACHE_LINE / sizeof(Slot<kCompact>);
     Run() = default;
     Run(RxAttachment& a, const memory::BufferPool* pool)
         : a_(&a),
-          slots_(a.ring_.slot<daqiri_rx_desc>(0)),
+          slots_(a.ring_.slot<std::byte>(0)),
           shadow_(a.shadow_.data()),
           mask_(a.ring_.mask()),
           prod_(a.prod_),
@@ -98,12 +109,20 @@ class RxAttachment {
         ++region_;  // at most kMaxRegions compares
     }
     // False: the ring is full.
+    template <bool kCompact>
     [[gnu::always_inline]] bool push(const daqiri_rx_desc& desc, uint32_t buffer) {
       if (prod_ == end_) return false;
-      if ((prod_ & (kSlotsPerLine - 1)) == 0) {
-        prefetch_for_write(slots_ + ((prod_ + kPrefetchSlots) & mask_));
+      // How far ahead slots are prefetched for writing: enough lines in flight to cover a
+      // core-to-core round trip, few enough for the core's fill buffers.
+      constexpr uint32_t kAhead = kPrefetchLines * kSlotsPerLine<kCompact>;
+      if ((prod_ & (kSlotsPerLine<kCompact> - 1)) == 0) {
+        prefetch_for_write(slot<kCompact>((prod_ + kAhead) & mask_));
       }
-      store_rx_desc(slots_ + (prod_ & mask_), desc, region_);
+      if constexpr (kCompact) {
+        store_rx_desc_compact(slot<true>(prod_ & mask_), desc, region_);
+      } else {
+        store_rx_desc(slot<false>(prod_ & mask_), desc, region_);
+      }
       shadow_[prod_ & mask_] = (uint32_t{region_} << kRegionShift) | buffer;
       bytes_ += desc.length;
       ++prod_;
@@ -115,8 +134,12 @@ class RxAttachment {
     }
 
    private:
+    template <bool kCompact>
+    [[nodiscard]] Slot<kCompact>* slot(uint32_t index) const {
+      return reinterpret_cast<Slot<kCompact>*>(slots_) + index;
+    }
     RxAttachment* a_ = nullptr;
-    daqiri_rx_desc* slots_ = nullptr;
+    std::byte* slots_ = nullptr;
     uint32_t* shadow_ = nullptr;
     uint32_t mask_ = 0;
     uint32_t prod_ = 0;
@@ -127,9 +150,10 @@ class RxAttachment {
   // Before a receive of up to `n` packets: starts taking the cache lines of the slots they
   // will fill (push keeps kPrefetchSlots ahead after that).
   void prepare(uint32_t n) const {
-    n = std::min({n, free_slots(), kPrefetchSlots});
-    for (uint32_t i = 0; i < n; i += kSlotsPerLine)
-      prefetch_for_write(ring_.slot<daqiri_rx_desc>(prod_ + i));
+    uint32_t per_line = slots_per_line();
+    n = std::min({n, free_slots(), kPrefetchLines * per_line});
+    for (uint32_t i = 0; i < n; i += per_line)
+      prefetch_for_write(ring_.slot<std::byte>(prod_ + i));
   }
   // ---- control side, before the attachment is installed ----
   // Room for `bytes` split-off header bytes per slot, for a consumer inside the daemon (the
@@ -165,7 +189,17 @@ class RxAttachment {
  private:
   RxAttachment(uint64_t id, memory::SharedMemory rings, UniqueFd eventfd, UniqueFd kick,
                abi::RingView ring, Backpressure backpressure,
-               std::vector<memory::BufferPool*> pools);
+               std::vector<memory::BufferPool*> pools, bool compact);
+  [[nodiscard]] uint32_t slots_per_line() const {
+    return compact_ ? Run::kSlotsPerLine<true> : Run::kSlotsPerLine<false>;
+  }
+  template <bool kCompact>
+  [[gnu::always_inline]] void push_one(const daqiri_rx_desc& desc, uint32_t buffer,
+                                       const memory::BufferPool* pool) {
+    Run run(*this, pool);
+    run.push<kCompact>(desc, buffer);  // the caller saw a free slot
+    run.finish();
+  }
   // Gives back the buffers of slots [cons_, to) and moves cons_ there.
   void unref_range(uint32_t to);
   void wake();
@@ -184,6 +218,7 @@ class RxAttachment {
   std::vector<uint32_t> shadow_;  // region and buffer of each slot we produced
   std::vector<std::byte> heads_;  // split-off header bytes, head_size_ per slot
   uint32_t head_size_ = 0;
+  bool compact_ = false;
   uint32_t prod_ = 0;  // our producer index
   uint32_t published_ = 0;
   uint64_t unpublished_bytes_ = 0;  // of the descriptors pushed since the last publish

@@ -81,12 +81,19 @@ class RxFanout {
     Run() = default;
     Run(RxFanout& fanout, const memory::BufferPool* pool, bool heads)
         : fanout_(&fanout), pool_(pool), single_(heads ? nullptr : fanout.single()) {
-      if (single_ != nullptr) ring_ = RxAttachment::Run(*single_, pool);
+      if (single_ == nullptr) return;
+      ring_ = RxAttachment::Run(*single_, pool);
+      to_ = single_->compact() ? To::kCompactRing : To::kFullRing;
     }
     [[gnu::always_inline]] uint16_t deliver(const daqiri_rx_desc& desc, uint32_t buffer,
                                             std::span<const std::byte> head = {}) {
-      if (single_ == nullptr) return fanout_->deliver(desc, buffer, pool_, head);
-      if (ring_.push(desc, buffer)) return 1;
+      if (to_ == To::kFullRing) {
+        if (ring_.push<false>(desc, buffer)) return 1;
+      } else if (to_ == To::kCompactRing) {
+        if (ring_.push<true>(desc, buffer)) return 1;
+      } else {
+        return fanout_->deliver(desc, buffer, pool_, head);
+      }
       bump(single_->counters.dropped_ring_full, 1);
       return 0;
     }
@@ -95,9 +102,11 @@ class RxFanout {
     }
 
    private:
+    enum class To : uint8_t { kFanout, kFullRing, kCompactRing };
     RxFanout* fanout_ = nullptr;
     const memory::BufferPool* pool_ = nullptr;
     RxAttachment* single_ = nullptr;
+    To to_ = To::kFanout;
     RxAttachment::Run ring_;
   };
 

@@ -43,6 +43,8 @@ class RxFlowTask : public PollTask {
   [[nodiscard]] virtual Steering steering() const { return Steering::kSoftware; }
   // RDMA: the pool peers WRITE into, delivered as a second region of the flow's attachments.
   [[nodiscard]] virtual memory::BufferPool* remote_window() { return nullptr; }
+  // Whether its descriptors name connections (`stream`): TCP and RDMA flows.
+  [[nodiscard]] virtual bool carries_connections() const { return false; }
   FlowCounters counters;
 
   // A flow that waits for its clients' releases (a full ring under block backpressure, an

@@ -187,6 +187,15 @@ TEST_F(ControlApiTest, BadRequestsSayWhatIsWrong) {
   EXPECT_EQ(s.error_message(),
             "match.ipv4_dst: expected an IPv4 address or prefix like 10.0.0.0/24, got "
             "\"10.0.0.1/24\" (host bits set after the prefix)");
+
+  v1::AttachRequest attach;
+  attach.set_flow("stream0");
+  attach.set_gpu(true);
+  attach.set_compact(true);
+  v1::AttachResponse attached;
+  s = stub_->Attach(ctx().get(), attach, &attached);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "compact is for RX rings in host memory (not gpu, not tx_queue)");
 }
 
 TEST_F(ControlApiTest, HealthServiceReportsServing) {

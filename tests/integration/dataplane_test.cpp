@@ -448,21 +448,26 @@ TEST_F(DataPlaneTest, FlowsChangeLiveWithoutDisturbingOthers) {
   ::close(squatter);
 }
 
+// Full descriptors, then compact ones: each packet's flow id and region (the two flows' pools)
+// come through either way.
 TEST_F(DataPlaneTest, QueueAttachmentCarriesEveryFlowOfTheQueue) {
   start();
-  // client() puts the mode first and the socket second; the rest follows.
-  Spawned q(dir_, client({"queue-rx", "lo", "rx0", "500"}));
-  ASSERT_TRUE(q.wait_for_output("attached")) << q.output();
-  EXPECT_EQ(gen(4096, 300, 200).exit_code, 0);
-  EXPECT_EQ(gen(4097, 200, 300).exit_code, 0);
-  ASSERT_EQ(q.wait(), 0) << q.output();
-  EXPECT_THAT(q.output(), HasSubstr("flow 0 packets 300"));  // stream0
-  EXPECT_THAT(q.output(), HasSubstr("flow 1 packets 200"));  // stream1
-  EXPECT_THAT(q.output(), HasSubstr("bad 0"));
-  // Both flows' pools are back once it is gone.
+  for (const char* layout : {"full", "compact"}) {
+    SCOPED_TRACE(layout);
+    // client() puts the mode first and the socket second; the rest follows.
+    Spawned q(dir_, client({"queue-rx", "lo", "rx0", "500", layout}));
+    ASSERT_TRUE(q.wait_for_output("attached")) << q.output();
+    EXPECT_EQ(gen(4096, 300, 200).exit_code, 0);
+    EXPECT_EQ(gen(4097, 200, 300).exit_code, 0);
+    ASSERT_EQ(q.wait(), 0) << q.output();
+    EXPECT_THAT(q.output(), HasSubstr("flow 0 packets 300"));  // stream0
+    EXPECT_THAT(q.output(), HasSubstr("flow 1 packets 200"));  // stream1
+    EXPECT_THAT(q.output(), HasSubstr("bad 0"));
+  }
+  // Both flows' pools are back once they are gone.
   auto s = stats();
-  EXPECT_EQ(flow_stats(s, "stream0")->packets(), 300u);
-  EXPECT_EQ(flow_stats(s, "stream1")->packets(), 200u);
+  EXPECT_EQ(flow_stats(s, "stream0")->packets(), 600u);
+  EXPECT_EQ(flow_stats(s, "stream1")->packets(), 400u);
   EXPECT_TRUE(eventually([&](const v1::Stats& st) {
     return flow_stats(st, "stream0")->buffers_on_loan() == 0 &&
            flow_stats(st, "stream1")->buffers_on_loan() == 0;
@@ -774,6 +779,12 @@ TEST_F(TcpStreamTest, ServerFlowDeliversEveryConnectionsBytesInOrder) {
   // while the client catches up, and nothing may be lost.
   auto a = noise(12 << 20, 1);
   auto b = noise(1 << 20, 2);
+  // Compact descriptors carry no connection number: the daemon refuses them on a TCP flow.
+  Spawned compact(dir_, client({"frames-rx", "tcp_in", "1", "compact"}));
+  EXPECT_EQ(compact.wait(), 3);
+  EXPECT_THAT(compact.output(),
+              HasSubstr("flow \"tcp_in\" delivers connections (TCP or RDMA), whose numbers "
+                        "compact descriptors do not carry: attach without compact"));
   Spawned rx(dir_, client({"stream-rx", "tcp_in", std::to_string(a.size() + b.size())}));
   ASSERT_TRUE(rx.wait_for_output("attached"));
   int fa = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -5,9 +5,12 @@
 //   tx SOCKET IF SRCPORT DSTPORT COUNT SIZE   send COUNT daqiri-gen frames through the daemon
 //   reconnect SOCKET FLOW COUNT   receive COUNT packets, reconnecting across daemon restarts
 //   stream-rx SOCKET FLOW BYTES   receive a TCP flow's streams; print bytes and FNV-1a of each
-//   queue-rx SOCKET IF QUEUE COUNT  receive every flow of an RX queue through one ring
-//   frames-rx SOCKET FLOW COUNT   receive COUNT packets with find_payloads off; print frame and
-//                                 payload bytes
+//   queue-rx SOCKET IF QUEUE COUNT [full|compact]  receive every flow of an RX queue through one
+//                                 ring (of compact descriptors)
+//   frames-rx SOCKET FLOW COUNT [full|compact]  receive COUNT packets with find_payloads off
+//   (compact:
+//                                 on, in compact descriptors); print frame and payload bytes,
+//                                 and how many packets had a receive stamp
 //   attach-many SOCKET FLOW N     attach to FLOW N times in one session, print each, then sleep
 //   tx-kick SOCKET DSTPORT        submit through the raw ABI while the daemon sleeps; kick it
 //   kick-storm SOCKET N           write the TX kick eventfd N times, submitting nothing
@@ -308,35 +311,39 @@ std::optional<uint64_t> receive(daqiri::RxStream& rx, uint64_t count, Use use) {
   return got;
 }
 
-// Receives `count` packets with RxOptions::find_payloads off; prints the frame and payload
-// bytes it saw (payloads of frames the daemon left unread stay empty).
-int frames_rx(const std::string& socket, const std::string& flow, uint64_t count) {
+// Receives `count` packets with RxOptions::find_payloads off, or `compact` (with it on); prints
+// the frame and payload bytes it saw (payloads of frames the daemon left unread stay empty
+// without find_payloads) and how many packets carried a receive stamp.
+int frames_rx(const std::string& socket, const std::string& flow, uint64_t count, bool compact) {
   auto c = connect(socket, "test-frames");
   daqiri::RxOptions o;
   o.flow = flow;
   o.block = true;
-  o.find_payloads = false;
-  uint64_t frame_bytes = 0, payload_bytes = 0;
+  o.find_payloads = compact;
+  o.compact = compact;
+  uint64_t frame_bytes = 0, payload_bytes = 0, stamped = 0;
   auto got = receive(attach(*c, o), count, [&](const daqiri::Packet& p) {
     frame_bytes += p.frame.size();
     payload_bytes += p.payload.size();
+    stamped += p.timestamp_ns != 0;
   });
   if (!got) return 1;
-  say("received %llu packets, %llu frame bytes, %llu payload bytes",
+  say("received %llu packets, %llu frame bytes, %llu payload bytes, %llu stamped",
       static_cast<unsigned long long>(*got), static_cast<unsigned long long>(frame_bytes),
-      static_cast<unsigned long long>(payload_bytes));
+      static_cast<unsigned long long>(payload_bytes), static_cast<unsigned long long>(stamped));
   return *got == count ? 0 : 1;
 }
 
 // Receives `count` packets from every flow of an RX queue through one ring; prints how many of
 // each flow arrived, and how many failed daqiri-gen's payload check.
 int queue_rx(const std::string& socket, const std::string& itf, const std::string& queue,
-             uint64_t count) {
+             uint64_t count, bool compact) {
   auto c = connect(socket, "test-queue");
   daqiri::RxOptions o;
   o.interface = itf;
   o.queue = queue;
   o.block = true;
+  o.compact = compact;
   auto& rx = attach(*c, o);
   say("attached");
   std::map<uint32_t, uint64_t> per_flow;
@@ -631,8 +638,15 @@ int main(int argc, char** argv) {
   }
   if (a.size() == 4 && a[0] == "reconnect") return reconnect(a[1], a[2], std::stoull(a[3]));
   if (a.size() == 4 && a[0] == "stream-rx") return stream_rx(a[1], a[2], std::stoull(a[3]));
-  if (a.size() == 4 && a[0] == "frames-rx") return frames_rx(a[1], a[2], std::stoull(a[3]));
-  if (a.size() == 5 && a[0] == "queue-rx") return queue_rx(a[1], a[2], a[3], std::stoull(a[4]));
+  // An optional last word: the RX descriptors' layout.
+  bool layout = a.back() == "compact" || a.back() == "full";
+  bool compact = a.back() == "compact";
+  if (a.size() == 4u + layout && a[0] == "frames-rx") {
+    return frames_rx(a[1], a[2], std::stoull(a[3]), compact);
+  }
+  if (a.size() == 5u + layout && a[0] == "queue-rx") {
+    return queue_rx(a[1], a[2], a[3], std::stoull(a[4]), compact);
+  }
   if (a.size() == 4 && a[0] == "hostile") return hostile(a[1], a[2], a[3]);
   if (a.size() == 3 && a[0] == "kick-storm") return kick_storm(a[1], std::stoull(a[2]));
   if (a.size() == 5 && a[0] == "rx-kick") return rx_kick(a[1], a[2], std::stoull(a[3]), a[4]);

@@ -194,6 +194,74 @@ TEST(PageArena, PacksPoolsIntoSlabsOfWholePages) {
   EXPECT_NE(&next->memory(), &pools[0].memory());
 }
 
+// A compact ring holds 16-byte descriptors, each naming its frame's region (its pool), offset,
+// length, flow and flags; the full ring of the same attachment kind is not what the client
+// finds there, and releases give the buffers back as on a full ring.
+TEST(RxAttachment, CompactDescriptorsNameEachFramesPoolAndPlace) {
+  auto a_pool = memory::BufferPool::create("a", 2048, 64, false);
+  auto b_pool = memory::BufferPool::create("b", 1024, 64, false);
+  ASSERT_TRUE(a_pool && b_pool);
+  auto a = RxAttachment::create(1, 64, Backpressure::kDropNew, {&*a_pool, &*b_pool}, true);
+  ASSERT_TRUE(a);
+  EXPECT_TRUE((*a)->compact());
+  EXPECT_FALSE(abi::RingView::open((*a)->rings().data(), (*a)->rings().size(), DAQIRI_RING_RX,
+                                   sizeof(daqiri_rx_desc)));
+  auto ring = abi::RingView::open((*a)->rings().data(), (*a)->rings().size(),
+                                  DAQIRI_RING_RX_COMPACT, sizeof(daqiri_rx_desc_compact));
+  ASSERT_TRUE(ring);
+  uint32_t bufs[40];
+  ASSERT_EQ(a_pool->alloc(bufs, 20), 20u);
+  ASSERT_EQ(b_pool->alloc(bufs + 20, 20), 20u);
+  RxAttachment::Run run(**a, &*b_pool);
+  for (uint32_t i = 20; i < 40; ++i) {
+    daqiri_rx_desc d = desc(*b_pool, bufs[i]);
+    d.length = 60 + i;
+    d.flow_id = 0x80000000u + i;
+    d.flags = DAQIRI_DESC_TRUNCATED;
+    d.payload_offset = 42;  // not carried
+    d.timestamp_ns = 5;     // not carried
+    ASSERT_TRUE(run.push<true>(d, bufs[i]));
+  }
+  run.finish();
+  for (uint32_t i = 0; i < 20; ++i) {
+    daqiri_rx_desc d = desc(*a_pool, bufs[i]);
+    d.flow_id = i;
+    (*a)->push(d, bufs[i], &*a_pool);
+  }
+  (*a)->publish();
+  ASSERT_EQ(ring->load_producer(), 40u);
+  for (uint32_t k = 0; k < 40; ++k) {
+    const auto& d = *ring->slot<daqiri_rx_desc_compact>(k);
+    bool second = k < 20;  // the Run pushed b's frames first
+    uint32_t i = second ? k + 20 : k - 20;
+    EXPECT_EQ(d.region, second ? 1u : 0u) << k;
+    EXPECT_EQ(daqiri_rx_compact_offset(&d),
+              second ? b_pool->offset(bufs[i]) : a_pool->offset(bufs[i]))
+        << k;
+    EXPECT_EQ(d.length, second ? 60 + i : 100u) << k;
+    EXPECT_EQ(d.flow_id, second ? 0x80000000u + i : i) << k;
+    EXPECT_EQ(d.flags, second ? DAQIRI_DESC_TRUNCATED : 0u) << k;
+  }
+  EXPECT_EQ((*a)->counters.bytes.load(), 20u * 100 + (60 + 20 + 60 + 39) * 10);
+  ring->publish_consumer(40);
+  ASSERT_TRUE((*a)->reclaim());
+  EXPECT_EQ(a_pool->available(), 64u);
+  EXPECT_EQ(b_pool->available(), 64u);
+  // The layout reaches offsets past 4 GiB, and a region and flags of a byte.
+  daqiri_rx_desc_compact slot{};
+  daqiri_rx_desc far{};
+  far.offset = 0x1234'5678'9abcull;
+  far.length = 70000;
+  far.flow_id = 0xdeadbeef;
+  far.flags = DAQIRI_DESC_SPLIT | DAQIRI_DESC_HEADERS_SYNTHESIZED;
+  store_rx_desc_compact(&slot, far, 3);
+  EXPECT_EQ(daqiri_rx_compact_offset(&slot), 0x1234'5678'9abcull);
+  EXPECT_EQ(slot.region, 3u);
+  EXPECT_EQ(slot.flags, DAQIRI_DESC_SPLIT | DAQIRI_DESC_HEADERS_SYNTHESIZED);
+  EXPECT_EQ(slot.length, 70000u);
+  EXPECT_EQ(slot.flow_id, 0xdeadbeefu);
+}
+
 TEST(RxAttachment, ClientReleasesReturnBuffersInOrder) {
   auto pool = memory::BufferPool::create("t", 2048, 64, false);
   auto a = RxAttachment::create(1, 64, Backpressure::kDropNew, {&*pool});

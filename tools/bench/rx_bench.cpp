@@ -6,6 +6,8 @@
 //   rx-bench daqiri-frames SOCKET FLOW BURST COUNT   the same with RxOptions::find_payloads
 //                                        off: it reads descriptors only, never a frame the
 //                                        daemon left unread (as testpmd rxonly reads none)
+//   rx-bench daqiri-compact SOCKET FLOW BURST COUNT   daqiri-frames in 16-byte descriptors
+//                                        (RxOptions::compact)
 //   rx-bench attach SOCKET FLOW RUNS     time from attach_rx() to the first packet, per run
 //   rx-bench uring PORT BURST COUNT      the same reader on io_uring: one multishot recvmsg
 //                                        over a ring of provided buffers, completions reaped
@@ -195,12 +197,13 @@ int uring_rx(uint16_t port, uint32_t burst, uint64_t count) {
 }
 
 int daqiri_rx(const std::string& socket, const std::string& flow, uint32_t burst, uint64_t count,
-              bool find_payloads) {
+              bool find_payloads, bool compact) {
   auto c = daqiri::Client::connect({socket, "rx-bench", std::chrono::seconds(5)});
   if (!c) return 1;
   daqiri::RxOptions o;
   o.flow = flow;
   o.find_payloads = find_payloads;
+  o.compact = compact;
   auto rx = (*c)->attach_rx(o);
   if (!rx) {
     std::fprintf(stderr, "attach: %s\n", rx.error().message.c_str());
@@ -257,8 +260,10 @@ int main(int argc, char** argv) {
     return plain(static_cast<uint16_t>(std::stoi(a[1])), std::stoul(a[2]), std::stoull(a[3]),
                  a[0] == "recvmmsg-meta");
   }
-  if (a.size() == 5 && (a[0] == "daqiri" || a[0] == "daqiri-frames"))
-    return daqiri_rx(a[1], a[2], std::stoul(a[3]), std::stoull(a[4]), a[0] == "daqiri");
+  if (a.size() == 5 && (a[0] == "daqiri" || a[0] == "daqiri-frames" || a[0] == "daqiri-compact")) {
+    return daqiri_rx(a[1], a[2], std::stoul(a[3]), std::stoull(a[4]), a[0] == "daqiri",
+                     a[0] == "daqiri-compact");
+  }
   if (a.size() == 4 && a[0] == "attach") return attach_latency(a[1], a[2], std::stoi(a[3]));
   if (a.size() == 4 && a[0] == "uring") {
     return uring_rx(static_cast<uint16_t>(std::stoi(a[1])), std::stoul(a[2]), std::stoull(a[3]));

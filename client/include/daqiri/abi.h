@@ -22,7 +22,8 @@
  * looking again on later polls, fenced once a poll publishes nothing: docs/protocol.md.
  * Consumers do as above.)
  *
- * RX attachment: one ring of daqiri_rx_desc, daemon -> client. The client returns buffers by
+ * RX attachment: one ring of daqiri_rx_desc, daemon -> client (or, asked for at attach, of
+ * daqiri_rx_desc_compact: the ring's kind says which). The client returns buffers by
  * advancing `consumer` (in order, a whole burst at once is fine). Buffers are read-only to the
  * client: its mappings of RX regions are PROT_READ and the memfds are sealed against writable
  * mappings. When the daemon's flow waits for the client's releases (its ring is full under
@@ -58,7 +59,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DAQIRI_ABI_VERSION 4u
+#define DAQIRI_ABI_VERSION 5u
 #define DAQIRI_RING_MAGIC 0x44515249u /* "IRQD" little-endian: "DQRI" */
 #define DAQIRI_MSG_MAGIC 0x4451534du  /* "MSQD" */
 #define DAQIRI_CACHE_LINE 64u
@@ -70,6 +71,7 @@ enum daqiri_ring_kind {
   DAQIRI_RING_TX = 2,         /* daqiri_tx_desc, client -> daemon */
   DAQIRI_RING_COMPLETION = 3, /* uint32_t buffer index (| COMPLETION_FAILED), daemon -> client */
   DAQIRI_RING_GPU = 4,        /* host control block of a GPU ring: no slots (desc_size 0) */
+  DAQIRI_RING_RX_COMPACT = 5, /* daqiri_rx_desc_compact, daemon -> client (AttachRequest.compact) */
 };
 
 enum daqiri_ring_state {
@@ -108,7 +110,7 @@ struct daqiri_ring_header {
 
 #define DAQIRI_RING_HEADER_SIZE 256u
 
-/* daqiri_rx_desc.flags */
+/* daqiri_rx_desc.flags (all below 0x100: daqiri_rx_desc_compact carries them in a byte) */
 #define DAQIRI_DESC_HEADERS_SYNTHESIZED 0x1u /* socket backend: eth/ipv4/udp rebuilt by daqirid */
 #define DAQIRI_DESC_TRUNCATED 0x2u           /* the frame did not fit its buffer */
 #define DAQIRI_DESC_STREAM 0x4u              /* TCP: `length` bytes of a byte stream, not a frame */
@@ -137,6 +139,20 @@ struct daqiri_rx_desc {
   uint16_t payload_offset; /* of the UDP payload within the frame; 0 when not UDP;
                             * DAQIRI_PAYLOAD_UNREAD: not looked for (see there) */
   uint16_t stream; /* STREAM / MESSAGE: which connection of the flow or interface (1, 2, ...) */
+};
+
+/* One received frame, in half the bytes (AttachRequest.compact: a ring of kind
+ * DAQIRI_RING_RX_COMPACT): no receive stamp, no payload offset (find it with
+ * daqiri_udp_payload_offset() below) and no connection number, so no TCP or RDMA flow delivers
+ * into one. A descriptor is the share of a frame's cost that the daemon's poller pays in the
+ * client's cache lines: at 64-byte frames it sets the rate. */
+struct daqiri_rx_desc_compact {
+  uint32_t offset_lo; /* bytes from the start of the region: offset_lo | offset_hi << 32 */
+  uint16_t offset_hi;
+  uint8_t region; /* index in the attachment's region table */
+  uint8_t flags;  /* DAQIRI_DESC_* */
+  uint32_t length;
+  uint32_t flow_id;
 };
 
 /* One frame to send: `length` bytes from the start of TX buffer `buffer`. On socket and DPDK
@@ -322,6 +338,10 @@ DAQIRI_INLINE uint16_t daqiri_rx_payload_offset(const struct daqiri_rx_desc* d,
                                                     : daqiri_udp_payload_offset(frame, d->length);
 }
 
+DAQIRI_INLINE uint64_t daqiri_rx_compact_offset(const struct daqiri_rx_desc_compact* d) {
+  return (uint64_t)d->offset_lo | (uint64_t)d->offset_hi << 32;
+}
+
 /* ---- layout checks ----------------------------------------------------------------------- */
 #ifdef __cplusplus
 #define DAQIRI_STATIC_ASSERT static_assert
@@ -343,6 +363,12 @@ DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, region) == 24, "rx desc reg
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, flags) == 26, "rx desc flags");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, payload_offset) == 28, "rx desc payload");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, stream) == 30, "rx desc stream");
+DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_rx_desc_compact) == 16, "compact rx desc");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc_compact, offset_hi) == 4, "compact offset");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc_compact, region) == 6, "compact region");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc_compact, flags) == 7, "compact flags");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc_compact, length) == 8, "compact length");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc_compact, flow_id) == 12, "compact flow");
 DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_tx_desc) == 16, "tx desc");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_tx_desc, length) == 4, "tx desc length");
 DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_msg_header) == 16, "msg header");

@@ -6,7 +6,7 @@ import struct
 
 import numpy as np
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 RING_MAGIC = 0x44515249
 MSG_MAGIC = 0x4451534D
 RING_HEADER_SIZE = 256
@@ -14,7 +14,7 @@ TOKEN_BYTES = 16
 MAX_REGIONS = 4
 
 # enum daqiri_ring_kind
-RING_RX, RING_TX, RING_COMPLETION, RING_GPU = 1, 2, 3, 4
+RING_RX, RING_TX, RING_COMPLETION, RING_GPU, RING_RX_COMPACT = 1, 2, 3, 4, 5
 # enum daqiri_ring_state
 RING_ACTIVE, RING_DETACHED = 1, 2
 RING_NEED_WAKEUP = 0x1
@@ -44,6 +44,15 @@ RX_DESC = np.dtype([
     ("flags", "<u2"),
     ("payload_offset", "<u2"),
     ("stream", "<u2"),
+])
+# daqiri_rx_desc_compact: an RX ring attached with compact=True (no stamp, payload offset or stream)
+RX_DESC_COMPACT = np.dtype([
+    ("offset_lo", "<u4"),
+    ("offset_hi", "<u2"),
+    ("region", "u1"),
+    ("flags", "u1"),
+    ("length", "<u4"),
+    ("flow_id", "<u4"),
 ])
 # daqiri_tx_desc.flags on RDMA queues: the operation, and the connection above bit 16
 RDMA_SEND, RDMA_WRITE, RDMA_WRITE_IMM, RDMA_READ = range(4)

@@ -61,11 +61,15 @@ class Client(Control):
             self._session.detach(attached.attachment_id)
             raise DaqiriError(f"the daemon answered with direction {attached.direction}, not {direction}")
 
-    def attach_rx(self, flow=None, *, interface=None, queue=None, ring_size=0, block=False):
+    def attach_rx(self, flow=None, *, interface=None, queue=None, ring_size=0, block=False,
+                  compact=False):
         """Packets of one flow, or of every flow of an RX queue (`interface` and `queue`, up to
         4 flows in one ring). `block`: a full ring stops the flow instead of dropping for this
-        stream alone. Returns an RxStream."""
+        stream alone. `compact`: 16-byte descriptors (abi.RX_DESC_COMPACT), without receive
+        stamps (timestamps_ns reads 0) or connection numbers; not for TCP or RDMA flows.
+        Returns an RxStream."""
         req = self._rx_request(flow, interface, queue, ring_size, block)
+        req.compact = compact
         a = self._claim(req)
         self._expect(a, abi.DIRECTION_RX)
         return self._keep(RxStream(self, a, req))

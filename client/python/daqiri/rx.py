@@ -31,13 +31,20 @@ class Burst:
     views show whatever lands there next. A burst never spans the ring's end.
     """
 
-    __slots__ = ("_stream", "first", "desc", "_payload_offsets")
+    __slots__ = ("_stream", "first", "desc", "_payload_offsets", "_offsets")
 
     def __init__(self, stream, first, desc):
         self._stream = stream
         self.first = first
-        self.desc = desc  # structured array of abi.RX_DESC, a view of the ring's slots
+        # structured array of abi.RX_DESC (abi.RX_DESC_COMPACT for a compact stream), a view of
+        # the ring's slots
+        self.desc = desc
         self._payload_offsets = None
+        self._offsets = None
+
+    @property
+    def compact(self):
+        return self.desc.dtype == abi.RX_DESC_COMPACT
 
     def __len__(self):
         return len(self.desc)
@@ -50,14 +57,29 @@ class Burst:
 
     def __getitem__(self, i):
         d = self.desc[i]
-        frame = self._stream._region(int(d["region"]))[int(d["offset"]):int(d["offset"]) + int(d["length"])]
+        start = int(self.offsets[i])
+        frame = self._stream._region(int(d["region"]))[start:start + int(d["length"])]
         flags = int(d["flags"])
-        po = int(d["payload_offset"])
+        compact = self.compact
+        po = abi.PAYLOAD_UNREAD if compact else int(d["payload_offset"])
         if po == abi.PAYLOAD_UNREAD:
             po = frames.udp_payload_offset(frame)
         whole = flags & (abi.DESC_STREAM | abi.DESC_MESSAGE)  # a stream's bytes, an RDMA message
         payload = frame if whole else frame[po:] if 0 < po <= len(frame) else frame[:0]
+        if compact:
+            return Packet(frame, payload, int(d["flow_id"]), 0, flags, 0)
         return Packet(frame, payload, int(d["flow_id"]), int(d["timestamp_ns"]), flags, int(d["stream"]))
+
+    @property
+    def offsets(self):
+        """Where each frame starts in its region (uint64)."""
+        if self._offsets is None:
+            d = self.desc
+            if self.compact:
+                self._offsets = d["offset_lo"].astype(np.uint64) | d["offset_hi"].astype(np.uint64) << np.uint64(32)
+            else:
+                self._offsets = d["offset"]
+        return self._offsets
 
     # Metadata of every packet, as arrays.
     @property
@@ -70,6 +92,9 @@ class Burst:
 
     @property
     def timestamps_ns(self):
+        """The daemon's receive stamps (zeros for a compact stream, which carries none)."""
+        if self.compact:
+            return np.zeros(len(self.desc), np.uint64)
         return self.desc["timestamp_ns"]
 
     @property
@@ -81,13 +106,17 @@ class Burst:
         """Where each UDP payload starts in its frame (0: not UDP), found here for frames the
         daemon did not read (abi.PAYLOAD_UNREAD)."""
         if self._payload_offsets is None:
-            po = self.desc["payload_offset"]
+            if self.compact:
+                po = np.full(len(self.desc), abi.PAYLOAD_UNREAD, np.uint16)
+            else:
+                po = self.desc["payload_offset"]
             unread = np.flatnonzero(po == abi.PAYLOAD_UNREAD)
             if len(unread):
                 po = po.copy()
+                offsets = self.offsets
                 for i in unread:
                     d = self.desc[i]
-                    start = int(d["offset"])
+                    start = int(offsets[i])
                     region = self._stream._region(int(d["region"]))
                     po[i] = frames.udp_payload_offset(region[start:start + int(d["length"])])
             self._payload_offsets = po
@@ -115,7 +144,7 @@ class Burst:
         n = len(d)
         if n == 0:
             return np.empty((0, 0), np.uint8)
-        starts = d["offset"].astype(np.int64)
+        starts = self.offsets.astype(np.int64)
         widths = d["length"].astype(np.int64)
         if payload:
             skip = self.payload_offsets
@@ -158,8 +187,10 @@ class RxStream(ReceiveStream):
     def _open(self, client, attached):
         try:
             self._rings_map = map_fd(attached.fds[0], attached.rings_size, True)
+            compact = self.options.compact
             self._ring = Ring(self._rings_map, attached.ring_offset, attached.rings_size,
-                              abi.RING_RX, abi.RX_DESC)
+                              abi.RING_RX_COMPACT if compact else abi.RING_RX,
+                              abi.RX_DESC_COMPACT if compact else abi.RX_DESC)
             self._maps = [map_fd(fd, r.size, False) for fd, r in zip(attached.fds[2:], attached.regions)]
             self._regions = [np.frombuffer(m, np.uint8) for m in self._maps]
             self._adopt(client, attached)

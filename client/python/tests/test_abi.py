@@ -17,7 +17,11 @@ C_PROGRAM = r"""
 int main(void) {
   S(daqiri_ring_header); S(daqiri_rx_desc); S(daqiri_tx_desc); S(daqiri_msg_hello);
   S(daqiri_msg_welcome); S(daqiri_msg_claim); S(daqiri_msg_attached); S(daqiri_msg_attached_gpu);
-  S(daqiri_gpu_ring_info); S(daqiri_msg_error); S(daqiri_msg_detach);
+  S(daqiri_gpu_ring_info); S(daqiri_msg_error); S(daqiri_msg_detach); S(daqiri_rx_desc_compact);
+  F(daqiri_rx_desc_compact, offset_lo); F(daqiri_rx_desc_compact, offset_hi);
+  F(daqiri_rx_desc_compact, region); F(daqiri_rx_desc_compact, flags);
+  F(daqiri_rx_desc_compact, length); F(daqiri_rx_desc_compact, flow_id);
+  printf("DAQIRI_RING_RX %u\nDAQIRI_RING_RX_COMPACT %u\n", DAQIRI_RING_RX, DAQIRI_RING_RX_COMPACT);
   F(daqiri_rx_desc, offset); F(daqiri_rx_desc, timestamp_ns); F(daqiri_rx_desc, length);
   F(daqiri_rx_desc, flow_id); F(daqiri_rx_desc, region); F(daqiri_rx_desc, flags);
   F(daqiri_rx_desc, payload_offset); F(daqiri_rx_desc, stream);
@@ -56,6 +60,7 @@ def c_layout(tmp_path_factory):
 def test_sizes_match_the_header(c_layout):
     assert c_layout["daqiri_ring_header"] == abi.RING_HEADER_SIZE
     assert c_layout["daqiri_rx_desc"] == abi.RX_DESC.itemsize
+    assert c_layout["daqiri_rx_desc_compact"] == abi.RX_DESC_COMPACT.itemsize
     assert c_layout["daqiri_tx_desc"] == abi.TX_DESC.itemsize
     assert c_layout["daqiri_msg_hello"] == abi.HELLO.size
     assert c_layout["daqiri_msg_welcome"] == abi.WELCOME.size
@@ -70,6 +75,10 @@ def test_sizes_match_the_header(c_layout):
 def test_offsets_and_constants_match_the_header(c_layout):
     for name in abi.RX_DESC.names:
         assert c_layout[f"daqiri_rx_desc.{name}"] == abi.RX_DESC.fields[name][1], name
+    for name in abi.RX_DESC_COMPACT.names:
+        assert c_layout[f"daqiri_rx_desc_compact.{name}"] == abi.RX_DESC_COMPACT.fields[name][1], name
+    assert c_layout["DAQIRI_RING_RX"] == abi.RING_RX
+    assert c_layout["DAQIRI_RING_RX_COMPACT"] == abi.RING_RX_COMPACT
     assert c_layout["daqiri_ring_header.state"] == abi.WORD_STATE * 4
     assert c_layout["daqiri_ring_header.producer"] == abi.WORD_PRODUCER * 4
     assert c_layout["daqiri_ring_header.consumer"] == abi.WORD_CONSUMER * 4

@@ -11,8 +11,9 @@ from daqiri import abi
 from conftest import assert_sequences, finish, gen, receive, stream, wait_for
 
 
-def test_every_packet_arrives_exactly_once_in_order(daemon):
-    with daemon.client() as client, client.attach_rx("stream0", block=True) as rx:
+@pytest.mark.parametrize("compact", [False, True], ids=["full", "compact"])
+def test_every_packet_arrives_exactly_once_in_order(daemon, compact):
+    with daemon.client() as client, client.attach_rx("stream0", block=True, compact=compact) as rx:
         rows, flows = stream(rx, 4096, 3000, 1000)
         assert rows.shape == (3000, 1000)
         assert_sequences(rows, 4096, 3000)
@@ -156,7 +157,8 @@ def test_reconnect_after_a_daemon_restart(start_daemon):
 
 
 # net_pcap replays a file of mixed frames to a catch-all alone on its queue: the daemon leaves
-# them unread (abi.PAYLOAD_UNREAD) and the client finds each payload.
+# them unread (abi.PAYLOAD_UNREAD) and the client finds each payload. Compact descriptors carry
+# no payload offset at all: there too the client finds every one.
 PCAP_CONFIG = """daemon:
   socket: {socket}
   metrics: "off"
@@ -173,7 +175,8 @@ flows:
 """
 
 
-def test_payloads_of_frames_the_daemon_did_not_read(start_daemon, workdir):
+@pytest.mark.parametrize("compact", [False, True], ids=["full", "compact"])
+def test_payloads_of_frames_the_daemon_did_not_read(start_daemon, workdir, compact):
     if os.geteuid() != 0:
         pytest.skip("DPDK's EAL needs root")
     udp = daqiri.frames.udp_headers(("10.1.0.1", 1000), ("10.1.0.2", 7000), 100) + bytes(range(100))
@@ -189,12 +192,18 @@ def test_payloads_of_frames_the_daemon_did_not_read(start_daemon, workdir):
     pmds = os.environ.get("DAQIRI_PMD_DIR")
     eal = ", ".join(f"-d, {os.path.join(pmds, f)}" for f in sorted(os.listdir(pmds))) if pmds else ""
     d = start_daemon(PCAP_CONFIG.replace("PCAP", pcap).replace("EAL", eal))
-    with d.client() as client, client.attach_rx("all", block=True) as rx:
+    with d.client() as client, client.attach_rx("all", block=True, compact=compact) as rx:
         got = []
         while len(got) < len(frames):
             b = rx.wait_burst(5.0)
             assert len(b) > 0, "the replay stopped short"
-            assert (b.desc["payload_offset"] == abi.PAYLOAD_UNREAD).all()
+            if compact:
+                assert b.desc.dtype == abi.RX_DESC_COMPACT
+                assert (b.timestamps_ns == 0).all()
+            else:
+                assert (b.desc["payload_offset"] == abi.PAYLOAD_UNREAD).all()
+                assert (b.timestamps_ns > 0).all()
+            assert (b.flow_ids == 0).all()
             got += [(bytes(p.frame), bytes(p.payload), int(at)) for p, at in zip(b, b.payload_offsets)]
             rx.release(b)
     for (frame, at), (got_frame, payload, got_at) in zip(frames, got):

@@ -25,6 +25,7 @@ class RdmaRxFlow final : public dataplane::RxFlowTask {
 
   bool poll() override { return false; }  // its interface's task polls for it
   [[nodiscard]] const core::Flow& flow() const override { return flow_; }
+  [[nodiscard]] bool carries_connections() const override { return true; }
   [[nodiscard]] std::vector<int> fds() const override { return {}; }
   [[nodiscard]] memory::BufferPool& pool() override { return pool_; }
   [[nodiscard]] dataplane::RxFanout& fanout() override { return fanout_; }

@@ -28,6 +28,7 @@ class TcpRxFlow final : public dataplane::RxFlowTask {
 
   bool poll() override;
   [[nodiscard]] const core::Flow& flow() const override { return flow_; }
+  [[nodiscard]] bool carries_connections() const override { return true; }
   // One fd: the flow's own epoll set, readable when any of its sockets is.
   [[nodiscard]] std::vector<int> fds() const override { return {epoll_.get()}; }
   [[nodiscard]] memory::BufferPool& pool() override { return pool_; }
