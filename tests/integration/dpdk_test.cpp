@@ -222,27 +222,35 @@ TEST_F(DpdkTest, AClientThatFallsBehindIsCountedAndGivesEveryBufferBack) {
 
 // net_ring: what the daemon sends on TX comes back on RX. A client's TX buffers go out as
 // external mbufs, and an unprivileged client reads them on the RX flow: nothing lost (blocking
-// backpressure), nothing reordered or changed.
+// backpressure), nothing reordered or changed. Once through a flow the poller steers, once
+// through a catch-all alone on the queue (the poller's loop for frames it does not read).
 TEST_F(DpdkTest, RingPortLoopsClientTxToRxByteExact) {
-  start(config(dir_.file("d.sock"), port("ring0", "net_ring0"),
-               "  - {name: back, interface: ring0, match: {udp_dst: 6000}}\n", false,
-               unprivileged_access()));
-  Spawned rx(dir_, tap("back", 20000, {"--verify", "--block"}), user_->ids());
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
-  auto tx = run({test_client_path(), "tx", socket_, "ring0", "5555", "6000", "20000", "777"});
-  ASSERT_EQ(tx.exit_code, 0) << tx.out << daemon_->log();
-  EXPECT_THAT(tx.out, HasSubstr("sent 20000"));  // every buffer came back (flush)
-  ASSERT_EQ(rx.wait(), 0) << rx.output() << daemon_->log();
-  EXPECT_THAT(rx.output(), HasSubstr("received 20000 packets, 15540000 payload bytes"));
-  EXPECT_THAT(rx.output(),
-              HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
-  auto s = stats();
-  EXPECT_EQ(flow(s, "back").packets(), 20000u);
-  EXPECT_EQ(queue(s, "tx0").packets(), 20000u);
-  // net_ring hands the sender's mbufs to the receiver: the queue copies them into its own
-  // buffers and says so.
-  EXPECT_EQ(queue(s, "rx0").copied(), 20000u);
-  EXPECT_THAT(ctl({"queues"}), HasSubstr("copy (the PMD delivers its own buffers)"));
+  for (const char* match : {"{udp_dst: 6000}", "{any: true}"}) {
+    SCOPED_TRACE(match);
+    start(config(dir_.file("d.sock"), port("ring0", "net_ring0"),
+                 std::string("  - {name: back, interface: ring0, match: ") + match + "}\n", false,
+                 unprivileged_access()));
+    Spawned rx(dir_, tap("back", 20000, {"--verify", "--block"}), user_->ids());
+    ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
+    auto tx = run({test_client_path(), "tx", socket_, "ring0", "5555", "6000", "20000", "777"});
+    ASSERT_EQ(tx.exit_code, 0) << tx.out << daemon_->log();
+    EXPECT_THAT(tx.out, HasSubstr("sent 20000"));  // every buffer came back (flush)
+    ASSERT_EQ(rx.wait(), 0) << rx.output() << daemon_->log();
+    EXPECT_THAT(rx.output(), HasSubstr("received 20000 packets, 15540000 payload bytes"));
+    EXPECT_THAT(rx.output(),
+                HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+    auto s = stats();
+    EXPECT_EQ(flow(s, "back").packets(), 20000u);
+    EXPECT_EQ(flow(s, "back").bytes(), 20000u * (777 + 42));
+    EXPECT_EQ(queue(s, "tx0").packets(), 20000u);
+    // net_ring hands the sender's mbufs to the receiver: the queue copies them into its own
+    // buffers and says so.
+    EXPECT_EQ(queue(s, "rx0").copied(), 20000u);
+    EXPECT_EQ(queue(s, "rx0").packets(), 20000u);
+    EXPECT_THAT(ctl({"queues"}), HasSubstr("copy (the PMD delivers its own buffers)"));
+    ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
+    daemon_.reset();
+  }
 }
 
 // DAQIRI's TX path waited for mbufs that only its own thread could free. Here the TX queue's
@@ -425,18 +433,20 @@ TEST_F(DpdkTest, ClientsFindThePayloadsOfFramesTheDaemonDidNotRead) {
                        std::to_string(payload_bytes) + " payload bytes";
   for (const char* other : {"", "  - {name: none, interface: pcap0, match: {udp_dst: 1}}\n"}) {
     SCOPED_TRACE(*other != 0 ? "the daemon reads the frames" : "unread");
-    start(config(dir_.file("d.sock"), port("pcap0", "net_pcap0,rx_pcap=" + pcap, 1, false),
-                 std::string(other) + "  - {name: all, interface: pcap0, match: {any: true}}\n",
-                 false, unprivileged_access()));
+    // net_pcap replays the file from the start each time the daemon starts.
+    auto replay = [&] {
+      start(config(dir_.file("d.sock"), port("pcap0", "net_pcap0,rx_pcap=" + pcap, 1, false),
+                   std::string(other) + "  - {name: all, interface: pcap0, match: {any: true}}\n",
+                   false, unprivileged_access()));
+    };
+    replay();
     auto rx = run(tap("all", frames.size()), user_->ids());
     ASSERT_EQ(rx.exit_code, 0) << rx.out << rx.err << daemon_->log();
     EXPECT_THAT(rx.out, HasSubstr(expect));
     ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
     daemon_.reset();
-    // Again (net_pcap replays the file from the start), for a client that wants frames only.
-    start(config(dir_.file("d.sock"), port("pcap0", "net_pcap0,rx_pcap=" + pcap, 1, false),
-                 std::string(other) + "  - {name: all, interface: pcap0, match: {any: true}}\n",
-                 false, unprivileged_access()));
+    // Again, for a client that wants frames only.
+    replay();
     auto frames_only =
         run({test_client_path(), "frames-rx", socket_, "all", std::to_string(frames.size())},
             user_->ids());
@@ -444,7 +454,21 @@ TEST_F(DpdkTest, ClientsFindThePayloadsOfFramesTheDaemonDidNotRead) {
     EXPECT_THAT(frames_only.out,
                 HasSubstr("received " + std::to_string(frames.size()) + " packets, " +
                           std::to_string(frame_bytes) + " frame bytes, " +
-                          std::to_string(*other != 0 ? payload_bytes : 0) + " payload bytes"));
+                          std::to_string(*other != 0 ? payload_bytes : 0) + " payload bytes, " +
+                          std::to_string(frames.size()) + " stamped"));
+    ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
+    daemon_.reset();
+    // And for one in compact descriptors, which carry no payload offset and no stamp: every
+    // payload is found in its frame.
+    replay();
+    auto compact = run(
+        {test_client_path(), "frames-rx", socket_, "all", std::to_string(frames.size()), "compact"},
+        user_->ids());
+    ASSERT_EQ(compact.exit_code, 0) << compact.out << daemon_->log();
+    EXPECT_THAT(compact.out,
+                HasSubstr("received " + std::to_string(frames.size()) + " packets, " +
+                          std::to_string(frame_bytes) + " frame bytes, " +
+                          std::to_string(payload_bytes) + " payload bytes, 0 stamped"));
     ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
     daemon_.reset();
   }

@@ -219,6 +219,54 @@ rte_mbuf* DpdkRxQueue::take_payload(rte_mbuf* h, uint16_t& flags) {
   return p;
 }
 
+template <bool kCompact>
+void DpdkRxQueue::deliver_whole(DpdkRxFlow& flow, dataplane::RxAttachment& a, uint16_t n,
+                                uint64_t now) {
+  dataplane::RxAttachment::Run ring(a, &pool_);
+  const uint32_t flow_id = flow.flow().id;
+  uint32_t dropped = 0, lent = 0, full = 0;
+  uint64_t bytes = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = rx_[i];
+    uint16_t flags = 0;
+    if (!owned(m)) [[unlikely]] {
+      m = adopt(m);
+      if (m == nullptr) continue;
+    } else if (m->nb_segs > 1) [[unlikely]] {
+      keep_first_segment(m, flags);
+    }
+    uint32_t length = m->data_len;
+    bytes += length;
+    daqiri_rx_desc d{};
+    d.offset = uint64_t(static_cast<const std::byte*>(m->buf_addr) - base_) + m->data_off;
+    d.timestamp_ns = now;
+    d.length = length;
+    d.flow_id = flow_id;
+    d.flags = flags;
+    d.payload_offset = core::kPayloadOffsetUnread;
+    uint32_t index = index_of(m);
+    if (!ring.push<kCompact>(d, index)) [[unlikely]] {
+      ++full;
+      drop_[dropped++] = m;
+      continue;
+    }
+    pool_.lend(index, 1);
+    ++lent;
+  }
+  ring.finish();
+  // As the general loop counts them: the flow's packets include those its full ring lost.
+  dataplane::bump(flow.counters.packets, lent + full);
+  dataplane::bump(flow.counters.bytes, bytes);
+  if (full > 0) {
+    dataplane::bump(flow.counters.rings_full, full);
+    dataplane::bump(a.counters.dropped_ring_full, full);
+  }
+  dataplane::bump(counters.on_loan, lent);
+  if (dropped > 0) rte_pktmbuf_free_bulk(drop_.data(), dropped);
+  dataplane::bump(counters.packets, n);
+  dataplane::bump(counters.bytes, bytes);
+}
+
 bool DpdkRxQueue::poll() {
   const Flows& flows = flows_.load();
   // Small bursts: what clients released is taken back after the receive (RxFanout::reclaim),
@@ -247,6 +295,19 @@ bool DpdkRxQueue::poll() {
   DpdkRxFlow* takes_all = this->takes_all(flows);
   const bool on_device = frames_on_device();
   uint64_t now = dataplane::ReceiveClock::now_ns();
+  dataplane::RxAttachment* whole = takes_all != nullptr && header_pool_ == nullptr && !on_device
+                                       ? takes_all->fanout().single()
+                                       : nullptr;
+  if (whole != nullptr) {
+    if (whole->compact()) {
+      deliver_whole<true>(*takes_all, *whole, n, now);
+    } else {
+      deliver_whole<false>(*takes_all, *whole, n, now);
+    }
+    takes_all->fanout().publish();
+    publish_on_loan(flows);
+    return true;
+  }
   uint32_t dropped = 0;
   uint64_t bytes = 0;
   uint32_t headers = 0;

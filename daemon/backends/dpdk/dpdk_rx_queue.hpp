@@ -134,6 +134,11 @@ class DpdkRxQueue final : public dataplane::PollTask {
               SoftwareReach reach);
   // The flow that takes every frame of the poll unread (takes_every_frame()), or null.
   [[nodiscard]] DpdkRxFlow* takes_all(const Flows& flows) const;
+  // The poll's `n` frames, all to `flow`'s one client `a` (takes_all, no split, host memory),
+  // in a loop of its own for the ring's layout (RxAttachment::Run): the general loop's state
+  // did not fit in registers, and its spills made each frame wait for the ring's stores.
+  template <bool kCompact>
+  void deliver_whole(DpdkRxFlow& flow, dataplane::RxAttachment& a, uint16_t n, uint64_t now);
   [[nodiscard]] bool owned(const rte_mbuf* m) const { return m->pool == mempool(); }
   [[nodiscard]] uint32_t index_of(const rte_mbuf* m) const {
     return pool_.index_at(static_cast<const std::byte*>(m->buf_addr));
