@@ -275,84 +275,33 @@ struct RxStream::State {
   Client::Impl* client = nullptr;
   Attached attached;
   abi::RingView ring;
-  uint32_t read = 0;      // next descriptor to hand out
-  uint32_t released = 0;  // consumer index published
-  bool compact = false;   // daqiri_rx_desc_compact slots
-  // The regions' mappings, where a descriptor's check finds them without the vector's
-  // arithmetic (a division by the element size, per packet).
-  std::array<std::span<const std::byte>, DAQIRI_MAX_REGIONS> views{};
-  uint32_t view_count = 0;
+  uint32_t read = 0;        // next descriptor to hand out
+  uint32_t released = 0;    // consumer index published
+  detail::RxRingView view;  // what Burst::operator[] reads
 
-  Result<> adopt(Attached a, bool compact_slots) {
-    auto r = abi::RingView::open(
-        a.rings.data() + a.ring_offset, a.rings.size() - a.ring_offset,
-        compact_slots ? DAQIRI_RING_RX_COMPACT : DAQIRI_RING_RX,
-        compact_slots ? sizeof(daqiri_rx_desc_compact) : sizeof(daqiri_rx_desc));
+  Result<> adopt(Attached a, const RxOptions& options) {
+    bool compact = options.compact;
+    auto r = abi::RingView::open(a.rings.data() + a.ring_offset, a.rings.size() - a.ring_offset,
+                                 compact ? DAQIRI_RING_RX_COMPACT : DAQIRI_RING_RX,
+                                 compact ? sizeof(daqiri_rx_desc_compact) : sizeof(daqiri_rx_desc));
     if (!r) return fail(ErrorCode::kInternal, "the daemon's RX ring does not check out");
-    if (a.regions.size() > views.size()) return fail(ErrorCode::kInternal, "too many regions");
+    if (a.regions.size() > view.regions.size()) {
+      return fail(ErrorCode::kInternal, "the daemon shared more regions than the ABI allows");
+    }
     attached = std::move(a);
     ring = *r;
     read = released = 0;
-    compact = compact_slots;
-    view_count = static_cast<uint32_t>(attached.regions.size());
-    for (uint32_t i = 0; i < view_count; ++i)
-      views[i] = {attached.regions[i].map.data(), attached.regions[i].map.size()};
+    view = {};
+    view.slots = ring.slot<std::byte>(0);
+    view.mask = ring.size() - 1;
+    view.compact = compact;
+    view.find_payloads = options.find_payloads;
+    view.region_count = static_cast<uint32_t>(attached.regions.size());
+    for (uint32_t i = 0; i < view.region_count; ++i)
+      view.regions[i] = {attached.regions[i].map.data(), attached.regions[i].map.size()};
     return {};
   }
-  // The frame of region `region` at `offset`; null (not just empty: an RDMA message may be)
-  // when that is outside the region's mapping: descriptors come from the daemon, but a bad one
-  // must not make us read outside a mapping.
-  [[nodiscard]] std::span<const std::byte> frame(uint32_t region, uint64_t offset,
-                                                 uint32_t length) const {
-    if (region >= view_count) return {};
-    std::span<const std::byte> m = views[region];
-    if (offset > m.size() || length > m.size() - offset) return {};
-    return m.subspan(offset, length);
-  }
 };
-
-namespace {
-// The UDP payload of `frame`, found at `offset` (DAQIRI_PAYLOAD_UNREAD: looked for unless
-// `find`); empty when it has none.
-std::span<const std::byte> payload_of(std::span<const std::byte> frame, uint32_t offset,
-                                      bool find) {
-  if (offset == DAQIRI_PAYLOAD_UNREAD) {
-    if (!find) return {};
-    offset = daqiri_udp_payload_offset(reinterpret_cast<const uint8_t*>(frame.data()),
-                                       static_cast<uint32_t>(frame.size()));
-  }
-  if (offset == 0 || offset > frame.size()) return {};
-  return frame.subspan(offset);
-}
-}  // namespace
-
-Packet Burst::operator[](size_t i) const {
-  const RxStream::State& s = *s_->s_;
-  auto counter = first_ + static_cast<uint32_t>(i);
-  Packet p;
-  uint32_t payload_offset = DAQIRI_PAYLOAD_UNREAD;
-  if (s.compact) {
-    const daqiri_rx_desc_compact& d = *s.ring.slot<daqiri_rx_desc_compact>(counter);
-    p.frame = s.frame(d.region, daqiri_rx_compact_offset(&d), d.length);
-    p.flow_id = d.flow_id;
-    p.flags = d.flags;
-  } else {
-    const daqiri_rx_desc& d = *s.ring.slot<daqiri_rx_desc>(counter);
-    p.frame = s.frame(d.region, d.offset, d.length);
-    p.flow_id = d.flow_id;
-    p.flags = d.flags;
-    p.stream = d.stream;
-    p.timestamp_ns = d.timestamp_ns;
-    payload_offset = d.payload_offset;
-  }
-  if (p.frame.data() == nullptr) return Packet{};
-  if (p.flags & (DAQIRI_DESC_STREAM | DAQIRI_DESC_MESSAGE)) {
-    p.payload = p.frame;
-  } else {
-    p.payload = payload_of(p.frame, payload_offset, s_->options_.find_payloads);
-  }
-  return p;
-}
 
 RxStream::RxStream(RxOptions options, std::unique_ptr<State> state)
     : options_(std::move(options)), s_(std::move(state)) {}
@@ -366,7 +315,7 @@ Burst RxStream::next_burst(uint32_t max) {
   uint32_t avail = s_->ring.load_producer() - s_->read;
   if (avail > s_->ring.size()) avail = 0;  // not a producer index the daemon could have written
   uint32_t n = max == 0 ? avail : std::min(avail, max);
-  Burst b(this, s_->read, n);
+  Burst b(&s_->view, s_->read, n);
   s_->read += n;
   return b;
 }
@@ -386,8 +335,9 @@ Result<Burst> RxStream::wait_burst(std::chrono::milliseconds timeout, uint32_t m
 }
 
 void RxStream::release(const Burst& burst) {
+  if (burst.view_ != &s_->view) return;  // not a burst of this stream
   uint32_t end = burst.first_ + burst.count_;
-  if (end - s_->released > s_->read - s_->released) return;  // not a burst of this stream
+  if (end - s_->released > s_->read - s_->released) return;  // released already
   s_->released = end;
   s_->ring.publish_consumer(end);
   s_->ring.kick_producer(s_->attached.kick.get());  // the flow may wait for this release
@@ -535,7 +485,7 @@ Result<RxStream*> Client::attach_rx(const RxOptions& options) {
   if (!a) return std::unexpected(a.error());
   auto state = std::make_unique<RxStream::State>();
   state->client = impl_.get();
-  if (auto ok = state->adopt(std::move(*a), options.compact); !ok) {
+  if (auto ok = state->adopt(std::move(*a), options); !ok) {
     return std::unexpected(ok.error());
   }
   impl_->rx.push_back(std::unique_ptr<RxStream>(new RxStream(options, std::move(state))));
@@ -625,7 +575,7 @@ Result<> Client::reconnect() {
   for (auto& rx : impl_->rx) {
     auto a = impl_->attach(rx_request(rx->options_));
     if (!a) return std::unexpected(a.error());
-    if (auto ok = rx->s_->adopt(std::move(*a), rx->options_.compact); !ok) return ok;
+    if (auto ok = rx->s_->adopt(std::move(*a), rx->options_); !ok) return ok;
   }
   for (auto& tx : impl_->tx) {
     auto a = impl_->attach(tx_request(tx->options_));

@@ -17,6 +17,7 @@
 // handlers and never touches the caller's CUDA device or context.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -82,6 +83,60 @@ struct Packet {
 
 class RxStream;
 
+namespace detail {
+// What reading an RX stream's descriptors takes, inline in the caller's loop: a call a packet
+// into the library was half of a small-frame client's time.
+struct RxRingView {
+  const std::byte* slots = nullptr;  // the ring's slot 0
+  uint32_t mask = 0;                 // slots - 1
+  bool compact = false;              // daqiri_rx_desc_compact slots
+  bool find_payloads = true;         // RxOptions::find_payloads
+  uint32_t region_count = 0;
+  std::array<std::span<const std::byte>, DAQIRI_MAX_REGIONS> regions{};
+
+  [[nodiscard]] Packet packet(uint32_t counter) const {
+    Packet p;
+    uint32_t region = 0, length = 0, payload_offset = DAQIRI_PAYLOAD_UNREAD;
+    uint64_t offset = 0;
+    if (compact) {
+      const auto& d = reinterpret_cast<const daqiri_rx_desc_compact*>(slots)[counter & mask];
+      region = d.region;
+      offset = daqiri_rx_compact_offset(&d);
+      length = d.length;
+      p.flow_id = d.flow_id;
+      p.flags = d.flags;
+    } else {
+      const auto& d = reinterpret_cast<const daqiri_rx_desc*>(slots)[counter & mask];
+      region = d.region;
+      offset = d.offset;
+      length = d.length;
+      p.flow_id = d.flow_id;
+      p.flags = d.flags;
+      p.stream = d.stream;
+      p.timestamp_ns = d.timestamp_ns;
+      payload_offset = d.payload_offset;
+    }
+    // Descriptors come from the daemon, but a bad one must not make us read outside a mapping.
+    if (region >= region_count) return Packet{};
+    std::span<const std::byte> m = regions[region];
+    if (offset > m.size() || length > m.size() - offset) return Packet{};
+    p.frame = m.subspan(offset, length);
+    if (p.flags & (DAQIRI_DESC_STREAM | DAQIRI_DESC_MESSAGE)) {
+      p.payload = p.frame;
+      return p;
+    }
+    if (payload_offset == DAQIRI_PAYLOAD_UNREAD) {
+      if (!find_payloads) return p;
+      payload_offset =
+          daqiri_udp_payload_offset(reinterpret_cast<const uint8_t*>(p.frame.data()), length);
+    }
+    if (payload_offset != 0 && payload_offset <= length)
+      p.payload = p.frame.subspan(payload_offset);
+    return p;
+  }
+};
+}  // namespace detail
+
 // Packets delivered together; a view into the stream's ring, valid until released.
 class Burst {
  public:
@@ -103,14 +158,17 @@ class Burst {
   Burst() = default;
   [[nodiscard]] size_t size() const { return count_; }
   [[nodiscard]] bool empty() const { return count_ == 0; }
-  [[nodiscard]] Packet operator[](size_t i) const;
+  [[nodiscard]] Packet operator[](size_t i) const {
+    return view_->packet(first_ + static_cast<uint32_t>(i));
+  }
   [[nodiscard]] iterator begin() const { return {this, 0}; }
   [[nodiscard]] iterator end() const { return {this, count_}; }
 
  private:
   friend class RxStream;
-  Burst(const RxStream* s, uint32_t first, uint32_t count) : s_(s), first_(first), count_(count) {}
-  const RxStream* s_ = nullptr;
+  Burst(const detail::RxRingView* view, uint32_t first, uint32_t count)
+      : view_(view), first_(first), count_(count) {}
+  const detail::RxRingView* view_ = nullptr;  // its stream's
   uint32_t first_ = 0;
   uint32_t count_ = 0;
 };
