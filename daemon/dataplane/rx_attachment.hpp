@@ -66,7 +66,7 @@ class RxAttachment {
   static constexpr uint32_t kRegionShift = 28;
   // A descriptor that lends nothing (a frame the NIC split whose bytes all went to the header).
   static constexpr uint32_t kNoBuffer = (1u << kRegionShift) - 1;
-  // How far ahead of the producer ring lines are prefetched for writing (Run::kPrefetchSlots).
+  // How many ring lines ahead of the producer are prefetched for writing (Run::push).
   static constexpr uint32_t kPrefetchLines = 16;
   // Lends `buffer` of `pool` (one of this attachment's pools) under `desc`. `head`: bytes the
   // NIC split off into memory of the daemon's own, kept beside the slot (see reserve_heads).
@@ -148,7 +148,7 @@ class RxAttachment {
     uint64_t bytes_ = 0;
   };
   // Before a receive of up to `n` packets: starts taking the cache lines of the slots they
-  // will fill (push keeps kPrefetchSlots ahead after that).
+  // will fill (push keeps kPrefetchLines ahead after that).
   void prepare(uint32_t n) const {
     uint32_t per_line = slots_per_line();
     n = std::min({n, free_slots(), kPrefetchLines * per_line});
