@@ -137,8 +137,10 @@ class DpdkRxQueue final : public dataplane::PollTask {
   // The poll's `n` frames, all to `flow`'s one client `a` (takes_all, no split, host memory),
   // in a loop of its own for the ring's layout (RxAttachment::Run): the general loop's state
   // did not fit in registers, and its spills made each frame wait for the ring's stores.
+  // Not inlined: inside poll() it changed how the general loop below it kept its registers.
   template <bool kCompact>
-  void deliver_whole(DpdkRxFlow& flow, dataplane::RxAttachment& a, uint16_t n, uint64_t now);
+  [[gnu::noinline]] void deliver_whole(DpdkRxFlow& flow, dataplane::RxAttachment& a, uint16_t n,
+                                       uint64_t now);
   [[nodiscard]] bool owned(const rte_mbuf* m) const { return m->pool == mempool(); }
   [[nodiscard]] uint32_t index_of(const rte_mbuf* m) const {
     return pool_.index_at(static_cast<const std::byte*>(m->buf_addr));
