@@ -5,12 +5,12 @@
 //   tx SOCKET IF SRCPORT DSTPORT COUNT SIZE   send COUNT daqiri-gen frames through the daemon
 //   reconnect SOCKET FLOW COUNT   receive COUNT packets, reconnecting across daemon restarts
 //   stream-rx SOCKET FLOW BYTES   receive a TCP flow's streams; print bytes and FNV-1a of each
-//   queue-rx SOCKET IF QUEUE COUNT [full|compact]  receive every flow of an RX queue through one
-//                                 ring (of compact descriptors)
-//   frames-rx SOCKET FLOW COUNT [full|compact]  receive COUNT packets with find_payloads off
-//   (compact:
-//                                 on, in compact descriptors); print frame and payload bytes,
-//                                 and how many packets had a receive stamp
+//   queue-rx SOCKET IF QUEUE COUNT [full|compact]
+//                                 receive every flow of an RX queue through one ring
+//   frames-rx SOCKET FLOW COUNT [full|compact]
+//                                 receive COUNT packets with find_payloads off (compact: on, in
+//                                 compact descriptors); print frame and payload bytes, and how
+//                                 many packets had a receive stamp
 //   attach-many SOCKET FLOW N     attach to FLOW N times in one session, print each, then sleep
 //   tx-kick SOCKET DSTPORT        submit through the raw ABI while the daemon sleeps; kick it
 //   kick-storm SOCKET N           write the TX kick eventfd N times, submitting nothing

@@ -195,8 +195,8 @@ TEST(PageArena, PacksPoolsIntoSlabsOfWholePages) {
 }
 
 // A compact ring holds 16-byte descriptors, each naming its frame's region (its pool), offset,
-// length, flow and flags; the full ring of the same attachment kind is not what the client
-// finds there, and releases give the buffers back as on a full ring.
+// length, flow and flags; a client that opens it as a full ring is refused, and releases give
+// the buffers back as on a full ring.
 TEST(RxAttachment, CompactDescriptorsNameEachFramesPoolAndPlace) {
   auto a_pool = memory::BufferPool::create("a", 2048, 64, false);
   auto b_pool = memory::BufferPool::create("b", 1024, 64, false);
