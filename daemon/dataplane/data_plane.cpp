@@ -457,10 +457,6 @@ Result<uint64_t> DataPlane::create_rx_queue(std::string_view interface, std::str
 
 Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std::string target,
                                              uint32_t ring, const RxAttachOptions& options) {
-  if (options.compact && options.gpu) {
-    return fail(ErrorCode::kInvalidArgument,
-                "GPU rings have their own descriptors: compact is for host rings", "compact");
-  }
   std::vector<memory::BufferPool*> pools;
   for (const auto& name : flows) {
     auto& f = flows_.find(name)->second;
