@@ -238,7 +238,7 @@ void DpdkRxQueue::deliver_whole(DpdkRxFlow& flow, dataplane::RxAttachment& a, ui
     uint32_t length = m->data_len;
     bytes += length;
     daqiri_rx_desc d{};
-    d.offset = uint64_t(static_cast<const std::byte*>(m->buf_addr) - base_) + m->data_off;
+    d.offset = offset_of(m);
     d.timestamp_ns = now;
     d.length = length;
     d.flow_id = flow_id;
@@ -367,9 +367,7 @@ bool DpdkRxQueue::poll() {
     }
     uint32_t index = m != nullptr ? index_of(m) : dataplane::RxAttachment::kNoBuffer;
     daqiri_rx_desc d{};
-    if (m != nullptr) {
-      d.offset = uint64_t(static_cast<const std::byte*>(m->buf_addr) - base_) + m->data_off;
-    }
+    if (m != nullptr) d.offset = offset_of(m);
     d.timestamp_ns = now;
     d.length = length;
     d.flow_id = flow->flow().id;

@@ -145,6 +145,10 @@ class DpdkRxQueue final : public dataplane::PollTask {
   [[nodiscard]] uint32_t index_of(const rte_mbuf* m) const {
     return pool_.index_at(static_cast<const std::byte*>(m->buf_addr));
   }
+  // Where `m`'s frame starts in the region clients map (a descriptor's offset).
+  [[nodiscard]] uint64_t offset_of(const rte_mbuf* m) const {
+    return uint64_t(static_cast<const std::byte*>(m->buf_addr) - base_) + m->data_off;
+  }
   rte_mbuf* adopt(rte_mbuf* foreign);
   // Which flow takes the frame starting in `first`; null when none does. `readable`: its bytes
   // are in host memory (else only the NIC's mark says). Inline in poll(): a call per frame.
