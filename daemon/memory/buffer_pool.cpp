@@ -1,8 +1,27 @@
 #include "memory/buffer_pool.hpp"
 
+#include <array>
 #include <bit>
 
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
 namespace daqiri::memory {
+namespace {
+
+// One 16-byte store of two pointers where the target has one.
+inline void store_pair(void** at, void* first, void* second) {
+#if defined(__x86_64__)
+  _mm_store_si128(reinterpret_cast<__m128i*>(at), _mm_set_epi64x(reinterpret_cast<int64_t>(second),
+                                                                 reinterpret_cast<int64_t>(first)));
+#else
+  at[0] = first;
+  at[1] = second;
+#endif
+}
+
+}  // namespace
 
 Result<BufferPool> BufferPool::create(const std::string& name, uint32_t buf_size, uint32_t num_bufs,
                                       bool huge, PageArena* arena) {
@@ -60,6 +79,37 @@ BufferPool::BufferPool(std::shared_ptr<SharedMemory> memory, uint64_t base, uint
   // Lowest indices first: the first buffers used are the first pages touched.
   for (uint32_t i = 0; i < num_bufs; ++i)
     free_[i] = i;
+}
+
+void BufferPool::return_many(const uint32_t* indices, uint32_t n) {
+  // Stored two at a time: the owner copies them out with 16-byte loads (rte_mempool_put_bulk),
+  // and a load that spans two 8-byte stores cannot be forwarded from them, so it waited for the
+  // whole store buffer (the last poll's ring slot stores among it) to drain.
+  alignas(16) std::array<void*, kReturnRun> run;
+  uint32_t k = 0;
+  void* held = nullptr;  // the first of a pair (objects are never null)
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t b = indices[i];
+    if (b >= num_bufs_) continue;
+    if (uint16_t r = refs_[b]; r != 1) {
+      refs_[b] = static_cast<uint16_t>(r - 1);
+      continue;
+    }
+    void* object = returner_.objects[b];
+    if (held == nullptr) {
+      held = object;
+      continue;
+    }
+    store_pair(&run[k], held, object);
+    held = nullptr;
+    k += 2;
+    if (k == kReturnRun) {
+      returner_.give_back(returner_.owner, run.data(), k);
+      k = 0;
+    }
+  }
+  if (held != nullptr) run[k++] = held;
+  if (k > 0) returner_.give_back(returner_.owner, run.data(), k);
 }
 
 }  // namespace daqiri::memory

@@ -57,6 +57,59 @@ TEST(BufferPool, AllocatesReferencesAndFrees) {
   EXPECT_EQ(pool->available(), 2u);
 }
 
+// A pool whose free buffers another allocator keeps (a DPDK queue's mempool): each buffer goes
+// back to it once, as its object, when its last reference goes, in runs of at most kReturnRun,
+// and the free queue stays empty.
+TEST(BufferPool, ReturnsFreedBuffersToTheirOwner) {
+  constexpr uint32_t kBufs = 2 * memory::BufferPool::kReturnRun + 76;
+  auto pool = memory::BufferPool::create("t", 256, kBufs, false);
+  ASSERT_TRUE(pool);
+  std::vector<uint32_t> all(kBufs);
+  ASSERT_EQ(pool->alloc(all.data(), kBufs), kBufs);
+  std::vector<int> objects(kBufs);  // stand-ins for the owner's objects: their addresses
+  std::vector<void*> object_of(kBufs);
+  for (uint32_t i = 0; i < kBufs; ++i)
+    object_of[i] = &objects[i];
+  struct Owner {
+    std::vector<void*> back;
+    uint32_t calls = 0;
+    uint32_t longest = 0;
+  } owner;
+  pool->return_to({object_of.data(),
+                   [](void* o, void* const* objs, uint32_t n) {
+                     auto* w = static_cast<Owner*>(o);
+                     w->back.insert(w->back.end(), objs, objs + n);
+                     ++w->calls;
+                     w->longest = std::max(w->longest, n);
+                   },
+                   &owner});
+  pool->set_refs(3, 2);  // a buffer two readers hold
+  // Every buffer once, then 3 again (its second reader), and indices that name none.
+  std::vector<uint32_t> released;
+  for (uint32_t i = 0; i < kBufs; ++i)
+    released.push_back(i);
+  released.push_back(kBufs);
+  released.push_back(UINT32_MAX);
+  pool->unref_many(released.data(), static_cast<uint32_t>(released.size()));
+  ASSERT_EQ(owner.back.size(), kBufs - 1);  // all but 3, still held
+  EXPECT_EQ(pool->refs(3), 1);
+  EXPECT_EQ(owner.longest, memory::BufferPool::kReturnRun);
+  EXPECT_EQ(owner.calls, 3u);
+  uint32_t at = 0;
+  for (uint32_t i = 0; i < kBufs; ++i) {
+    if (i == 3) continue;
+    EXPECT_EQ(owner.back[at++], &objects[i]) << "buffer " << i;
+  }
+  pool->unref(3);  // the last reference, one at a time
+  ASSERT_EQ(owner.back.size(), kBufs);
+  EXPECT_EQ(owner.back.back(), &objects[3]);
+  EXPECT_EQ(pool->refs(3), 1);  // as alloc() hands it out again
+  pool->set_refs(7, 0);
+  ASSERT_EQ(owner.back.size(), kBufs + 1);
+  EXPECT_EQ(owner.back.back(), &objects[7]);
+  EXPECT_EQ(pool->available(), 0u);
+}
+
 // A buffer's index from its address (how the DPDK queue names an mbuf's buffer), for sizes
 // with and without odd factors, up to the last buffer.
 TEST(BufferPool, NamesTheBufferAtAnAddress) {

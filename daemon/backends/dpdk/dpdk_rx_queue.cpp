@@ -3,10 +3,6 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 
-#if defined(__x86_64__)
-#include <emmintrin.h>
-#endif
-
 #include <algorithm>
 #include <span>
 #include <string>
@@ -53,9 +49,11 @@ Result<std::unique_ptr<DpdkRxQueue>> DpdkRxQueue::create(const RxQueueSetup& s) 
     }
     q->split_ = s.split;
   }
-  // Every buffer starts with DPDK: the free stack is for buffers coming back from clients.
+  // Every buffer starts with DPDK, and goes back to its mempool when clients let it go.
   std::vector<uint32_t> all(s.num_bufs);
   q->pool_.alloc(all.data(), s.num_bufs);
+  q->pool_.return_to(
+      {reinterpret_cast<void* const*>(q->mbuf_of_.data()), &DpdkRxQueue::give_back, q.get()});
   return q;
 }
 
@@ -100,46 +98,28 @@ Result<void> DpdkRxQueue::map_mbufs() {
   return {};
 }
 
-// The pointers go into drop_ two at a time: rte_mempool_put_bulk copies them out with 16-byte
-// loads, and a load that spans two 8-byte stores cannot be forwarded from them, so it waited
-// for the whole store buffer (the last poll's ring slot stores among it) to drain.
-void DpdkRxQueue::gather_mbufs(std::span<const uint32_t> buffers) {
-  auto n = static_cast<uint32_t>(buffers.size());
-  uint32_t i = 0;
-#if defined(__x86_64__)
-  for (; i + 1 < n; i += 2) {
-    __m128i pair = _mm_set_epi64x(reinterpret_cast<int64_t>(mbuf_of_[buffers[i + 1]]),
-                                  reinterpret_cast<int64_t>(mbuf_of_[buffers[i]]));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(&drop_[i]), pair);
-  }
-#endif
-  for (; i < n; ++i)
-    drop_[i] = mbuf_of_[buffers[i]];
-}
-
-uint32_t DpdkRxQueue::recycle() {
-  uint32_t total = 0;
-  // Read straight out of the pool's free queue: a copy into an array of our own was a store
-  // and a load more a frame.
-  for (auto run = pool_.oldest_free(kMaxBatch); !run.empty(); run = pool_.oldest_free(kMaxBatch)) {
-    auto n = static_cast<uint32_t>(run.size());
-    gather_mbufs(run);
-    pool_.take(n);
-    total += n;
-    // Straight back to the mempool, as rte_mbuf_raw_free does: a lent mbuf is one segment
-    // (keep_first_segment), its refcount 1 and its external buffer pinned, so the per-mbuf
-    // checks of rte_pktmbuf_free_bulk (three cache lines of each mbuf, cold by now) find
-    // nothing to do. The PMD resets the flags when it hands the mbuf out again.
-    rte_mempool_put_bulk(mempool(), reinterpret_cast<void* const*>(drop_.data()), n);
-    counters.on_loan.store(counters.on_loan.load(std::memory_order_relaxed) - n,
-                           std::memory_order_relaxed);
-  }
-  return total;
+// Straight back to the mempool, as rte_mbuf_raw_free does: a lent mbuf is one segment
+// (keep_first_segment), its refcount 1 and its external buffer pinned, so the per-mbuf checks of
+// rte_pktmbuf_free_bulk (three cache lines of each mbuf, cold by now) find nothing to do. The PMD
+// resets the flags when it hands the mbuf out again.
+void DpdkRxQueue::give_back(void* queue, void* const* mbufs, uint32_t n) {
+  auto* q = static_cast<DpdkRxQueue*>(queue);
+  rte_mempool_put_bulk(q->mempool(), mbufs, n);
+  q->returned_ += n;
 }
 
 void DpdkRxQueue::reclaim(const Flows& flows) {
   for (DpdkRxFlow* f : flows)
     f->fanout().reclaim();
+  count_returned(flows);
+}
+
+void DpdkRxQueue::count_returned(const Flows& flows) {
+  if (returned_ == 0) return;
+  counters.on_loan.store(counters.on_loan.load(std::memory_order_relaxed) - returned_,
+                         std::memory_order_relaxed);
+  returned_ = 0;
+  publish_on_loan(flows);
 }
 
 void DpdkRxQueue::publish_on_loan(const Flows& flows) {
@@ -270,8 +250,8 @@ void DpdkRxQueue::deliver_whole(DpdkRxFlow& flow, dataplane::RxAttachment& a, ui
 bool DpdkRxQueue::poll() {
   const Flows& flows = flows_.load();
   // Small bursts: what clients released is taken back after the receive (RxFanout::reclaim),
-  // which hides the wait for their consumer indices, and goes back to the mempool at the next
-  // poll's recycle(); room is judged on the last poll's look (a poll late at worst), as the
+  // which hides the wait for their consumer indices, and goes back to the mempool then
+  // (give_back); room is judged on the last poll's look (a poll late at worst), as the
   // socket poller does. Large bursts take it back first: a burst more of mbufs in flight
   // then costs more than the wait (docs/benchmarks.md).
   size_t active = 0;
@@ -280,7 +260,7 @@ bool DpdkRxQueue::poll() {
     active += late_reclaim() ? f->fanout().gather() : f->fanout().begin();
     wait |= f->fanout().must_wait(batch_);
   }
-  if (recycle() > 0) publish_on_loan(flows);
+  count_returned(flows);
   spinning_ = active > 0;
   if (active == 0 || wait) {
     reclaim(flows);
@@ -293,8 +273,8 @@ bool DpdkRxQueue::poll() {
   if (n == 0) return false;
   // Decided once a poll: per frame, the loads behind it waited on the ring slots' stores.
   DpdkRxFlow* takes_all = this->takes_all(flows);
-  const bool on_device = frames_on_device();
   uint64_t now = dataplane::ReceiveClock::now_ns();
+  const bool on_device = frames_on_device();
   dataplane::RxAttachment* whole = takes_all != nullptr && header_pool_ == nullptr && !on_device
                                        ? takes_all->fanout().single()
                                        : nullptr;

@@ -164,18 +164,18 @@ class DpdkRxQueue final : public dataplane::PollTask {
   // Fills mbuf_of_ from the mempool's objects.
   Result<void> map_mbufs();
   // Takes back what the clients of every flow released (RxFanout::reclaim).
-  static void reclaim(const Flows& flows);
-  // drop_[0, buffers.size()): the mbufs of `buffers`.
-  void gather_mbufs(std::span<const uint32_t> buffers);
-  // Gives the buffers clients released back to DPDK; how many.
-  uint32_t recycle();
+  void reclaim(const Flows& flows);
+  // pool_'s Returner: mbufs whose buffers clients no longer hold, back to the mempool.
+  static void give_back(void* queue, void* const* mbufs, uint32_t n);
+  // Takes what give_back() returned off the buffers on loan.
+  void count_returned(const Flows& flows);
   // The queue's buffers on loan, as each flow reports them (they share the pool).
   void publish_on_loan(const Flows& flows);
 
   uint16_t port_;
   uint16_t queue_;
   SoftwareReach reach_;
-  memory::BufferPool pool_;  // buffer refs; its free stack holds buffers to give back to DPDK
+  memory::BufferPool pool_;  // buffer refs; a buffer's last one goes back to the mempool
   std::unique_ptr<ExternalMbufPool> mbufs_pool_;
   rte_mempool* private_pool_ = nullptr;
   rte_mempool* header_pool_ = nullptr;  // NIC buffer split
@@ -188,6 +188,7 @@ class DpdkRxQueue final : public dataplane::PollTask {
   bool spinning_ = false;
   dataplane::Published<Flows> flows_;
   std::vector<rte_mbuf*> mbuf_of_;  // by buffer index: the mbuf whose data it is (map_mbufs)
+  uint32_t returned_ = 0;           // by give_back(), not yet off counters.on_loan
   std::array<rte_mbuf*, kMaxBatch> rx_{};
   std::array<rte_mbuf*, kMaxBatch> drop_{};
   std::array<rte_mbuf*, kMaxBatch> heads_{};  // NIC buffer split: header mbufs of a burst
