@@ -90,11 +90,7 @@ void BufferPool::return_many(const uint32_t* indices, uint32_t n) {
   void* held = nullptr;  // the first of a pair (objects are never null)
   for (uint32_t i = 0; i < n; ++i) {
     uint32_t b = indices[i];
-    if (b >= num_bufs_) continue;
-    if (uint16_t r = refs_[b]; r != 1) {
-      refs_[b] = static_cast<uint16_t>(r - 1);
-      continue;
-    }
+    if (!drop_last_ref(b)) continue;
     void* object = returner_.objects[b];
     if (held == nullptr) {
       held = object;

@@ -118,11 +118,7 @@ class BufferPool {
     uint32_t freed = 0;
     for (uint32_t i = 0; i < n; ++i) {
       uint32_t b = indices[i];
-      if (b >= num_bufs_) continue;
-      if (uint16_t r = refs_[b]; r != 1) {
-        refs_[b] = static_cast<uint16_t>(r - 1);
-        continue;
-      }
+      if (!drop_last_ref(b)) continue;
       free_[tail] = b;
       if (++tail == num_bufs_) tail = 0;
       ++freed;
@@ -165,6 +161,15 @@ class BufferPool {
   uint32_t num_bufs_ = 0;
   uint32_t size_shift_ = 0;   // buf_size_ = odd << size_shift_
   uint64_t odd_inverse_ = 1;  // odd * odd_inverse_ = 1 (mod 2^64)
+  // unref() without the free queue: true when `index` names a buffer and that was its last
+  // reference (its count stays 1, as alloc() hands it out).
+  bool drop_last_ref(uint32_t index) {
+    if (index >= num_bufs_) return false;
+    uint16_t r = refs_[index];
+    if (r == 1) return true;
+    refs_[index] = static_cast<uint16_t>(r - 1);
+    return false;
+  }
   // The last reference went: back to the queue, its count left at (or set to) 1.
   void push_free(uint32_t index) {
     if (owner_managed_) {
