@@ -366,6 +366,7 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
       qo->set_no_header(q.no_header);
       qo->set_oversize(q.oversize);
       qo->set_buffers_on_loan(q.on_loan);
+      qo->set_mbufs_free(q.mbufs_free);
     }
   }
   for (const dataplane::PollerStats& p : data_plane_.poller_stats()) {

@@ -16,6 +16,7 @@ struct NicQueueStats {
   uint64_t unmatched = 0, copied = 0, no_buffer = 0, truncated = 0;  // RX
   uint64_t no_header = 0, oversize = 0;                              // TX
   uint32_t on_loan = 0;                                              // RX
+  uint32_t mbufs_free = 0;                                           // RX
 };
 
 struct NicStats {

@@ -347,6 +347,9 @@ class DataPlaneCollector final : public prometheus::Collectable {
                          MetricType::Counter);
     FamilyBuilder no_header(out, "daqiri_nic_queue_tx_no_header_total",
                             "TX polls that found the header mbuf pool dry", MetricType::Counter);
+    FamilyBuilder mbufs_free(out, "daqiri_nic_queue_mbufs_free",
+                             "Mbufs in the RX queue's mempool now (rte_mempool_avail_count)",
+                             MetricType::Gauge);
     for (const auto& n : nics) {
       std::vector<ClientMetric::Label> l{{"interface", n.interface}, {"driver", n.driver}};
       auto dir = [&l](const char* d) {
@@ -371,6 +374,7 @@ class DataPlaneCollector final : public prometheus::Collectable {
         if (q.rx) {
           unmatched.add(ql, double(q.unmatched));
           copied.add(ql, double(q.copied));
+          mbufs_free.add(ql, double(q.mbufs_free));
         } else {
           no_header.add(ql, double(q.no_header));
         }

@@ -400,7 +400,7 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
     Table nics({"INTERFACE", "DRIVER", "LINK", "RX_PACKETS", "RX_BYTES", "RX_MISSED", "RX_ERRORS",
                 "RX_NOMBUF", "TX_PACKETS", "TX_BYTES", "TX_ERRORS"});
     Table queues({"INTERFACE", "QUEUE", "DIR", "PACKETS", "BYTES", "UNMATCHED", "COPIED",
-                  "NO_BUFFER", "TRUNCATED", "NO_HEADER", "OVERSIZE", "ON_LOAN"});
+                  "NO_BUFFER", "TRUNCATED", "NO_HEADER", "OVERSIZE", "ON_LOAN", "MBUFS_FREE"});
     for (const auto& n : stats.nics()) {
       nics.add({n.interface(), n.driver(), n.link(), std::to_string(n.rx_packets()),
                 std::to_string(n.rx_bytes()), std::to_string(n.rx_missed()),
@@ -413,7 +413,8 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
              std::to_string(q.packets()), std::to_string(q.bytes()), std::to_string(q.unmatched()),
              std::to_string(q.copied()), std::to_string(q.no_buffer()),
              std::to_string(q.truncated()), std::to_string(q.no_header()),
-             std::to_string(q.oversize()), std::to_string(q.buffers_on_loan())});
+             std::to_string(q.oversize()), std::to_string(q.buffers_on_loan()),
+             q.direction() == v1::DIRECTION_RX ? std::to_string(q.mbufs_free()) : "-"});
       }
     }
     nics.print(std::cout);
