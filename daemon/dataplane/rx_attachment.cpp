@@ -39,7 +39,9 @@ RxAttachment::RxAttachment(uint64_t id, memory::SharedMemory rings, UniqueFd eve
       backpressure_(backpressure),
       pools_(std::move(pools)),
       shadow_(ring.size()),
-      compact_(compact) {}
+      compact_(compact) {
+  if (pools_.size() == 1 && pools_[0]->has_returner()) objects_.resize(ring.size());
+}
 
 bool RxAttachment::publish() {
   if (prod_ == published_) return false;
@@ -94,12 +96,24 @@ void RxAttachment::unref_range(uint32_t to) {
       unref(shadow_[cons_ & ring_.mask()]);
     return;
   }
-  // One pool: every entry is a buffer index (or kNoBuffer, which the pool skips), in at most
-  // two runs of the shadow ring.
+  // One pool: slots up to by_index_until_ go back by their buffer indices (or kNoBuffer, which
+  // the pool skips), those pushed alone after it as their objects, without a look at an index
+  // or a count. Each in at most two runs of the ring.
+  uint32_t by_index = to - cons_;
+  if (lends_objects()) {
+    by_index = std::min(by_index, by_index_until_ - cons_);
+    if (by_index_until_ - cons_ <= to - cons_) by_index_until_ = to;
+  }
+  for (uint32_t end = cons_ + by_index; cons_ != end;) {
+    uint32_t at = cons_ & ring_.mask();
+    uint32_t run = std::min(end - cons_, ring_.size() - at);
+    pools_[0]->unref_many(shadow_.data() + at, run);
+    cons_ += run;
+  }
   while (cons_ != to) {
     uint32_t at = cons_ & ring_.mask();
     uint32_t run = std::min(to - cons_, ring_.size() - at);
-    pools_[0]->unref_many(shadow_.data() + at, run);
+    pools_[0]->return_objects(objects_.data() + at, run);
     cons_ += run;
   }
 }

@@ -102,6 +102,7 @@ class RxAttachment {
         : a_(&a),
           slots_(a.ring_.slot<std::byte>(0)),
           shadow_(a.shadow_.data()),
+          objects_(a.objects_.data()),
           mask_(a.ring_.mask()),
           prod_(a.prod_),
           end_(a.cons_ + a.ring_.size()) {
@@ -111,6 +112,31 @@ class RxAttachment {
     // False: the ring is full.
     template <bool kCompact>
     [[gnu::always_inline]] bool push(const daqiri_rx_desc& desc, uint32_t buffer) {
+      if (!emplace<kCompact>(desc, buffer)) return false;
+      by_index_ = true;
+      return true;
+    }
+    // push() of a buffer lent to this attachment alone (its one reference), with its pool's
+    // object (BufferPool::Returner): when the client releases it, the object goes straight
+    // back to the pool's owner in a run with its neighbours (unref_range), as the bound of
+    // docs/benchmarks.md returns mbufs. Only for an attachment that lends_objects().
+    template <bool kCompact>
+    [[gnu::always_inline]] bool push_alone(const daqiri_rx_desc& desc, uint32_t buffer,
+                                           void* object) {
+      uint32_t at = prod_ & mask_;
+      if (!emplace<kCompact>(desc, buffer)) return false;
+      objects_[at] = object;
+      return true;
+    }
+    void finish() {
+      a_->prod_ = prod_;
+      a_->unpublished_bytes_ += bytes_;
+      if (by_index_) a_->by_index_until_ = prod_;
+    }
+
+   private:
+    template <bool kCompact>
+    [[gnu::always_inline]] bool emplace(const daqiri_rx_desc& desc, uint32_t buffer) {
       if (prod_ == end_) return false;
       // How far ahead slots are prefetched for writing: enough lines in flight to cover a
       // core-to-core round trip, few enough for the core's fill buffers.
@@ -128,12 +154,6 @@ class RxAttachment {
       ++prod_;
       return true;
     }
-    void finish() {
-      a_->prod_ = prod_;
-      a_->unpublished_bytes_ += bytes_;
-    }
-
-   private:
     template <bool kCompact>
     [[nodiscard]] Slot<kCompact>* slot(uint32_t index) const {
       return reinterpret_cast<Slot<kCompact>*>(slots_) + index;
@@ -141,12 +161,16 @@ class RxAttachment {
     RxAttachment* a_ = nullptr;
     std::byte* slots_ = nullptr;
     uint32_t* shadow_ = nullptr;
+    void** objects_ = nullptr;
     uint32_t mask_ = 0;
     uint32_t prod_ = 0;
     uint32_t end_ = 0;
     uint16_t region_ = 0;
     uint64_t bytes_ = 0;
+    bool by_index_ = false;  // push() without the object: the slot goes back by reference count
   };
+  // Whether Run::push_alone() may be used: one pool, and it has a Returner.
+  [[nodiscard]] bool lends_objects() const { return !objects_.empty(); }
   // Before a receive of up to `n` packets: starts taking the cache lines of the slots they
   // will fill (push keeps kPrefetchLines ahead after that).
   void prepare(uint32_t n) const {
@@ -216,6 +240,11 @@ class RxAttachment {
   Backpressure backpressure_;
   std::vector<memory::BufferPool*> pools_;
   std::vector<uint32_t> shadow_;  // region and buffer of each slot we produced
+  // lends_objects(): the pool object of each slot pushed alone (Run::push_alone). Slots before
+  // by_index_until_ may have been pushed without it, their buffers perhaps lent to other
+  // attachments too: they go back by reference count. Kept within [cons_, prod_].
+  std::vector<void*> objects_;
+  uint32_t by_index_until_ = 0;
   std::vector<std::byte> heads_;  // split-off header bytes, head_size_ per slot
   uint32_t head_size_ = 0;
   bool compact_ = false;

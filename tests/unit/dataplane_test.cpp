@@ -315,6 +315,97 @@ TEST(RxAttachment, CompactDescriptorsNameEachFramesPoolAndPlace) {
   EXPECT_EQ(slot.flow_id, 0xdeadbeefu);
 }
 
+// An attachment whose pool has a Returner: buffers pushed alone (Run::push_alone) go back as
+// the objects they were lent with, without a look at their counts; those pushed by index, which
+// other attachments may hold too, by their counts. Releases that cross from one kind to the
+// other, and the ring's end, give each buffer back once, when its last holder lets go.
+TEST(RxAttachment, BuffersLentAloneGoBackAsTheirObjectsAndSharedOnesByCount) {
+  constexpr uint32_t kBufs = 64;
+  auto pool = memory::BufferPool::create("t", 2048, kBufs, false);
+  ASSERT_TRUE(pool);
+  std::vector<uint32_t> all(kBufs);
+  ASSERT_EQ(pool->alloc(all.data(), kBufs), kBufs);
+  struct Owner {
+    std::vector<int> objects = std::vector<int>(kBufs);
+    std::vector<void*> object_of;
+    std::vector<int> back = std::vector<int>(kBufs, 0);  // times each buffer came back
+  } owner;
+  for (auto& o : owner.objects)
+    owner.object_of.push_back(&o);
+  pool->return_to({owner.object_of.data(),
+                   [](void* o, void* const* objs, uint32_t n) {
+                     auto* w = static_cast<Owner*>(o);
+                     for (uint32_t i = 0; i < n; ++i)
+                       ++w->back[static_cast<int*>(objs[i]) - w->objects.data()];
+                   },
+                   &owner});
+  auto a = RxAttachment::create(1, 16, Backpressure::kDropNew, {&*pool});
+  auto b = RxAttachment::create(2, 16, Backpressure::kDropNew, {&*pool});
+  ASSERT_TRUE(a && b);
+  EXPECT_TRUE((*a)->lends_objects());
+  // A pool without a Returner, or two pools: no objects.
+  auto plain = memory::BufferPool::create("p", 2048, 4, false);
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE((*RxAttachment::create(3, 16, Backpressure::kDropNew, {&*plain}))->lends_objects());
+  EXPECT_FALSE(
+      (*RxAttachment::create(4, 16, Backpressure::kDropNew, {&*pool, &*plain}))->lends_objects());
+
+  uint32_t next = 0;  // buffers lent so far, in order
+  auto alone = [&](uint32_t n) {
+    RxAttachment::Run run(**a, &*pool);
+    for (uint32_t i = 0; i < n; ++i, ++next)
+      ASSERT_TRUE(run.push_alone<false>(desc(*pool, next), next, owner.object_of[next]));
+    run.finish();
+    (*a)->publish();
+  };
+  auto shared = [&](uint32_t n) {  // to both attachments, by index
+    for (uint32_t i = 0; i < n; ++i, ++next) {
+      (*a)->push(desc(*pool, next), next, &*pool);
+      (*b)->push(desc(*pool, next), next, &*pool);
+      pool->lend(next, 2);
+    }
+    (*a)->publish();
+    (*b)->publish();
+  };
+  auto a_ring = client_ring(**a);
+  auto b_ring = client_ring(**b);
+  auto release = [](RxAttachment& at, abi::RingView& ring, uint32_t to) {
+    ring.publish_consumer(to);
+    EXPECT_TRUE(at.reclaim());
+  };
+  // Which buffers have come back, as a string of counts: "1100" = 0 and 1, once each.
+  auto returned = [&] {
+    std::string r;
+    for (uint32_t i = 0; i < next; ++i)
+      r += static_cast<char>('0' + owner.back[i]);
+    return r;
+  };
+
+  alone(6);   // a's slots 0-5: buffers 0-5
+  shared(4);  // a's 6-9, b's 0-3: buffers 6-9, two references each
+  alone(3);   // a's 10-12: buffers 10-12
+  release(**a, a_ring, 4);
+  EXPECT_EQ(returned(), "1111000000000");
+  release(**a, a_ring, 8);  // 4 and 5 alone, 6 and 7 still b's
+  EXPECT_EQ(returned(), "1111110000000");
+  release(**b, b_ring, 4);  // 6 and 7 were a's last; 8 and 9 a still holds
+  EXPECT_EQ(returned(), "1111111100000");
+  release(**a, a_ring, 13);  // by count up to 10, then as objects
+  EXPECT_EQ(returned(), "1111111111111");
+  alone(10);  // a's slots 13-15 and 0-6: across the ring's end
+  release(**a, a_ring, 23);
+  EXPECT_EQ(returned(), std::string(23, '1'));
+  shared(2);            // buffers 23 and 24, b's slots 4 and 5
+  alone(2);             // 25 and 26
+  (*a)->release_all();  // a detached: what only it held comes back
+  EXPECT_EQ(returned(), std::string(23, '1') + "0011");
+  release(**b, b_ring, 6);
+  EXPECT_EQ(returned(), std::string(27, '1'));
+  for (uint32_t i = 0; i < kBufs; ++i)
+    EXPECT_EQ(pool->refs(i), 1) << i;
+  EXPECT_EQ(pool->available(), 0u);  // the free queue was not used
+}
+
 TEST(RxAttachment, ClientReleasesReturnBuffersInOrder) {
   auto pool = memory::BufferPool::create("t", 2048, 64, false);
   auto a = RxAttachment::create(1, 64, Backpressure::kDropNew, {&*pool});

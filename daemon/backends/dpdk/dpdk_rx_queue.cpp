@@ -224,13 +224,12 @@ void DpdkRxQueue::deliver_whole(DpdkRxFlow& flow, dataplane::RxAttachment& a, ui
     d.flow_id = flow_id;
     d.flags = flags;
     d.payload_offset = core::kPayloadOffsetUnread;
-    uint32_t index = index_of(m);
-    if (!ring.push<kCompact>(d, index)) [[unlikely]] {
+    // Lent to this client alone, with its one reference (pool_.alloc's): no count to store.
+    if (!ring.push_alone<kCompact>(d, index_of(m), m)) [[unlikely]] {
       ++full;
       drop_[dropped++] = m;
       continue;
     }
-    pool_.lend(index, 1);
     ++lent;
   }
   ring.finish();
@@ -278,7 +277,7 @@ bool DpdkRxQueue::poll() {
   dataplane::RxAttachment* whole = takes_all != nullptr && header_pool_ == nullptr && !on_device
                                        ? takes_all->fanout().single()
                                        : nullptr;
-  if (whole != nullptr) {
+  if (whole != nullptr && whole->lends_objects()) {
     if (whole->compact()) {
       deliver_whole<true>(*takes_all, *whole, n, now);
     } else {
@@ -394,6 +393,8 @@ dataplane::NicQueueStats DpdkRxQueue::stats(const std::string& name) const {
   s.no_buffer = counters.no_buffer.load(std::memory_order_relaxed);
   s.truncated = counters.truncated.load(std::memory_order_relaxed);
   s.on_loan = counters.on_loan.load(std::memory_order_relaxed);
+  // Reads each lcore's cache length unsynchronised: exact once the queue is quiet.
+  s.mbufs_free = rte_mempool_avail_count(mempool());
   return s;
 }
 

@@ -134,8 +134,9 @@ class DpdkRxQueue final : public dataplane::PollTask {
               SoftwareReach reach);
   // The flow that takes every frame of the poll unread (takes_every_frame()), or null.
   [[nodiscard]] DpdkRxFlow* takes_all(const Flows& flows) const;
-  // The poll's `n` frames, all to `flow`'s one client `a` (takes_all, no split, host memory),
-  // in a loop of its own for the ring's layout (RxAttachment::Run): the general loop's state
+  // The poll's `n` frames, all to `flow`'s one client `a` (takes_all, no split, host memory,
+  // `a` lends_objects()), each with its mbuf (Run::push_alone: released, they go straight back
+  // to the mempool), in a loop of its own for the ring's layout: the general loop's state
   // did not fit in registers, and its spills made each frame wait for the ring's stores.
   // Not inlined: inside poll() it changed how the general loop below it kept its registers.
   template <bool kCompact>
