@@ -85,11 +85,18 @@ class RxFanout {
         : fanout_(&fanout), pool_(pool), single_(heads ? nullptr : fanout.single()) {
       if (single_ != nullptr && single_->compact()) single_ = nullptr;
       if (single_ != nullptr) ring_ = RxAttachment::Run(*single_, pool);
+      alone_ = single_ != nullptr && single_->lends_objects();
     }
+    // `object`: the buffer's in its pool's Returner (null where the pool has none): with one
+    // client, lent with it (RxAttachment::Run::push_alone).
     [[gnu::always_inline]] uint16_t deliver(const daqiri_rx_desc& desc, uint32_t buffer,
-                                            std::span<const std::byte> head = {}) {
+                                            std::span<const std::byte> head = {},
+                                            void* object = nullptr) {
       if (single_ == nullptr) return fanout_->deliver(desc, buffer, pool_, head);
-      if (ring_.push<false>(desc, buffer)) return 1;
+      if (alone_ ? ring_.push_alone<false>(desc, buffer, object)
+                 : ring_.push<false>(desc, buffer)) {
+        return 1;
+      }
       bump(single_->counters.dropped_ring_full, 1);
       return 0;
     }
@@ -101,6 +108,7 @@ class RxFanout {
     RxFanout* fanout_ = nullptr;
     const memory::BufferPool* pool_ = nullptr;
     RxAttachment* single_ = nullptr;
+    bool alone_ = false;
     RxAttachment::Run ring_;
   };
 

@@ -359,7 +359,7 @@ bool DpdkRxQueue::poll() {
     }
     ++run_packets;
     run_bytes += length;
-    uint16_t refs = delivery.deliver(d, index, head);
+    uint16_t refs = delivery.deliver(d, index, head, m);
     if (refs == 0) {
       auto& fc = flow->counters;
       dataplane::bump(flow->fanout().active() == 0 ? fc.no_attachment : fc.rings_full, 1);
