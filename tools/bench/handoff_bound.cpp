@@ -100,6 +100,33 @@ inline void store(Descriptor<Bytes>* slot, uint64_t first, uint64_t stamp) {
     slot->words[i] = stamp;
 }
 
+// rte_eal_cleanup on every way out of main once the EAL is up.
+struct EalScope {
+  EalScope() = default;
+  EalScope(const EalScope&) = delete;
+  EalScope& operator=(const EalScope&) = delete;
+  ~EalScope() { rte_eal_cleanup(); }
+};
+
+struct MempoolFree {
+  void operator()(rte_mempool* pool) const { rte_mempool_free(pool); }
+};
+
+// A started port, stopped and closed when it goes (before its mempool).
+class StartedPort {
+ public:
+  explicit StartedPort(uint16_t port) : port_(port) {}
+  StartedPort(const StartedPort&) = delete;
+  StartedPort& operator=(const StartedPort&) = delete;
+  ~StartedPort() {
+    rte_eth_dev_stop(port_);
+    rte_eth_dev_close(port_);
+  }
+
+ private:
+  uint16_t port_;
+};
+
 struct Shared {
   Index prod;
   Index cons;
@@ -108,7 +135,8 @@ struct Shared {
   std::atomic<uint64_t> checksum{0};
   Options opt;
   uint16_t port = 0;
-  rte_mempool* pool = nullptr;
+  std::unique_ptr<rte_mempool, MempoolFree> pool_owner;
+  rte_mempool* pool = nullptr;  // pool_owner's, for the receive loop
   struct alignas(64) Ring {
     std::array<std::byte, size_t{kRingSize} * 32>
         bytes;  // kRingSize descriptors of the largest size
@@ -244,8 +272,9 @@ int setup_port(Shared& s) {
   }
   s.port = static_cast<uint16_t>(rte_eth_find_next(0));
   int socket = rte_socket_id();
-  s.pool = rte_pktmbuf_pool_create("hb_pool", kMbufs, RTE_MEMPOOL_CACHE_MAX_SIZE, 0,
-                                   RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+  s.pool_owner.reset(rte_pktmbuf_pool_create("hb_pool", kMbufs, RTE_MEMPOOL_CACHE_MAX_SIZE, 0,
+                                             RTE_MBUF_DEFAULT_BUF_SIZE, socket));
+  s.pool = s.pool_owner.get();
   if (s.pool == nullptr) {
     std::fprintf(stderr, "handoff-bound: mbuf pool: %s\n", rte_strerror(rte_errno));
     return -1;
@@ -267,21 +296,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "handoff-bound: EAL: %s\n", rte_strerror(rte_errno));
     return 1;
   }
+  EalScope eal;
   Shared s;
   if (!parse(argc - used - 1, argv + used + 1, s.opt)) {
     std::fprintf(stderr,
                  "usage: handoff-bound [EAL ARGS] -- rxonly|handoff BURST SECONDS "
                  "[CONSUMER_CPU DESC_BYTES(8|16|32) READ_HEADER(0|1) "
                  "EVERY(BURST x EVERY <= 2048)]\n");
-    rte_eal_cleanup();
     return 2;
   }
   unsigned lcore = rte_get_next_lcore(-1, 1, 0);
   if (lcore >= RTE_MAX_LCORE || setup_port(s) != 0) {
     if (lcore >= RTE_MAX_LCORE) std::fprintf(stderr, "handoff-bound: give the EAL two lcores\n");
-    rte_eal_cleanup();
     return 1;
   }
+  StartedPort started(s.port);
   std::thread consumer;
   if (s.opt.handoff) {
     consumer = std::thread([&s] {
@@ -304,9 +333,5 @@ int main(int argc, char** argv) {
   if (consumer.joinable()) consumer.join();
   double secs = std::chrono::duration<double>(end - start).count();
   std::printf("pps %.0f\n", static_cast<double>(last - first) / secs);
-  rte_eth_dev_stop(s.port);
-  rte_eth_dev_close(s.port);
-  rte_mempool_free(s.pool);
-  rte_eal_cleanup();
   return 0;
 }
