@@ -259,6 +259,20 @@ TEST_F(DpdkTest, BuffersLentAloneOrSharedAllComeBack) {
   }
 }
 
+// libdaqiri's RxStream::release takes only a burst of its own stream: two streams of one flow
+// in one process, both rings full and held, each handed the other's last burst (whose slots
+// exist in its ring too) release nothing; their own bursts then free their rings.
+TEST_F(DpdkTest, ReleaseTakesOnlyItsOwnStreamsBursts) {
+  start(config(dir_.file("d.sock"), port("null0", "net_null0"),
+               "  - {name: all, interface: null0, match: {any: true}}\n", false,
+               unprivileged_access()));
+  auto r = run({test_client_path(), "cross-release", socket_, "all"}, user_->ids());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << daemon_->log();
+  EXPECT_THAT(r.out, HasSubstr("holding 1024 and 1024"));
+  EXPECT_THAT(r.out, HasSubstr("ignored"));
+  EXPECT_THAT(r.out, HasSubstr("released"));
+}
+
 // net_ring: what the daemon sends on TX comes back on RX. A client's TX buffers go out as
 // external mbufs, and an unprivileged client reads them on the RX flow: nothing lost (blocking
 // backpressure), nothing reordered or changed. Once through a flow the poller steers, once

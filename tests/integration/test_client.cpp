@@ -21,6 +21,10 @@
 //   rx-kick SOCKET FLOW N GOFILE  hold a block-backpressure RX ring until the daemon asks for a
 //                                 kick, wait for GOFILE, release one by one until a kick
 //                                 goes out, then receive until N packets came
+//   cross-release SOCKET FLOW     (libdaqiri) two streams of FLOW in one session, both rings
+//                                 filled and held; hands each stream the other's last burst
+//                                 ("ignored" if nothing new comes), then its own ("released"
+//                                 once packets come again)
 //   hostile SOCKET FLOW KIND      break the protocol with the raw ABI: consumer-index,
 //                                 tx-descriptor, tx-source, garbage-message
 // Prints what happened on stdout (flushed per line); exit codes say whether it went as meant.
@@ -164,6 +168,53 @@ int stall_release(const std::string& socket, const std::string& flow, uint64_t n
   say("received %llu", static_cast<unsigned long long>(got));
   for (;;)
     std::this_thread::sleep_for(1s);
+}
+
+// Reads `rx` until nothing has come for 200 ms (its ring full, or the flow quiet), holding
+// every burst; how many packets, or nothing if the stream failed or nothing came in 20 s.
+std::optional<uint64_t> hold_all(daqiri::RxStream& rx, std::vector<daqiri::Burst>& held) {
+  uint64_t got = 0;
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  for (;;) {
+    auto b = rx.wait_burst(200ms, 1);
+    if (!b || std::chrono::steady_clock::now() > deadline) return std::nullopt;
+    if (b->empty()) {
+      if (got > 0) return got;
+      continue;
+    }
+    got += b->size();
+    held.push_back(*b);
+  }
+}
+
+int cross_release(const std::string& socket, const std::string& flow) {
+  auto c = connect(socket, "test-cross-release");
+  auto& a = attach(*c, flow);
+  auto& b = attach(*c, flow);
+  say("attached");
+  std::vector<daqiri::Burst> held_a, held_b;
+  auto got_a = hold_all(a, held_a);
+  auto got_b = hold_all(b, held_b);
+  if (!got_a || !got_b) return 1;
+  say("holding %llu and %llu", static_cast<unsigned long long>(*got_a),
+      static_cast<unsigned long long>(*got_b));
+  // Each burst names slots that exist in both rings: only the stream it came from may take it.
+  a.release(held_b.back());
+  b.release(held_a.back());
+  std::this_thread::sleep_for(300ms);
+  if (!a.next_burst().empty() || !b.next_burst().empty()) {
+    say("a release of the other stream's burst freed slots");
+    return 1;
+  }
+  say("ignored");
+  a.release(held_a.back());
+  b.release(held_b.back());
+  for (daqiri::RxStream* rx : {&a, &b}) {
+    auto again = rx->wait_burst(5s, 1);
+    if (!again || again->empty()) return 1;
+  }
+  say("released");
+  return 0;
 }
 
 int tx_idle(const std::string& socket, const std::string& itf, bool kick) {
@@ -648,6 +699,7 @@ int main(int argc, char** argv) {
     return queue_rx(a[1], a[2], a[3], std::stoull(a[4]), compact);
   }
   if (a.size() == 4 && a[0] == "hostile") return hostile(a[1], a[2], a[3]);
+  if (a.size() == 3 && a[0] == "cross-release") return cross_release(a[1], a[2]);
   if (a.size() == 3 && a[0] == "kick-storm") return kick_storm(a[1], std::stoull(a[2]));
   if (a.size() == 5 && a[0] == "rx-kick") return rx_kick(a[1], a[2], std::stoull(a[3]), a[4]);
   if (a.size() == 4 && a[0] == "stall-release") return stall_release(a[1], a[2], std::stoull(a[3]));
