@@ -126,6 +126,23 @@ int slow(const std::string& socket, const std::string& flow, int ms) {
   }
 }
 
+// Reads `rx` until nothing has come for 200 ms (its ring full, or the flow quiet), holding
+// every burst; how many packets, or nothing if the stream failed or nothing came in 20 s.
+std::optional<uint64_t> hold_all(daqiri::RxStream& rx, std::vector<daqiri::Burst>& held) {
+  uint64_t got = 0;
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  for (;;) {
+    auto b = rx.wait_burst(200ms, 1);
+    if (!b || std::chrono::steady_clock::now() > deadline) return std::nullopt;
+    if (b->empty()) {
+      if (got > 0) return got;
+      continue;
+    }
+    got += b->size();
+    held.push_back(*b);
+  }
+}
+
 // Through libdaqiri: attaches to FLOW with block backpressure and takes packets one a burst
 // without releasing until none has come for 200 ms (the ring as full as the flow lets it get:
 // the flow waits), prints "holding H"; gives 20 of them back one at a time, 5 ms apart (the
@@ -139,18 +156,10 @@ int stall_release(const std::string& socket, const std::string& flow, uint64_t n
   auto& rx = attach(*c, o);
   say("attached");
   std::vector<daqiri::Burst> held;
-  uint64_t got = 0;
+  auto holding = hold_all(rx, held);
+  if (!holding) return 1;
+  uint64_t got = *holding;
   auto deadline = std::chrono::steady_clock::now() + 20s;
-  for (;;) {
-    auto b = rx.wait_burst(200ms, 1);
-    if (!b || std::chrono::steady_clock::now() > deadline) return 1;
-    if (b->empty()) {
-      if (got > 0) break;
-      continue;
-    }
-    got += b->size();
-    held.push_back(*b);
-  }
   say("holding %llu", static_cast<unsigned long long>(got));
   if (held.size() < 20) return 1;
   for (size_t i = 0; i < 20; ++i) {
@@ -168,23 +177,6 @@ int stall_release(const std::string& socket, const std::string& flow, uint64_t n
   say("received %llu", static_cast<unsigned long long>(got));
   for (;;)
     std::this_thread::sleep_for(1s);
-}
-
-// Reads `rx` until nothing has come for 200 ms (its ring full, or the flow quiet), holding
-// every burst; how many packets, or nothing if the stream failed or nothing came in 20 s.
-std::optional<uint64_t> hold_all(daqiri::RxStream& rx, std::vector<daqiri::Burst>& held) {
-  uint64_t got = 0;
-  auto deadline = std::chrono::steady_clock::now() + 20s;
-  for (;;) {
-    auto b = rx.wait_burst(200ms, 1);
-    if (!b || std::chrono::steady_clock::now() > deadline) return std::nullopt;
-    if (b->empty()) {
-      if (got > 0) return got;
-      continue;
-    }
-    got += b->size();
-    held.push_back(*b);
-  }
 }
 
 int cross_release(const std::string& socket, const std::string& flow) {
