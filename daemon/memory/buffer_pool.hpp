@@ -141,8 +141,6 @@ class BufferPool {
   static constexpr uint32_t kReturnRun = 512;  // DPDK: RTE_MEMPOOL_CACHE_MAX_SIZE
   void return_to(const Returner& returner) { returner_ = returner; }
   [[nodiscard]] bool has_returner() const { return returner_.give_back != nullptr; }
-  // The object of buffer `index` (a pool with a Returner).
-  [[nodiscard]] void* object(uint32_t index) const { return returner_.objects[index]; }
   // Hands `n` objects of buffers with one reference each (their last) straight back to the
   // owner, for a caller that kept the objects of what it lent: no reference count is read.
   void return_objects(void* const* objects, uint32_t n) {

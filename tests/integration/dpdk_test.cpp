@@ -369,8 +369,11 @@ TEST_F(DpdkTest, NicCountersReachCtlAndMetrics) {
   auto tx = run({test_client_path(), "tx", socket_, "ring0", "5555", "6000", "1000", "100"});
   ASSERT_EQ(tx.exit_code, 0) << tx.out << daemon_->log();
   ASSERT_EQ(rx.wait(), 0) << rx.output() << daemon_->log();
-  // Its client gone, the RX queue is not polled: the counters hold still from here.
-  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 0; }));
+  // Its client gone, the RX queue is not polled: the counters hold still from here, and every
+  // mbuf of the RX queue's pool is back in it (net_ring's frames were copied into them).
+  ASSERT_TRUE(eventually([](const v1::Stats& s) {
+    return s.attachments_size() == 0 && queue(s, "rx0").mbufs_free() == 4096;
+  })) << stats().DebugString();
   auto s = stats();
   ASSERT_EQ(s.nics_size(), 1);
   const v1::NicStats& n = s.nics(0);
@@ -403,13 +406,14 @@ TEST_F(DpdkTest, NicCountersReachCtlAndMetrics) {
   EXPECT_EQ(metric("daqiri_nic_queue_copied_packets_total", "queue=\"rx0\""), 1000);
   EXPECT_EQ(metric("daqiri_nic_queue_unmatched_packets_total", "queue=\"rx0\""), 0);
   EXPECT_EQ(metric("daqiri_nic_queue_tx_no_header_total", "queue=\"tx0\""), 0);
+  EXPECT_EQ(metric("daqiri_nic_queue_mbufs_free", "queue=\"rx0\""), 4096);
 
   std::string table = ctl({"stats"});
   EXPECT_THAT(table, ContainsRegex("ring0 +net_ring +up +1000 "));
   EXPECT_THAT(table, ContainsRegex("ring0 +rx_good_packets +1000\n"));
   EXPECT_THAT(table, ContainsRegex("ring0 +tx_good_packets +1000\n"));
-  EXPECT_THAT(table, ContainsRegex("ring0 +rx0 +rx +1000 "));
-  EXPECT_THAT(table, ContainsRegex("ring0 +tx0 +tx +1000 "));
+  EXPECT_THAT(table, ContainsRegex("ring0 +rx0 +rx +1000 .* 0 +4096\n"));  // ON_LOAN, MBUFS_FREE
+  EXPECT_THAT(table, ContainsRegex("ring0 +tx0 +tx +1000 .* -\n"));
 }
 
 // net_pcap: two RX queues replay two files the test wrote; each flow's client gets exactly its

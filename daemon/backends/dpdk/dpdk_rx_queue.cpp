@@ -272,8 +272,8 @@ bool DpdkRxQueue::poll() {
   if (n == 0) return false;
   // Decided once a poll: per frame, the loads behind it waited on the ring slots' stores.
   DpdkRxFlow* takes_all = this->takes_all(flows);
-  uint64_t now = dataplane::ReceiveClock::now_ns();
   const bool on_device = frames_on_device();
+  uint64_t now = dataplane::ReceiveClock::now_ns();
   dataplane::RxAttachment* whole = takes_all != nullptr && header_pool_ == nullptr && !on_device
                                        ? takes_all->fanout().single()
                                        : nullptr;
