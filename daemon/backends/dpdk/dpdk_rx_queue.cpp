@@ -204,12 +204,17 @@ void DpdkRxQueue::deliver_whole(DpdkRxFlow& flow, dataplane::RxAttachment& a, ui
                                 uint64_t now) {
   dataplane::RxAttachment::Run ring(a, &pool_);
   const uint32_t flow_id = flow.flow().id;
+  // In locals: the ring's stores may alias the queue's and the pool's members, which the
+  // compiler then read again for every frame.
+  const rte_mempool* const mp = mempool();
+  const std::byte* const base = base_;
+  const memory::BufferPool::Indexer indexer = pool_.indexer();
   uint32_t dropped = 0, lent = 0, full = 0;
   uint64_t bytes = 0;
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = rx_[i];
     uint16_t flags = 0;
-    if (!owned(m)) [[unlikely]] {
+    if (m->pool != mp) [[unlikely]] {
       m = adopt(m);
       if (m == nullptr) continue;
     } else if (m->nb_segs > 1) [[unlikely]] {
@@ -218,14 +223,15 @@ void DpdkRxQueue::deliver_whole(DpdkRxFlow& flow, dataplane::RxAttachment& a, ui
     uint32_t length = m->data_len;
     bytes += length;
     daqiri_rx_desc d{};
-    d.offset = offset_of(m);
+    const auto* start = static_cast<const std::byte*>(m->buf_addr);
+    d.offset = uint64_t(start - base) + m->data_off;
     d.timestamp_ns = now;
     d.length = length;
     d.flow_id = flow_id;
     d.flags = flags;
     d.payload_offset = core::kPayloadOffsetUnread;
     // Lent to this client alone, with its one reference (pool_.alloc's): no count to store.
-    if (!ring.push_alone<kCompact>(d, index_of(m), m)) [[unlikely]] {
+    if (!ring.push_alone<kCompact>(d, indexer.at(start), m)) [[unlikely]] {
       ++full;
       drop_[dropped++] = m;
       continue;
