@@ -108,12 +108,6 @@ void DpdkRxQueue::give_back(void* queue, void* const* mbufs, uint32_t n) {
   q->returned_ += n;
 }
 
-void DpdkRxQueue::reclaim(const Flows& flows) {
-  for (DpdkRxFlow* f : flows)
-    f->fanout().reclaim();
-  count_returned(flows);
-}
-
 void DpdkRxQueue::count_returned(const Flows& flows) {
   if (returned_ == 0) return;
   counters.on_loan.store(counters.on_loan.load(std::memory_order_relaxed) - returned_,
@@ -254,27 +248,22 @@ void DpdkRxQueue::deliver_whole(DpdkRxFlow& flow, dataplane::RxAttachment& a, ui
 
 bool DpdkRxQueue::poll() {
   const Flows& flows = flows_.load();
-  // Small bursts: what clients released is taken back after the receive (RxFanout::reclaim),
-  // which hides the wait for their consumer indices, and goes back to the mempool then
-  // (give_back); room is judged on the last poll's look (a poll late at worst), as the
-  // socket poller does. Large bursts take it back first: a burst more of mbufs in flight
-  // then costs more than the wait (docs/benchmarks.md).
+  // What clients released goes back to the mempool before the receive takes mbufs from it.
+  // Taking it back after the receive instead (which hid the wait for the consumer index
+  // behind rte_eth_rx_burst) was level when the cores talk fast and 5-25 % slower when they
+  // do not (docs/benchmarks.md, session 31).
   size_t active = 0;
   bool wait = false;
   for (DpdkRxFlow* f : flows) {
-    active += late_reclaim() ? f->fanout().gather() : f->fanout().begin();
+    active += f->fanout().begin();
     wait |= f->fanout().must_wait(batch_);
   }
   count_returned(flows);
   spinning_ = active > 0;
-  if (active == 0 || wait) {
-    reclaim(flows);
-    return false;
-  }
+  if (active == 0 || wait) return false;
   for (DpdkRxFlow* f : flows)
     f->fanout().prepare(batch_);
   uint16_t n = rte_eth_rx_burst(port_, queue_, rx_.data(), static_cast<uint16_t>(batch_));
-  reclaim(flows);
   if (n == 0) return false;
   // Decided once a poll: per frame, the loads behind it waited on the ring slots' stores.
   DpdkRxFlow* takes_all = this->takes_all(flows);

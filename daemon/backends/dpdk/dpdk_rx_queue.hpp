@@ -164,8 +164,6 @@ class DpdkRxQueue final : public dataplane::PollTask {
   rte_mbuf* take_payload(rte_mbuf* h, uint16_t& flags);
   // Fills mbuf_of_ from the mempool's objects.
   Result<void> map_mbufs();
-  // Takes back what the clients of every flow released (RxFanout::reclaim).
-  void reclaim(const Flows& flows);
   // pool_'s Returner: mbufs whose buffers clients no longer hold, back to the mempool.
   static void give_back(void* queue, void* const* mbufs, uint32_t n);
   // Takes what give_back() returned off the buffers on loan.
@@ -183,9 +181,6 @@ class DpdkRxQueue final : public dataplane::PollTask {
   uint16_t split_ = 0;
   const std::byte* base_ = nullptr;
   uint32_t batch_;
-  // Bursts up to this take clients' releases back after the receive (poll()).
-  static constexpr uint32_t kLateReclaimMaxBatch = 64;
-  [[nodiscard]] bool late_reclaim() const { return batch_ <= kLateReclaimMaxBatch; }
   bool spinning_ = false;
   dataplane::Published<Flows> flows_;
   std::vector<rte_mbuf*> mbuf_of_;  // by buffer index: the mbuf whose data it is (map_mbufs)
