@@ -107,7 +107,11 @@ void RxAttachment::unref_range(uint32_t to) {
   for (uint32_t end = cons_ + by_index; cons_ != end;) {
     uint32_t at = cons_ & ring_.mask();
     uint32_t run = std::min(end - cons_, ring_.size() - at);
-    pools_[0]->unref_many(shadow_.data() + at, run);
+    if (lends_objects()) {
+      return_mixed(at, run);
+    } else {
+      pools_[0]->unref_many(shadow_.data() + at, run);
+    }
     cons_ += run;
   }
   while (cons_ != to) {
@@ -115,6 +119,23 @@ void RxAttachment::unref_range(uint32_t to) {
     uint32_t run = std::min(to - cons_, ring_.size() - at);
     pools_[0]->return_objects(objects_.data() + at, run);
     cons_ += run;
+  }
+}
+
+// Slots pushed by index and alone, mixed (only around a change in the flow's clients): each
+// stretch of one kind its own way.
+void RxAttachment::return_mixed(uint32_t at, uint32_t n) {
+  const uint32_t* entry = shadow_.data() + at;
+  for (uint32_t i = 0; i < n;) {
+    uint32_t j = i;
+    while (j < n && entry[j] != kAlone)
+      ++j;
+    if (j > i) pools_[0]->unref_many(entry + i, j - i);
+    uint32_t k = j;
+    while (k < n && entry[k] == kAlone)
+      ++k;
+    if (k > j) pools_[0]->return_objects(objects_.data() + at + j, k - j);
+    i = k;
   }
 }
 

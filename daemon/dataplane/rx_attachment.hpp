@@ -71,6 +71,10 @@ class RxAttachment {
   // 16 (session 31); the full layout lost a little with 32 (session 29).
   template <bool kCompact>
   static constexpr uint32_t kPrefetchLines = kCompact ? 32 : 16;
+  // The shadow entry of a slot pushed alone (Run::push_alone): its buffer is objects_[slot].
+  // No region's entry can be it.
+  static constexpr uint32_t kAlone = UINT32_MAX;
+  static_assert((kAlone >> kRegionShift) >= kMaxRegions);
   // Lends `buffer` of `pool` (one of this attachment's pools) under `desc`. `head`: bytes the
   // NIC split off into memory of the daemon's own, kept beside the slot (see reserve_heads).
   [[gnu::always_inline]] void push(const daqiri_rx_desc& desc, uint32_t buffer,
@@ -115,22 +119,26 @@ class RxAttachment {
     // False: the ring is full.
     template <bool kCompact>
     [[gnu::always_inline]] bool push(const daqiri_rx_desc& desc, uint32_t buffer) {
-      if (!emplace<kCompact>(desc, buffer)) return false;
+      if (!emplace<kCompact>(desc, (uint32_t{region_} << kRegionShift) | buffer, region_)) {
+        return false;
+      }
       by_index_ = true;
       return true;
     }
-    // push() of a buffer lent to this attachment alone (its one reference), with its pool's
-    // object (BufferPool::Returner): when the client releases it, the object goes straight
-    // back to the pool's owner in a run with its neighbours (unref_range), as the bound of
-    // docs/benchmarks.md returns mbufs. Only for an attachment that lends_objects().
+    // push() of a buffer lent to this attachment alone (its one reference), as its pool's
+    // object (BufferPool::Returner) instead of its index: when the client releases it, the
+    // object goes straight back to the pool's owner in a run with its neighbours
+    // (unref_range), as the bound of docs/benchmarks.md returns mbufs. Only for an attachment
+    // that lends_objects() (one pool: region 0).
     template <bool kCompact>
-    [[gnu::always_inline]] bool push_alone(const daqiri_rx_desc& desc, uint32_t buffer,
-                                           void* object) {
+    [[gnu::always_inline]] bool push_alone(const daqiri_rx_desc& desc, void* object) {
       uint32_t at = prod_ & mask_;
-      if (!emplace<kCompact>(desc, buffer)) return false;
+      if (!emplace<kCompact>(desc, kAlone, 0)) return false;
       objects_[at] = object;
       return true;
     }
+    // Bytes of the descriptors pushed.
+    [[nodiscard]] uint64_t bytes() const { return bytes_; }
     void finish() {
       a_->prod_ = prod_;
       a_->unpublished_bytes_ += bytes_;
@@ -138,8 +146,10 @@ class RxAttachment {
     }
 
    private:
+    // The slot, and `entry` in the shadow.
     template <bool kCompact>
-    [[gnu::always_inline]] bool emplace(const daqiri_rx_desc& desc, uint32_t buffer) {
+    [[gnu::always_inline]] bool emplace(const daqiri_rx_desc& desc, uint32_t entry,
+                                        uint16_t region) {
       if (prod_ == end_) return false;
       // How far ahead slots are prefetched for writing: enough lines in flight to cover a
       // core-to-core round trip, few enough for the core's fill buffers.
@@ -148,11 +158,11 @@ class RxAttachment {
         prefetch_for_write(slot<kCompact>((prod_ + kAhead) & mask_));
       }
       if constexpr (kCompact) {
-        store_rx_desc_compact(slot<true>(prod_ & mask_), desc, region_);
+        store_rx_desc_compact(slot<true>(prod_ & mask_), desc, region);
       } else {
-        store_rx_desc(slot<false>(prod_ & mask_), desc, region_);
+        store_rx_desc(slot<false>(prod_ & mask_), desc, region);
       }
-      shadow_[prod_ & mask_] = (uint32_t{region_} << kRegionShift) | buffer;
+      shadow_[prod_ & mask_] = entry;
       bytes_ += desc.length;
       ++prod_;
       return true;
@@ -230,6 +240,8 @@ class RxAttachment {
   }
   // Gives back the buffers of slots [cons_, to) and moves cons_ there.
   void unref_range(uint32_t to);
+  // unref_range() of `n` slots from slot `at` (no wrap) of an attachment that lends_objects().
+  void return_mixed(uint32_t at, uint32_t n);
   void wake();
   void unref(uint32_t entry) {
     uint32_t buffer = entry & kNoBuffer;
@@ -243,10 +255,10 @@ class RxAttachment {
   abi::RingView ring_;
   Backpressure backpressure_;
   std::vector<memory::BufferPool*> pools_;
-  std::vector<uint32_t> shadow_;  // region and buffer of each slot we produced
-  // lends_objects(): the pool object of each slot pushed alone (Run::push_alone). Slots before
-  // by_index_until_ may have been pushed without it, their buffers perhaps lent to other
-  // attachments too: they go back by reference count. Kept within [cons_, prod_].
+  std::vector<uint32_t> shadow_;  // region and buffer of each slot we produced, or kAlone
+  // lends_objects(): the pool object of each slot pushed alone (Run::push_alone, shadow entry
+  // kAlone). Slots before by_index_until_ may have been pushed by index, their buffers perhaps
+  // lent to other attachments too: those go back by reference count. Kept in [cons_, prod_].
   std::vector<void*> objects_;
   uint32_t by_index_until_ = 0;
   std::vector<std::byte> heads_;  // split-off header bytes, head_size_ per slot

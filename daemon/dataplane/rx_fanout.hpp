@@ -93,8 +93,7 @@ class RxFanout {
                                             std::span<const std::byte> head = {},
                                             void* object = nullptr) {
       if (single_ == nullptr) return fanout_->deliver(desc, buffer, pool_, head);
-      if (alone_ ? ring_.push_alone<false>(desc, buffer, object)
-                 : ring_.push<false>(desc, buffer)) {
+      if (alone_ ? ring_.push_alone<false>(desc, object) : ring_.push<false>(desc, buffer)) {
         return 1;
       }
       bump(single_->counters.dropped_ring_full, 1);

@@ -38,19 +38,10 @@ class BufferPool {
   [[nodiscard]] std::byte* buffer(uint32_t index) const { return data_ + offset(index); }
   // The buffer whose first byte is at `start`, without a division (an exact quotient is the
   // dividend, shifted, times the inverse of the divisor's odd part modulo 2^64).
-  [[nodiscard]] uint32_t index_at(const std::byte* start) const { return indexer().at(start); }
-  // index_at() as a value, for a loop whose stores the compiler cannot tell from the pool's
-  // members (it would read them again for every buffer).
-  struct Indexer {
-    const std::byte* first;
-    uint32_t shift;
-    uint64_t inverse;
-    [[nodiscard]] uint32_t at(const std::byte* start) const {
-      auto bytes = static_cast<uint64_t>(start - first);
-      return static_cast<uint32_t>((bytes >> shift) * inverse);
-    }
-  };
-  [[nodiscard]] Indexer indexer() const { return {buffer(0), size_shift_, odd_inverse_}; }
+  [[nodiscard]] uint32_t index_at(const std::byte* start) const {
+    auto bytes = static_cast<uint64_t>(start - buffer(0));
+    return static_cast<uint32_t>((bytes >> size_shift_) * odd_inverse_);
+  }
   // Where a buffer starts in memory(): what descriptors carry.
   [[nodiscard]] uint64_t offset(uint32_t index) const {
     return base_ + uint64_t{index} * buf_size_;

@@ -354,7 +354,7 @@ TEST(RxAttachment, BuffersLentAloneGoBackAsTheirObjectsAndSharedOnesByCount) {
   auto alone = [&](uint32_t n) {
     RxAttachment::Run run(**a, &*pool);
     for (uint32_t i = 0; i < n; ++i, ++next)
-      ASSERT_TRUE(run.push_alone<false>(desc(*pool, next), next, owner.object_of[next]));
+      ASSERT_TRUE(run.push_alone<false>(desc(*pool, next), owner.object_of[next]));
     run.finish();
     (*a)->publish();
   };

@@ -198,40 +198,40 @@ void DpdkRxQueue::deliver_whole(DpdkRxFlow& flow, dataplane::RxAttachment& a, ui
                                 uint64_t now) {
   dataplane::RxAttachment::Run ring(a, &pool_);
   const uint32_t flow_id = flow.flow().id;
-  // In locals: the ring's stores may alias the queue's and the pool's members, which the
-  // compiler then read again for every frame.
+  // In locals: the ring's stores may alias the queue's members, so the compiler read them
+  // again for every frame.
   const rte_mempool* const mp = mempool();
   const std::byte* const base = base_;
-  const memory::BufferPool::Indexer indexer = pool_.indexer();
-  uint32_t dropped = 0, lent = 0, full = 0;
-  uint64_t bytes = 0;
+  uint32_t dropped = 0, full = 0, lost = 0;
+  uint64_t full_bytes = 0;  // the pushed ones' are the ring's
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = rx_[i];
     uint16_t flags = 0;
     if (m->pool != mp) [[unlikely]] {
       m = adopt(m);
-      if (m == nullptr) continue;
+      if (m == nullptr) {
+        ++lost;
+        continue;
+      }
     } else if (m->nb_segs > 1) [[unlikely]] {
       keep_first_segment(m, flags);
     }
-    uint32_t length = m->data_len;
-    bytes += length;
     daqiri_rx_desc d{};
-    const auto* start = static_cast<const std::byte*>(m->buf_addr);
-    d.offset = uint64_t(start - base) + m->data_off;
+    d.offset = uint64_t(static_cast<const std::byte*>(m->buf_addr) - base) + m->data_off;
     d.timestamp_ns = now;
-    d.length = length;
+    d.length = m->data_len;
     d.flow_id = flow_id;
     d.flags = flags;
     d.payload_offset = core::kPayloadOffsetUnread;
     // Lent to this client alone, with its one reference (pool_.alloc's): no count to store.
-    if (!ring.push_alone<kCompact>(d, indexer.at(start), m)) [[unlikely]] {
+    if (!ring.push_alone<kCompact>(d, m)) [[unlikely]] {
       ++full;
+      full_bytes += d.length;
       drop_[dropped++] = m;
-      continue;
     }
-    ++lent;
   }
+  uint64_t bytes = ring.bytes() + full_bytes;
+  uint32_t lent = n - lost - full;
   ring.finish();
   // As the general loop counts them: the flow's packets include those its full ring lost.
   dataplane::bump(flow.counters.packets, lent + full);
