@@ -68,7 +68,7 @@ class RxAttachment {
   static constexpr uint32_t kNoBuffer = (1u << kRegionShift) - 1;
   // How many ring lines ahead of the producer are prefetched for writing (Run::push), by
   // layout. Compact slots go four to a line: 32 lines ahead gained 2-6 % at bursts 64-256 over
-  // 16 (session 31); the full layout lost a little with 32 (session 29).
+  // 16 (session 31); the full layout was level or a little behind with 32 (sessions 29, 31).
   template <bool kCompact>
   static constexpr uint32_t kPrefetchLines = kCompact ? 32 : 16;
   // The shadow entry of a slot pushed alone (Run::push_alone): its buffer is objects_[slot].

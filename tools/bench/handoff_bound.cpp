@@ -135,8 +135,7 @@ struct Shared {
   std::atomic<uint64_t> checksum{0};
   Options opt;
   uint16_t port = 0;
-  std::unique_ptr<rte_mempool, MempoolFree> pool_owner;
-  rte_mempool* pool = nullptr;  // pool_owner's, for the receive loop
+  std::unique_ptr<rte_mempool, MempoolFree> pool;
   struct alignas(64) Ring {
     std::array<std::byte, size_t{kRingSize} * 32>
         bytes;  // kRingSize descriptors of the largest size
@@ -162,6 +161,7 @@ template <uint32_t Bytes>
 int lend(Shared& s) {
   using Desc = Descriptor<Bytes>;
   auto* slots = reinterpret_cast<Desc*>(s.ring);
+  rte_mempool* const pool = s.pool.get();
   std::vector<rte_mbuf*> shadow(kRingSize);
   std::array<rte_mbuf*, kMaxBurst> pkts{};
   const uint32_t mask = kRingSize - 1;
@@ -173,7 +173,7 @@ int lend(Shared& s) {
     while (freed != cons) {
       uint32_t start = freed & mask;
       uint32_t n = std::min({cons - freed, kRingSize - start, kMaxBurst});
-      rte_mempool_put_bulk(s.pool, reinterpret_cast<void* const*>(&shadow[start]), n);
+      rte_mempool_put_bulk(pool, reinterpret_cast<void* const*>(&shadow[start]), n);
       freed += n;
     }
     if (kRingSize - (prod - freed) < s.opt.burst) continue;
@@ -272,16 +272,15 @@ int setup_port(Shared& s) {
   }
   s.port = static_cast<uint16_t>(rte_eth_find_next(0));
   int socket = rte_socket_id();
-  s.pool_owner.reset(rte_pktmbuf_pool_create("hb_pool", kMbufs, RTE_MEMPOOL_CACHE_MAX_SIZE, 0,
-                                             RTE_MBUF_DEFAULT_BUF_SIZE, socket));
-  s.pool = s.pool_owner.get();
+  s.pool.reset(rte_pktmbuf_pool_create("hb_pool", kMbufs, RTE_MEMPOOL_CACHE_MAX_SIZE, 0,
+                                       RTE_MBUF_DEFAULT_BUF_SIZE, socket));
   if (s.pool == nullptr) {
     std::fprintf(stderr, "handoff-bound: mbuf pool: %s\n", rte_strerror(rte_errno));
     return -1;
   }
   rte_eth_conf conf{};
   int rc = rte_eth_dev_configure(s.port, 1, 1, &conf);
-  if (rc == 0) rc = rte_eth_rx_queue_setup(s.port, 0, 1024, socket, nullptr, s.pool);
+  if (rc == 0) rc = rte_eth_rx_queue_setup(s.port, 0, 1024, socket, nullptr, s.pool.get());
   if (rc == 0) rc = rte_eth_tx_queue_setup(s.port, 0, 1024, socket, nullptr);
   if (rc == 0) rc = rte_eth_dev_start(s.port);
   if (rc != 0) std::fprintf(stderr, "handoff-bound: port %u: %s\n", s.port, rte_strerror(-rc));

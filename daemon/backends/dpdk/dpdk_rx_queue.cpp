@@ -217,7 +217,7 @@ void DpdkRxQueue::deliver_whole(DpdkRxFlow& flow, dataplane::RxAttachment& a, ui
       keep_first_segment(m, flags);
     }
     daqiri_rx_desc d{};
-    d.offset = uint64_t(static_cast<const std::byte*>(m->buf_addr) - base) + m->data_off;
+    d.offset = offset_from(base, m);
     d.timestamp_ns = now;
     d.length = m->data_len;
     d.flow_id = flow_id;
@@ -250,8 +250,8 @@ bool DpdkRxQueue::poll() {
   const Flows& flows = flows_.load();
   // What clients released goes back to the mempool before the receive takes mbufs from it.
   // Taking it back after the receive instead (which hid the wait for the consumer index
-  // behind rte_eth_rx_burst) was level when the cores talk fast and 5-25 % slower when they
-  // do not (docs/benchmarks.md, session 31).
+  // behind rte_eth_rx_burst) was level to 4 % ahead when the cores talk fast and up to a
+  // third behind when they do not (docs/benchmarks.md, session 31).
   size_t active = 0;
   bool wait = false;
   for (DpdkRxFlow* f : flows) {

@@ -147,8 +147,10 @@ class DpdkRxQueue final : public dataplane::PollTask {
     return pool_.index_at(static_cast<const std::byte*>(m->buf_addr));
   }
   // Where `m`'s frame starts in the region clients map (a descriptor's offset).
-  [[nodiscard]] uint64_t offset_of(const rte_mbuf* m) const {
-    return uint64_t(static_cast<const std::byte*>(m->buf_addr) - base_) + m->data_off;
+  [[nodiscard]] uint64_t offset_of(const rte_mbuf* m) const { return offset_from(base_, m); }
+  // offset_of() from a `base` the caller keeps in a register (deliver_whole).
+  [[nodiscard]] static uint64_t offset_from(const std::byte* base, const rte_mbuf* m) {
+    return uint64_t(static_cast<const std::byte*>(m->buf_addr) - base) + m->data_off;
   }
   rte_mbuf* adopt(rte_mbuf* foreign);
   // Which flow takes the frame starting in `first`; null when none does. `readable`: its bytes
