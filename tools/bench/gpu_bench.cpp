@@ -44,6 +44,9 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_owned.hpp"
+#include "daqiri/common/mapping.hpp"
+#include "daqiri/common/unique_fd.hpp"
 #include "daqiri/cuda/driver_api.hpp"
 #include "daqiri/gpu_rx_ring.hpp"
 #include "gpu_attach.hpp"
@@ -52,6 +55,7 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using namespace daqiri::bench;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -87,28 +91,28 @@ int ring(const std::string& socket, const std::string& flow, double seconds, dou
 
 // `from_device`: the source is device memory too (cudaMalloc), not registered host memory.
 int memcpy_peer(size_t bytes, size_t chunk, double seconds, bool from_device) {
-  int fd = ::memfd_create("gpu-bench", MFD_CLOEXEC);
-  if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(bytes)) != 0) return 1;
-  void* host = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (host == MAP_FAILED) return 1;
-  if (cudaHostRegister(host, bytes, cudaHostRegisterPortable) != cudaSuccess) {
+  daqiri::UniqueFd fd(::memfd_create("gpu-bench", MFD_CLOEXEC));
+  if (!fd || ::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return 1;
+  auto host = daqiri::map_fd(fd.get(), bytes, true);
+  if (!host) return 1;
+  HostRegistration registered;
+  if (register_host(registered, host->data(), bytes, cudaHostRegisterPortable) != cudaSuccess) {
     std::fprintf(stderr, "cudaHostRegister failed\n");
     return 1;
   }
-  void* device = nullptr;
-  void* source = host;
-  cudaStream_t stream = nullptr;
-  if (cudaMalloc(&device, bytes) != cudaSuccess ||
-      (from_device && cudaMalloc(&source, bytes) != cudaSuccess) ||
-      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+  DeviceMemory<char> device, device_source;
+  Stream stream;
+  if (device_alloc(device, bytes) != cudaSuccess ||
+      (from_device && device_alloc(device_source, bytes) != cudaSuccess) ||
+      make_stream(stream) != cudaSuccess) {
     return 1;
   }
+  const auto* source = from_device ? device_source.get() : reinterpret_cast<char*>(host->data());
   auto pass = [&] {
     for (size_t off = 0; off + chunk <= bytes; off += chunk) {
-      cudaMemcpyAsync(static_cast<char*>(device) + off, static_cast<char*>(source) + off, chunk,
-                      cudaMemcpyDefault, stream);
+      cudaMemcpyAsync(device.get() + off, source + off, chunk, cudaMemcpyDefault, stream.get());
     }
-    cudaStreamSynchronize(stream);
+    cudaStreamSynchronize(stream.get());
     return bytes / chunk * chunk;
   };
   pass();  // warm-up
@@ -119,11 +123,6 @@ int memcpy_peer(size_t bytes, size_t chunk, double seconds, bool from_device) {
   double s = seconds_since(start);
   std::printf("memcpy bytes %llu seconds %.3f GBps %.3f\n", static_cast<unsigned long long>(moved),
               s, moved / s / 1e9);
-  cudaFree(device);
-  if (from_device) cudaFree(source);
-  cudaHostUnregister(host);
-  ::munmap(host, bytes);
-  ::close(fd);
   return 0;
 }
 
@@ -143,11 +142,12 @@ bool cuda_ok(cudaError_t e, const char* what) {
 // The consumer side of the graph style: `n` stages of (wait doorbell >= first + i + 1, stamp
 // seen[first + i]).
 bool launch_graph_waiter(const daqiri::cuda::DriverApi& api, CUdeviceptr doorbell, uint64_t* seen,
-                         uint32_t first, uint32_t n, cudaStream_t stream, cudaGraphExec_t* exec) {
+                         uint32_t first, uint32_t n, cudaStream_t stream, GraphExec& exec) {
   CUcontext ctx = nullptr;
   api.ctx_get_current(&ctx);
-  cudaGraph_t graph = nullptr;
-  if (!cuda_ok(cudaGraphCreate(&graph, 0), "cudaGraphCreate")) return false;
+  cudaGraph_t made = nullptr;
+  if (!cuda_ok(cudaGraphCreate(&made, 0), "cudaGraphCreate")) return false;
+  Graph graph(made);
   cudaGraphNode_t previous = nullptr;
   for (uint32_t i = 0; i < n; ++i) {
     CUstreamBatchMemOpParams op{};
@@ -157,7 +157,7 @@ bool launch_graph_waiter(const daqiri::cuda::DriverApi& api, CUdeviceptr doorbel
     op.waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
     CUDA_BATCH_MEM_OP_NODE_PARAMS wp{ctx, 1, &op, 0};
     CUgraphNode wait = nullptr;
-    if (api.graph_add_batch_mem_op_node(&wait, graph, previous ? &previous : nullptr,
+    if (api.graph_add_batch_mem_op_node(&wait, graph.get(), previous ? &previous : nullptr,
                                         previous ? 1 : 0, &wp) != CUDA_SUCCESS) {
       std::fprintf(stderr, "cuGraphAddBatchMemOpNode failed\n");
       return false;
@@ -169,15 +169,17 @@ bool launch_graph_waiter(const daqiri::cuda::DriverApi& api, CUdeviceptr doorbel
     kp.gridDim = dim3(1);
     kp.blockDim = dim3(1);
     kp.kernelParams = args;
-    if (!cuda_ok(cudaGraphAddKernelNode(&previous, graph, &wait, 1, &kp),
+    if (!cuda_ok(cudaGraphAddKernelNode(&previous, graph.get(), &wait, 1, &kp),
                  "cudaGraphAddKernelNode")) {
       return false;
     }
   }
-  bool ok = cuda_ok(cudaGraphInstantiate(exec, graph, 0), "cudaGraphInstantiate") &&
-            cuda_ok(cudaGraphLaunch(*exec, stream), "cudaGraphLaunch");
-  cudaGraphDestroy(graph);
-  return ok;
+  cudaGraphExec_t instance = nullptr;
+  if (!cuda_ok(cudaGraphInstantiate(&instance, graph.get(), 0), "cudaGraphInstantiate")) {
+    return false;
+  }
+  exec.reset(instance);
+  return cuda_ok(cudaGraphLaunch(instance, stream), "cudaGraphLaunch");
 }
 
 int latency(const std::string& style, uint32_t n, double gap_us) {
@@ -187,38 +189,40 @@ int latency(const std::string& style, uint32_t n, double gap_us) {
     return 1;
   }
   if (!cuda_ok(cudaSetDevice(0), "cudaSetDevice")) return 1;
-  uint32_t* doorbell = nullptr;
-  uint64_t* stamps = nullptr;
-  uint64_t* seen = nullptr;
-  cudaMalloc(reinterpret_cast<void**>(&doorbell), sizeof(uint32_t));
-  cudaMalloc(reinterpret_cast<void**>(&stamps), n * sizeof(uint64_t));
-  cudaMalloc(reinterpret_cast<void**>(&seen), n * sizeof(uint64_t));
-  cudaMemset(doorbell, 0, sizeof(uint32_t));
-  cudaMemset(stamps, 0, n * sizeof(uint64_t));
-  cudaMemset(seen, 0, n * sizeof(uint64_t));
-  cudaStream_t producer = nullptr, consumer = nullptr;
-  cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking);
-  cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking);
-  cudaEvent_t done = nullptr;
-  cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
-  if (!cuda_ok(cudaDeviceSynchronize(), "setup")) return 1;
-  const auto db = reinterpret_cast<CUdeviceptr>(doorbell);
+  DeviceMemory<uint32_t> doorbell;
+  DeviceMemory<uint64_t> stamps_memory, seen_memory;
+  Stream producer, consumer;
+  Event done;
+  if (!cuda_ok(device_alloc(doorbell, sizeof(uint32_t)), "cudaMalloc") ||
+      !cuda_ok(device_alloc(stamps_memory, n * sizeof(uint64_t)), "cudaMalloc") ||
+      !cuda_ok(device_alloc(seen_memory, n * sizeof(uint64_t)), "cudaMalloc") ||
+      !cuda_ok(cudaMemset(doorbell.get(), 0, sizeof(uint32_t)), "cudaMemset") ||
+      !cuda_ok(cudaMemset(stamps_memory.get(), 0, n * sizeof(uint64_t)), "cudaMemset") ||
+      !cuda_ok(cudaMemset(seen_memory.get(), 0, n * sizeof(uint64_t)), "cudaMemset") ||
+      !cuda_ok(make_stream(producer), "stream") || !cuda_ok(make_stream(consumer), "stream") ||
+      !cuda_ok(make_event(done), "event") || !cuda_ok(cudaDeviceSynchronize(), "setup")) {
+    return 1;
+  }
+  uint64_t* const stamps = stamps_memory.get();
+  uint64_t* const seen = seen_memory.get();
+  const auto db = reinterpret_cast<CUdeviceptr>(doorbell.get());
 
   std::atomic<uint32_t> mirror{0};  // the host's view of the doorbell (kernel style)
   auto produce = [&](uint32_t from, uint32_t to) {
     spin_for(10000);  // let the consumer settle into its wait
     for (uint32_t i = from; i < to; ++i) {
       spin_for(gap_us);
-      daqiri::bench::launch_stamp(stamps, i, producer);
-      (*api)->stream_write_value32(producer, db, i + 1, 0);
-      cudaEventRecord(done, producer);
-      while (cudaEventQuery(done) == cudaErrorNotReady) {
+      daqiri::bench::launch_stamp(stamps, i, producer.get());
+      (*api)->stream_write_value32(producer.get(), db, i + 1, 0);
+      cudaEventRecord(done.get(), producer.get());
+      while (cudaEventQuery(done.get()) == cudaErrorNotReady) {
       }
       mirror.store(i + 1, std::memory_order_release);  // what the daemon's host mirror does
     }
   };
   if (style == "persistent") {
-    if (!cuda_ok(daqiri::bench::launch_persistent_waiter(doorbell, seen, n, consumer), "launch")) {
+    if (!cuda_ok(daqiri::bench::launch_persistent_waiter(doorbell.get(), seen, n, consumer.get()),
+                 "launch")) {
       return 1;
     }
     produce(0, n);
@@ -227,18 +231,18 @@ int latency(const std::string& style, uint32_t n, double gap_us) {
     constexpr uint32_t kStages = 100;
     for (uint32_t first = 0; first < n; first += kStages) {
       uint32_t m = std::min(kStages, n - first);
-      cudaGraphExec_t exec = nullptr;
-      if (!launch_graph_waiter(**api, db, seen, first, m, consumer, &exec)) return 1;
+      GraphExec exec;
+      // Earlier graphs have finished (synchronised below): nothing waits on the doorbell.
+      if (!launch_graph_waiter(**api, db, seen, first, m, consumer.get(), exec)) return 1;
       produce(first, first + m);
-      if (!cuda_ok(cudaStreamSynchronize(consumer), "consumer")) return 1;
-      cudaGraphExecDestroy(exec);
+      if (!cuda_ok(cudaStreamSynchronize(consumer.get()), "consumer")) return 1;
     }
   } else if (style == "kernel") {
     std::thread host_consumer([&] {
       for (uint32_t i = 0; i < n; ++i) {
         while (mirror.load(std::memory_order_acquire) < i + 1) {
         }
-        daqiri::bench::launch_stamp(seen, i, consumer);
+        daqiri::bench::launch_stamp(seen, i, consumer.get());
       }
     });
     produce(0, n);
@@ -247,7 +251,7 @@ int latency(const std::string& style, uint32_t n, double gap_us) {
     std::fprintf(stderr, "style: kernel, persistent or graph\n");
     return 2;
   }
-  if (!cuda_ok(cudaStreamSynchronize(consumer), "consumer")) return 1;
+  if (!cuda_ok(cudaStreamSynchronize(consumer.get()), "consumer")) return 1;
   std::vector<uint64_t> a(n), b(n);
   cudaMemcpy(a.data(), stamps, n * sizeof(uint64_t), cudaMemcpyDeviceToHost);
   cudaMemcpy(b.data(), seen, n * sizeof(uint64_t), cudaMemcpyDeviceToHost);
@@ -276,27 +280,27 @@ struct TimerOffset {
 
 std::optional<TimerOffset> calibrate_timer() {
   constexpr uint32_t kRounds = 500;
-  void* flag_host = nullptr;
-  void* stamps_host = nullptr;
-  if (!cuda_ok(cudaHostAlloc(&flag_host, sizeof(uint32_t), cudaHostAllocMapped), "flag") ||
-      !cuda_ok(cudaHostAlloc(&stamps_host, sizeof(uint64_t) * (kRounds + 1), cudaHostAllocMapped),
-               "stamps")) {
+  PinnedMemory<uint32_t> flag_host;
+  PinnedMemory<uint64_t> stamps_host;
+  Stream stream;
+  if (!cuda_ok(pinned_alloc(flag_host, sizeof(uint32_t), cudaHostAllocMapped), "flag") ||
+      !cuda_ok(pinned_alloc(stamps_host, sizeof(uint64_t) * (kRounds + 1), cudaHostAllocMapped),
+               "stamps") ||
+      !cuda_ok(make_stream(stream), "stream")) {
     return std::nullopt;
   }
-  auto* flag = static_cast<volatile uint32_t*>(flag_host);
-  auto* stamps = static_cast<volatile uint64_t*>(stamps_host);
+  volatile uint32_t* flag = flag_host.get();
+  volatile uint64_t* stamps = stamps_host.get();
   *flag = 0;
   for (uint32_t k = 0; k <= kRounds; ++k)
     stamps[k] = 0;
   void* flag_device = nullptr;
   void* stamps_device = nullptr;
-  cudaHostGetDevicePointer(&flag_device, flag_host, 0);
-  cudaHostGetDevicePointer(&stamps_device, stamps_host, 0);
-  cudaStream_t stream = nullptr;
-  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  cudaHostGetDevicePointer(&flag_device, flag_host.get(), 0);
+  cudaHostGetDevicePointer(&stamps_device, stamps_host.get(), 0);
   if (!cuda_ok(daqiri::bench::launch_timer_echo(static_cast<volatile uint32_t*>(flag_device),
                                                 static_cast<volatile uint64_t*>(stamps_device),
-                                                kRounds, stream),
+                                                kRounds, stream.get()),
                "timer echo")) {
     return std::nullopt;
   }
@@ -313,11 +317,7 @@ std::optional<TimerOffset> calibrate_timer() {
       best.offset_ns = static_cast<int64_t>(stamps[k]) - static_cast<int64_t>(before + half);
     }
   }
-  bool ok = cuda_ok(cudaStreamSynchronize(stream), "timer echo");
-  cudaStreamDestroy(stream);
-  cudaFreeHost(flag_host);
-  cudaFreeHost(stamps_host);
-  if (!ok) return std::nullopt;
+  if (!cuda_ok(cudaStreamSynchronize(stream.get()), "timer echo")) return std::nullopt;
   return best;
 }
 
@@ -341,36 +341,40 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
   auto offset = calibrate_timer();
   if (!offset) return 1;
   uint64_t calibrated_at = realtime_ns();
-  uint64_t* seen = nullptr;
-  cudaStream_t stream = nullptr;
-  if (!cuda_ok(cudaMalloc(reinterpret_cast<void**>(&seen), n * sizeof(uint64_t)), "cudaMalloc") ||
-      !cuda_ok(cudaMemset(seen, 0, n * sizeof(uint64_t)), "cudaMemset") ||
-      !cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream")) {
+  DeviceMemory<uint64_t> seen_memory;
+  Stream stream;
+  if (!cuda_ok(device_alloc(seen_memory, n * sizeof(uint64_t)), "cudaMalloc") ||
+      !cuda_ok(cudaMemset(seen_memory.get(), 0, n * sizeof(uint64_t)), "cudaMemset") ||
+      !cuda_ok(make_stream(stream), "stream")) {
     return 1;
   }
+  uint64_t* const seen = seen_memory.get();
   uint32_t start = r->producer();  // anything that arrived before the waiters is not measured
   if (start != 0) {
     std::fprintf(stderr, "the ring already holds %u packets: send after \"ready\"\n", start);
     return 1;
   }
   const auto db = reinterpret_cast<CUdeviceptr>(view.doorbell);
-  std::vector<cudaGraphExec_t> graphs;
+  std::vector<GraphExec> graphs;
   std::thread host_consumer;
   std::atomic<bool> stop{false};
   if (style == "persistent") {
-    if (!cuda_ok(daqiri::bench::launch_persistent_waiter(view.doorbell, seen, n, stream),
+    if (!cuda_ok(daqiri::bench::launch_persistent_waiter(view.doorbell, seen, n, stream.get()),
                  "launch")) {
       return 1;
     }
   } else if (style == "graph") {
     constexpr uint32_t kStages = 100;
     for (uint32_t first = 0; first < n; first += kStages) {
-      cudaGraphExec_t exec = nullptr;
-      if (!launch_graph_waiter(**api, db, seen, first, std::min(kStages, n - first), stream,
-                               &exec)) {
-        return 1;
+      GraphExec exec;
+      if (!launch_graph_waiter(**api, db, seen, first, std::min(kStages, n - first), stream.get(),
+                               exec)) {
+        // The graphs launched before wait on the doorbell for good: the frees' implicit
+        // synchronisation would wait with them.
+        std::fflush(stderr);
+        std::_Exit(1);
       }
-      graphs.push_back(exec);
+      graphs.push_back(std::move(exec));
     }
   } else if (style == "kernel") {
     host_consumer = std::thread([&] {
@@ -379,7 +383,7 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
         auto p = r->wait(got, std::chrono::milliseconds(100));
         if (!p || *p == got) continue;
         uint32_t upto = std::min(*p, n);
-        daqiri::bench::launch_stamp_range(seen, got, upto - got, stream);
+        daqiri::bench::launch_stamp_range(seen, got, upto - got, stream.get());
         got = upto;
       }
     });
@@ -399,7 +403,7 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
     std::fflush(stderr);
     std::_Exit(1);  // a waiter kernel may spin forever
   }
-  if (!cuda_ok(cudaStreamSynchronize(stream), "consumer")) return 1;
+  if (!cuda_ok(cudaStreamSynchronize(stream.get()), "consumer")) return 1;
   std::vector<uint64_t> at(n);
   std::vector<daqiri_rx_desc> descs(n);
   if (!cuda_ok(cudaMemcpy(at.data(), seen, n * sizeof(uint64_t), cudaMemcpyDeviceToHost), "copy") ||
@@ -427,8 +431,6 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
               style.c_str(), n, us[n / 2], us[static_cast<size_t>(n * 0.99)], us.back(),
               static_cast<double>(std::max(offset->error_ns, offset_after->error_ns)) / 1e3,
               slope * 1e6);
-  for (cudaGraphExec_t g : graphs)
-    cudaGraphExecDestroy(g);
   return 0;
 }
 

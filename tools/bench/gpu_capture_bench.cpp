@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "capture_bench_common.hpp"
+#include "cuda_owned.hpp"
 #include "daqiri/gpu_capture.hpp"
 
 namespace {
@@ -31,7 +32,7 @@ void check(cudaError_t e, const char* what) {
 // A GPU ring of kSlots frames of `size` bytes, every slot produced.
 struct Ring {
   daqiri::GpuRingView view{};
-  void* memory = nullptr;
+  DeviceMemory<uint8_t> memory;
   size_t frames = 0;  // bytes of frames after the descriptors
 
   explicit Ring(uint32_t size) {
@@ -39,8 +40,8 @@ struct Ring {
     size_t descs = kSlots * sizeof(daqiri_rx_desc);
     // At least a 4 MiB block of frames: the cudaMemcpy peer copies blocks from here.
     frames = std::max(size_t{kSlots} * slot, kBlock);
-    check(cudaMalloc(&memory, descs + frames), "cudaMalloc of the ring");
-    auto* base = static_cast<uint8_t*>(memory);
+    check(device_alloc(memory, descs + frames), "cudaMalloc of the ring");
+    uint8_t* base = memory.get();
     std::vector<daqiri_rx_desc> d(kSlots);
     for (uint32_t i = 0; i < kSlots; ++i)
       d[i] = {descs + size_t{i} * slot, 1'700'000'000'000'000'000ull + i, size, 0, 0, 0, 42, 0};
@@ -49,7 +50,6 @@ struct Ring {
     view = {base,    nullptr,    reinterpret_cast<const daqiri_rx_desc*>(base),
             nullptr, kSlots - 1, slot};
   }
-  ~Ring() { cudaFree(memory); }
 };
 
 // GB/s of `frames` frames through GpuFileWriter (PCAP), fsync at close; empty when cuFile was
@@ -83,15 +83,13 @@ std::optional<double> writer_gbps(const Ring& ring, const std::string& path, uin
 // GB/s of `bytes` written in 4 MiB blocks from pinned memory, each first copied there from GPU
 // memory when `from_gpu`, fsync at the end.
 double plain_gbps(const std::string& path, uint64_t bytes, const Ring& ring, bool from_gpu) {
-  void* block = nullptr;
-  check(cudaHostAlloc(&block, kBlock, cudaHostAllocDefault), "cudaHostAlloc");
+  PinnedMemory<void> block;
+  check(pinned_alloc(block, kBlock, cudaHostAllocDefault), "cudaHostAlloc");
   auto copy = [&](size_t n) {
-    check(cudaMemcpy(block, ring.memory, n, cudaMemcpyDeviceToHost), "D2H");
+    check(cudaMemcpy(block.get(), ring.memory.get(), n, cudaMemcpyDeviceToHost), "D2H");
   };
-  double gbps = from_gpu ? plain_write_gbps(path, bytes, block, kBlock, copy)
-                         : plain_write_gbps(path, bytes, block, kBlock);
-  cudaFreeHost(block);
-  return gbps;
+  return from_gpu ? plain_write_gbps(path, bytes, block.get(), kBlock, copy)
+                  : plain_write_gbps(path, bytes, block.get(), kBlock);
 }
 
 }  // namespace

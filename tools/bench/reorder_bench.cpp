@@ -17,11 +17,13 @@
 #include <random>
 #include <vector>
 
+#include "cuda_owned.hpp"
 #include "daqiri/gpu_reorder.hpp"
 #include "daqiri/test_pattern.hpp"
 
 namespace {
 
+using namespace daqiri::bench;
 constexpr uint32_t kSlots = 4096;
 constexpr uint32_t kSlotSize = 16384;
 constexpr uint32_t kHeaders = 42;  // Ethernet, IPv4, UDP: the payload starts after them
@@ -75,15 +77,15 @@ int main(int argc, char** argv) {
     descs[i].length = length;
     descs[i].payload_offset = kHeaders;
   }
-  uint8_t* d_slots = nullptr;
-  daqiri_rx_desc* d_descs = nullptr;
-  check(cudaMalloc(reinterpret_cast<void**>(&d_slots), slots.size()), "cudaMalloc");
-  check(cudaMalloc(reinterpret_cast<void**>(&d_descs), sizeof(daqiri_rx_desc) * kSlots),
-        "cudaMalloc");
-  check(cudaMemcpy(d_slots, slots.data(), slots.size(), cudaMemcpyHostToDevice), "copy");
-  check(cudaMemcpy(d_descs, descs.data(), sizeof(daqiri_rx_desc) * kSlots, cudaMemcpyHostToDevice),
+  DeviceMemory<uint8_t> d_slots;
+  DeviceMemory<daqiri_rx_desc> d_descs;
+  check(device_alloc(d_slots, slots.size()), "cudaMalloc");
+  check(device_alloc(d_descs, sizeof(daqiri_rx_desc) * kSlots), "cudaMalloc");
+  check(cudaMemcpy(d_slots.get(), slots.data(), slots.size(), cudaMemcpyHostToDevice), "copy");
+  check(cudaMemcpy(d_descs.get(), descs.data(), sizeof(daqiri_rx_desc) * kSlots,
+                   cudaMemcpyHostToDevice),
         "copy");
-  daqiri::GpuRingView view{d_slots, nullptr, d_descs, nullptr, kSlots - 1, kSlotSize};
+  daqiri::GpuRingView view{d_slots.get(), nullptr, d_descs.get(), nullptr, kSlots - 1, kSlotSize};
 
   daqiri::ReorderOptions o;
   o.data_bytes = sample_bytes;
@@ -96,8 +98,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "reorder: %s\n", reorder.error().message.c_str());
     return 1;
   }
-  cudaStream_t stream = nullptr;
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  Stream owned_stream;
+  check(make_stream(owned_stream), "stream");
+  cudaStream_t stream = owned_stream.get();
 
   // The ring is replayed: ring counter c holds sequence seq[c % kSlots] + kSlots * (c / kSlots).
   // Its descriptors do not change, so every lap reuses the same sequences: a new GpuReorder per
@@ -127,13 +130,13 @@ int main(int argc, char** argv) {
   auto c = (*reorder)->counters();
 
   // The peer: the same sample bytes per burst, one contiguous cudaMemcpy, synchronised.
-  float* d_out = nullptr;
+  DeviceMemory<float> d_out;
   uint64_t burst_bytes = uint64_t{burst} * sample_bytes;
-  check(cudaMalloc(reinterpret_cast<void**>(&d_out), burst_bytes), "cudaMalloc");
+  check(device_alloc(d_out, burst_bytes), "cudaMalloc");
   start = std::chrono::steady_clock::now();
   for (uint32_t b = 0; b < bursts; ++b) {
     uint32_t first = (b % laps_bursts) * burst;
-    check(cudaMemcpyAsync(d_out, d_slots + uint64_t{first} * kSlotSize, burst_bytes,
+    check(cudaMemcpyAsync(d_out.get(), d_slots.get() + uint64_t{first} * kSlotSize, burst_bytes,
                           cudaMemcpyDeviceToDevice, stream),
           "memcpy");
     check(cudaStreamSynchronize(stream), "sync");
@@ -148,9 +151,5 @@ int main(int argc, char** argv) {
       c ? static_cast<unsigned long long>(c->placed) : 0ull);
   std::printf("memcpy   same bytes per burst: %.2f GB/s; reorder / memcpy %.2fx\n",
               in_bytes / memcpy_s / 1e9, memcpy_s / reorder_s);
-  cudaFree(d_out);
-  cudaFree(d_slots);
-  cudaFree(d_descs);
-  cudaStreamDestroy(stream);
   return 0;
 }
