@@ -40,6 +40,25 @@ size_t RxFanout::reclaim() {
   return active_count_;
 }
 
+RxAttachment* RxFanout::begin_single() {
+  const Set& set = set_.load();
+  if (set.size() != 1) return nullptr;
+  RxAttachment* a = set.front();
+  const AttachmentLifecycle& l = a->lifecycle;
+  if (!a->lends_objects() || l.released.load(std::memory_order_relaxed) ||
+      l.closing.load(std::memory_order_acquire) || l.violated.load(std::memory_order_relaxed)) {
+    return nullptr;
+  }
+  active_[0] = a;
+  active_count_ = 1;
+  reclaimed_ = true;
+  bool fenced = !published_last_;  // as reclaim()
+  published_last_ = false;
+  if (a->reclaim(fenced)) return a;
+  active_count_ = 0;
+  return nullptr;
+}
+
 bool RxFanout::must_wait(uint32_t burst) const {
   bool wait = false;
   for (size_t i = 0; i < active_count_; ++i) {

@@ -29,6 +29,10 @@ class RxFanout {
   // later ones return the count, so a poller may call it wherever it might be first.
   size_t gather();
   size_t reclaim();
+  // begin() for the usual case, a set of one live attachment that lends_objects(): takes back
+  // what it released and returns it, without begin()'s loops. Null, with nothing done, for any
+  // other set (or an attachment found lying now): then begin() is the way.
+  RxAttachment* begin_single();
   [[nodiscard]] size_t active() const { return active_count_; }
   // The attachment to deliver to when there is exactly one (RxAttachment::Run), else null.
   [[nodiscard]] RxAttachment* single() const { return active_count_ == 1 ? active_[0] : nullptr; }

@@ -259,6 +259,33 @@ TEST_F(DpdkTest, BuffersLentAloneOrSharedAllComeBack) {
   }
 }
 
+// A lone catch-all's one client (the queue's own way, DpdkRxQueue::poll_single) that releases
+// what it was never lent is cut off; every mbuf it held goes back, and the next client of the
+// flow receives as if nothing had happened.
+TEST_F(DpdkTest, ALoneClientThatLiesIsCutOffAndItsBuffersComeBack) {
+  start(config(dir_.file("d.sock"), port("null0", "net_null0"),
+               "  - {name: all, interface: null0, match: {any: true}}\n", false,
+               unprivileged_access()));
+  Spawned bad(dir_, {test_client_path(), "hostile", socket_, "all", "consumer-index"},
+              user_->ids());
+  ASSERT_EQ(bad.wait(), 0) << bad.output() << daemon_->log();
+  EXPECT_THAT(bad.output(), HasSubstr("cut off"));
+  EXPECT_TRUE(eventually([](const v1::Stats& t) {
+    return t.attachments_size() == 0 && t.nics(0).queues(0).buffers_on_loan() == 0 &&
+           t.nics(0).queues(0).mbufs_free() == 4096;
+  })) << stats().DebugString();
+  EXPECT_EQ(stats().sessions_cut_off(), 1u);
+  EXPECT_THAT(daemon_->log(), HasSubstr("cutting off"));
+
+  auto r = run(tap("all", 100000), user_->ids());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << daemon_->log();
+  EXPECT_THAT(r.out, HasSubstr("received 100000 packets"));
+  EXPECT_TRUE(eventually([](const v1::Stats& t) {
+    return t.attachments_size() == 0 && t.nics(0).queues(0).buffers_on_loan() == 0 &&
+           t.nics(0).queues(0).mbufs_free() == 4096;
+  })) << stats().DebugString();
+}
+
 // libdaqiri's RxStream::release takes only a burst of its own stream: two streams of one flow
 // in one process, both rings full and held, each handed the other's last burst (whose slots
 // exist in its ring too) release nothing; their own bursts then free their rings.

@@ -134,6 +134,16 @@ class DpdkRxQueue final : public dataplane::PollTask {
               SoftwareReach reach);
   // The flow that takes every frame of the poll unread (takes_every_frame()), or null.
   [[nodiscard]] DpdkRxFlow* takes_all(const Flows& flows) const;
+  // takes_all() where its frames go whole to host memory (no NIC split, no GPU pool): what
+  // deliver_whole() needs of the queue.
+  [[nodiscard]] DpdkRxFlow* takes_all_whole(const Flows& flows) const {
+    return header_pool_ == nullptr && !frames_on_device() ? takes_all(flows) : nullptr;
+  }
+  // A poll of a queue whose flow takes_all_whole() and has one client, `a`, that
+  // lends_objects() (RxFanout::begin_single, which has taken back what `a` released).
+  bool poll_single(const Flows& flows, DpdkRxFlow& flow, dataplane::RxAttachment& a);
+  // The poll's `n` frames to `a` alone (deliver_whole in the ring's layout), published.
+  void deliver_alone(const Flows& flows, DpdkRxFlow& flow, dataplane::RxAttachment& a, uint16_t n);
   // The poll's `n` frames, all to `flow`'s one client `a` (takes_all, no split, host memory,
   // `a` lends_objects()), each with its mbuf (Run::push_alone: released, they go straight back
   // to the mempool), in a loop of its own for the ring's layout: the general loop's state
