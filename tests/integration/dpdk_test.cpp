@@ -659,14 +659,16 @@ TEST_F(DpdkTest, MemifInteroperatesWithTestpmd) {
                "  - {name: all, interface: memif0, match: {any: true}}\n"));
   Spawned rx(dir_, tap("all", 10000));
   ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
+  std::string prefix = "dqtestpmd" + std::to_string(::getpid());
   Spawned testpmd(
       dir_, {"/usr/bin/dpdk-testpmd", "--no-huge", "-m", "256", "--no-pci", "--no-shconf",
-             "--file-prefix", "dqtestpmd" + std::to_string(::getpid()), "-l", "0,1", "--vdev",
+             "--file-prefix", prefix, "-l", "0,1", "--vdev",
              "net_memif0,role=client,socket=" + sock, "--", "--forward-mode=txonly", "--auto-start",
              "--txpkts=128", "--total-num-mbufs=8192", "--stats-period=1"});
   int rc = rx.wait(60s);
   testpmd.kill(SIGINT);
   testpmd.wait();
+  std::filesystem::remove_all("/var/run/dpdk/" + prefix);  // its EAL leaves the directory
   ASSERT_EQ(rc, 0) << rx.output() << testpmd.output() << daemon_->log();
   EXPECT_THAT(rx.output(), HasSubstr("received 10000 packets"));
   auto s = stats();
