@@ -143,7 +143,8 @@ class DpdkRxQueue final : public dataplane::PollTask {
   // lends_objects() (RxFanout::begin_single, which has taken back what `a` released).
   bool poll_single(const Flows& flows, DpdkRxFlow& flow, dataplane::RxAttachment& a);
   // The poll's `n` frames to `a` alone (deliver_whole in the ring's layout), published.
-  void deliver_alone(const Flows& flows, DpdkRxFlow& flow, dataplane::RxAttachment& a, uint16_t n);
+  [[gnu::always_inline]] void deliver_alone(const Flows& flows, DpdkRxFlow& flow,
+                                            dataplane::RxAttachment& a, uint16_t n);
   // The poll's `n` frames, all to `flow`'s one client `a` (takes_all, no split, host memory,
   // `a` lends_objects()), each with its mbuf (Run::push_alone: released, they go straight back
   // to the mempool), in a loop of its own for the ring's layout: the general loop's state
