@@ -28,10 +28,7 @@ size_t RxFanout::gather() {
 size_t RxFanout::reclaim() {
   if (reclaimed_) return active_count_;
   reclaimed_ = true;
-  // Nothing published last poll: look for a missed NEED_WAKEUP behind a fence this time
-  // (RxAttachment::publish).
-  bool fenced = !published_last_;
-  published_last_ = false;
+  bool fenced = take_fence();
   size_t kept = 0;
   for (size_t i = 0; i < active_count_; ++i) {
     if (active_[i]->reclaim(fenced)) active_[kept++] = active_[i];
@@ -52,9 +49,7 @@ RxAttachment* RxFanout::begin_single() {
   active_[0] = a;
   active_count_ = 1;
   reclaimed_ = true;
-  bool fenced = !published_last_;  // as reclaim()
-  published_last_ = false;
-  if (a->reclaim(fenced)) return a;
+  if (a->reclaim(take_fence())) return a;
   active_count_ = 0;
   return nullptr;
 }

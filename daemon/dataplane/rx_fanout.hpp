@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <utility>
 #include <vector>
 
 #include "dataplane/rx_attachment.hpp"
@@ -122,6 +123,9 @@ class RxFanout {
   void remove(RxAttachment* a, const Epoch& epoch);
 
  private:
+  // Whether this poll's reclaim looks for a missed NEED_WAKEUP behind a fence: when the last
+  // poll published nothing (RxAttachment::publish).
+  bool take_fence() { return !std::exchange(published_last_, false); }
   Published<Set> set_;
   std::array<RxAttachment*, kMaxAttachmentsPerFlow> active_{};
   size_t active_count_ = 0;

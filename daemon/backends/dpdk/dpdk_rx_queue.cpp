@@ -275,11 +275,17 @@ bool DpdkRxQueue::poll() {
   // Taking it back after the receive instead (which hid the wait for the consumer index
   // behind rte_eth_rx_burst) was level to 4 % ahead when the cores talk fast and up to a
   // third behind when they do not (docs/benchmarks.md, session 31).
+  // Decided once a poll: per frame, the loads behind it waited on the ring slots' stores.
+  DpdkRxFlow* takes_all = this->takes_all(flows);
+  const bool on_device = frames_on_device();
+  // Its frames go whole to host memory (no NIC split, no GPU pool): deliver_whole() may take
+  // them.
+  const bool whole_frames = takes_all != nullptr && header_pool_ == nullptr && !on_device;
   // The usual queue, a lone catch-all with one client, goes its own way: the loops over flows
   // and attachments below cost it a few per cent at burst 32 (session 32).
-  if (DpdkRxFlow* whole = takes_all_whole(flows); whole != nullptr) {
-    if (dataplane::RxAttachment* a = whole->fanout().begin_single(); a != nullptr) {
-      return poll_single(flows, *whole, *a);
+  if (whole_frames) {
+    if (dataplane::RxAttachment* a = takes_all->fanout().begin_single(); a != nullptr) {
+      return poll_single(flows, *takes_all, *a);
     }
   }
   size_t active = 0;
@@ -295,12 +301,7 @@ bool DpdkRxQueue::poll() {
     f->fanout().prepare(batch_);
   uint16_t n = rte_eth_rx_burst(port_, queue_, rx_.data(), static_cast<uint16_t>(batch_));
   if (n == 0) return false;
-  // Decided once a poll: per frame, the loads behind it waited on the ring slots' stores.
-  DpdkRxFlow* takes_all = this->takes_all(flows);
-  const bool on_device = frames_on_device();
-  dataplane::RxAttachment* whole = takes_all != nullptr && header_pool_ == nullptr && !on_device
-                                       ? takes_all->fanout().single()
-                                       : nullptr;
+  dataplane::RxAttachment* whole = whole_frames ? takes_all->fanout().single() : nullptr;
   if (whole != nullptr && whole->lends_objects()) {  // one of several clients left
     deliver_alone(flows, *takes_all, *whole, n);
     return true;

@@ -134,13 +134,8 @@ class DpdkRxQueue final : public dataplane::PollTask {
               SoftwareReach reach);
   // The flow that takes every frame of the poll unread (takes_every_frame()), or null.
   [[nodiscard]] DpdkRxFlow* takes_all(const Flows& flows) const;
-  // takes_all() where its frames go whole to host memory (no NIC split, no GPU pool): what
-  // deliver_whole() needs of the queue.
-  [[nodiscard]] DpdkRxFlow* takes_all_whole(const Flows& flows) const {
-    return header_pool_ == nullptr && !frames_on_device() ? takes_all(flows) : nullptr;
-  }
-  // A poll of a queue whose flow takes_all_whole() and has one client, `a`, that
-  // lends_objects() (RxFanout::begin_single, which has taken back what `a` released).
+  // A poll of a queue whose flow takes_all() frames whole to host memory and has one client,
+  // `a`, that lends_objects() (RxFanout::begin_single, which has taken back what `a` released).
   bool poll_single(const Flows& flows, DpdkRxFlow& flow, dataplane::RxAttachment& a);
   // The poll's `n` frames to `a` alone (deliver_whole in the ring's layout), published.
   [[gnu::always_inline]] void deliver_alone(const Flows& flows, DpdkRxFlow& flow,
