@@ -39,7 +39,8 @@ RxAttachment::RxAttachment(uint64_t id, memory::SharedMemory rings, UniqueFd eve
       backpressure_(backpressure),
       pools_(std::move(pools)),
       shadow_(ring.size()),
-      compact_(compact) {
+      compact_(compact),
+      defer_below_(std::min(kDeferredSlots, ring.size() / 4)) {
   if (pools_.size() == 1 && pools_[0]->has_returner()) objects_.resize(ring.size());
 }
 

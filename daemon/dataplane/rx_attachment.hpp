@@ -217,6 +217,13 @@ class RxAttachment {
   bool publish();
   // Starts loading the consumer index (reclaim() reads it).
   void prefetch_consumer() const { ring_.prefetch_consumer(); }
+  // Whether a poll may leave the consumer index unread (RxFanout::begin_single): fewer than
+  // kDeferredSlots (at most a quarter of the ring) on loan, and room for a burst of `burst`
+  // even if the client has released none of them, so that nothing is dropped or waits for it.
+  static constexpr uint32_t kDeferredSlots = 128;
+  [[nodiscard]] bool may_defer_reclaim(uint32_t burst) const {
+    return prod_ - cons_ < defer_below_ && free_slots() >= burst;
+  }
   // Takes back what the client released. False (and `violated`) when the client's consumer
   // index is impossible: outside [our consumer, our producer]. `fenced`: look for a missed
   // wakeup behind a fence (see publish()).
@@ -270,6 +277,7 @@ class RxAttachment {
   uint32_t woken_at_ = 0;           // the producer index the last eventfd signal announced
   uint32_t fenced_at_ = 0;          // the producer index the last fenced NEED_WAKEUP look was after
   uint32_t cons_ = 0;               // the consumer index we have validated and reclaimed up to
+  uint32_t defer_below_ = 0;        // may_defer_reclaim()
   bool kick_armed_ = false;
 };
 

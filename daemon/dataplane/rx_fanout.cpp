@@ -37,7 +37,7 @@ size_t RxFanout::reclaim() {
   return active_count_;
 }
 
-RxAttachment* RxFanout::begin_single() {
+RxAttachment* RxFanout::begin_single(uint32_t burst) {
   const Set& set = set_.load();
   if (set.size() != 1) return nullptr;
   RxAttachment* a = set.front();
@@ -49,7 +49,11 @@ RxAttachment* RxFanout::begin_single() {
   active_[0] = a;
   active_count_ = 1;
   reclaimed_ = true;
-  if (a->reclaim(take_fence())) return a;
+  // Left unread only after a poll that published: publish() looked at NEED_WAKEUP then, and a
+  // poll after one that published nothing reads the index behind a fence, as reclaim() needs.
+  bool fenced = take_fence();
+  if (!fenced && a->may_defer_reclaim(burst)) return a;
+  if (a->reclaim(fenced)) return a;
   active_count_ = 0;
   return nullptr;
 }

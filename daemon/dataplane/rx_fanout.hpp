@@ -32,8 +32,11 @@ class RxFanout {
   size_t reclaim();
   // begin() for the usual case, a set of one live attachment that lends_objects(): takes back
   // what it released and returns it, without begin()'s loops. Null, with nothing done, for any
-  // other set (or an attachment found lying now): then begin() is the way.
-  RxAttachment* begin_single();
+  // other set (or an attachment found lying now): then begin() is the way. While the polls
+  // publish, it reads the client's consumer index only once a few bursts of `burst` frames are
+  // on loan (RxAttachment::may_defer_reclaim), not every poll: that load waits for a line the
+  // client's core holds, and each read makes the client's next release fetch the line back.
+  RxAttachment* begin_single(uint32_t burst);
   [[nodiscard]] size_t active() const { return active_count_; }
   // The attachment to deliver to when there is exactly one (RxAttachment::Run), else null.
   [[nodiscard]] RxAttachment* single() const { return active_count_ == 1 ? active_[0] : nullptr; }

@@ -618,6 +618,75 @@ TEST(RxFanout, ReclaimsOnceAPoll) {
   EXPECT_EQ(pool->available(), 16u);
 }
 
+constexpr uint32_t kBurst = 32;
+
+// A lone client fed by polls that publish has its consumer index read once a few bursts are on
+// loan, or when a burst might not fit; a poll after one that published nothing always reads it.
+TEST(RxFanout, ALoneClientsReleasesAreTakenBackEveryFewBursts) {
+  constexpr uint32_t kBufs = 1024;
+  auto pool = memory::BufferPool::create("t", 2048, kBufs, false);
+  ASSERT_TRUE(pool);
+  std::vector<uint32_t> all(kBufs);
+  ASSERT_EQ(pool->alloc(all.data(), kBufs), kBufs);
+  std::vector<int> objects(kBufs);
+  std::vector<void*> object_of;
+  for (auto& o : objects)
+    object_of.push_back(&o);
+  uint32_t back = 0;
+  pool->return_to(
+      {object_of.data(),
+       [](void* counter, void* const*, uint32_t n) { *static_cast<uint32_t*>(counter) += n; },
+       &back});
+  auto a = RxAttachment::create(1, 1024, Backpressure::kDropNew, {&*pool});
+  ASSERT_TRUE(a);
+  Epoch epoch;
+  epoch.set_stopped();
+  RxFanout fanout;
+  fanout.add(a->get(), epoch);
+  auto ring = client_ring(**a);
+  uint32_t next = 0;
+  auto poll = [&](uint32_t frames, uint32_t burst = kBurst) {
+    RxAttachment* got = fanout.begin_single(burst);
+    EXPECT_EQ(got, a->get());
+    if (got == nullptr) return;
+    RxAttachment::Run run(*got, &*pool);
+    for (uint32_t i = 0; i < frames; ++i, ++next)
+      ASSERT_TRUE(run.push_alone<false>(desc(*pool, next), object_of[next]));
+    run.finish();
+    fanout.publish();
+  };
+  poll(kBurst);
+  ring.publish_consumer(next);  // the client releases each burst at once
+  poll(kBurst);                 // the last poll published: the index is left unread
+  EXPECT_EQ(back, 0u);
+  ring.publish_consumer(next);
+  poll(kBurst);
+  poll(kBurst);
+  EXPECT_EQ(back, 0u);
+  EXPECT_EQ((*a)->counters.on_loan.load(), 4 * kBurst);
+  poll(0);  // 128 on loan: read, and 64 come back
+  EXPECT_EQ(back, 2 * kBurst);
+  EXPECT_EQ((*a)->counters.on_loan.load(), 2 * kBurst);
+  // A poll that published nothing: the next reads the index.
+  ring.publish_consumer(next);
+  poll(0);
+  EXPECT_EQ(back, 4 * kBurst);
+  // Whatever is on loan, a burst that might not fit has the index read first.
+  poll(1);
+  ring.publish_consumer(next);
+  poll(0, 1024);
+  EXPECT_EQ(back, 4 * kBurst + 1);
+  // A lie is caught once the index is read: then no lone client is left to poll.
+  poll(1);
+  ring.publish_consumer(next + 5);
+  poll(1);
+  poll(0);
+  EXPECT_FALSE((*a)->lifecycle.violated.load());
+  EXPECT_EQ(fanout.begin_single(kBurst), nullptr) << "no publish since: read, and a lie";
+  EXPECT_TRUE((*a)->lifecycle.violated.load());
+  EXPECT_EQ(back, 4 * kBurst + 1);
+}
+
 constexpr TxRules kUdpRules{frame::kUdpHeaders, false};
 
 // An idle poller parks; one told to spin (a busy_poll queue) never does.

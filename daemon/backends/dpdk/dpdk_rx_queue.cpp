@@ -284,7 +284,7 @@ bool DpdkRxQueue::poll() {
   // The usual queue, a lone catch-all with one client, goes its own way: the loops over flows
   // and attachments below cost it a few per cent at burst 32 (session 32).
   if (whole_frames) {
-    if (dataplane::RxAttachment* a = takes_all->fanout().begin_single(); a != nullptr) {
+    if (dataplane::RxAttachment* a = takes_all->fanout().begin_single(batch_); a != nullptr) {
       return poll_single(flows, *takes_all, *a);
     }
   }

@@ -135,7 +135,8 @@ class DpdkRxQueue final : public dataplane::PollTask {
   // The flow that takes every frame of the poll unread (takes_every_frame()), or null.
   [[nodiscard]] DpdkRxFlow* takes_all(const Flows& flows) const;
   // A poll of a queue whose flow takes_all() frames whole to host memory and has one client,
-  // `a`, that lends_objects() (RxFanout::begin_single, which has taken back what `a` released).
+  // `a`, that lends_objects() (RxFanout::begin_single, which takes back what `a` released, every
+  // few bursts).
   bool poll_single(const Flows& flows, DpdkRxFlow& flow, dataplane::RxAttachment& a);
   // The poll's `n` frames to `a` alone (deliver_whole in the ring's layout), published.
   [[gnu::always_inline]] void deliver_alone(const Flows& flows, DpdkRxFlow& flow,
