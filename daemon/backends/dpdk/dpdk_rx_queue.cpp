@@ -277,10 +277,9 @@ bool DpdkRxQueue::poll() {
   // third behind when they do not (docs/benchmarks.md, session 31).
   // Decided once a poll: per frame, the loads behind it waited on the ring slots' stores.
   DpdkRxFlow* takes_all = this->takes_all(flows);
-  const bool on_device = frames_on_device();
   // Its frames go whole to host memory (no NIC split, no GPU pool): deliver_whole() may take
   // them.
-  const bool whole_frames = takes_all != nullptr && header_pool_ == nullptr && !on_device;
+  const bool whole_frames = takes_all != nullptr && header_pool_ == nullptr && !frames_on_device();
   // The usual queue, a lone catch-all with one client, goes its own way: the loops over flows
   // and attachments below cost it a few per cent at burst 32 (session 32).
   if (whole_frames) {
@@ -288,6 +287,11 @@ bool DpdkRxQueue::poll() {
       return poll_single(flows, *takes_all, *a);
     }
   }
+  return poll_general(flows, takes_all, whole_frames);
+}
+
+bool DpdkRxQueue::poll_general(const Flows& flows, DpdkRxFlow* takes_all, bool whole_frames) {
+  const bool on_device = frames_on_device();
   size_t active = 0;
   bool wait = false;
   for (DpdkRxFlow* f : flows) {

@@ -138,6 +138,10 @@ class DpdkRxQueue final : public dataplane::PollTask {
   // `a`, that lends_objects() (RxFanout::begin_single, which takes back what `a` released, every
   // few bursts).
   bool poll_single(const Flows& flows, DpdkRxFlow& flow, dataplane::RxAttachment& a);
+  // Every other poll: several flows or clients, a NIC split, GPU memory, a closing client.
+  // A function of its own, so that poll() is the short choice between the two (it had saved
+  // and spilled this one's registers on poll_single's way too; level on the VM either way).
+  [[gnu::noinline]] bool poll_general(const Flows& flows, DpdkRxFlow* takes_all, bool whole_frames);
   // The poll's `n` frames to `a` alone (deliver_whole in the ring's layout), published.
   [[gnu::always_inline]] void deliver_alone(const Flows& flows, DpdkRxFlow& flow,
                                             dataplane::RxAttachment& a, uint16_t n);
