@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +42,36 @@ abi::RingView client_ring(RxAttachment& a) {
   return *abi::RingView::open(a.rings().data(), a.rings().size(), DAQIRI_RING_RX,
                               sizeof(daqiri_rx_desc));
 }
+
+// A pool whose buffers are all handed out, as a DPDK queue's are to its mbufs, and whose
+// Returner (BufferPool::return_to) counts each buffer's object as it comes back.
+struct PoolOfObjects {
+  explicit PoolOfObjects(uint32_t n)
+      : pool(memory::BufferPool::create("t", 2048, n, false)), objects(n), back(n, 0) {
+    for (auto& o : objects)
+      object_of.push_back(&o);
+    if (!pool) return;
+    std::vector<uint32_t> all(n);
+    pool->alloc(all.data(), n);
+    pool->return_to({object_of.data(),
+                     [](void* self, void* const* objs, uint32_t count) {
+                       auto* p = static_cast<PoolOfObjects*>(self);
+                       for (uint32_t i = 0; i < count; ++i)
+                         ++p->back[static_cast<int*>(objs[i]) - p->objects.data()];
+                     },
+                     this});
+  }
+  PoolOfObjects(const PoolOfObjects&) = delete;
+  PoolOfObjects& operator=(const PoolOfObjects&) = delete;
+  // Buffers that came back, in all.
+  [[nodiscard]] uint32_t returned() const {
+    return static_cast<uint32_t>(std::accumulate(back.begin(), back.end(), 0));
+  }
+  Result<memory::BufferPool> pool;
+  std::vector<int> objects;
+  std::vector<void*> object_of;
+  std::vector<int> back;  // times each buffer came back
+};
 
 TEST(BufferPool, AllocatesReferencesAndFrees) {
   auto pool = memory::BufferPool::create("t", 2048, 8, false);
@@ -321,24 +352,10 @@ TEST(RxAttachment, CompactDescriptorsNameEachFramesPoolAndPlace) {
 // other, and the ring's end, give each buffer back once, when its last holder lets go.
 TEST(RxAttachment, BuffersLentAloneGoBackAsTheirObjectsAndSharedOnesByCount) {
   constexpr uint32_t kBufs = 64;
-  auto pool = memory::BufferPool::create("t", 2048, kBufs, false);
+  PoolOfObjects owner(kBufs);
+  auto& pool = owner.pool;
   ASSERT_TRUE(pool);
-  std::vector<uint32_t> all(kBufs);
-  ASSERT_EQ(pool->alloc(all.data(), kBufs), kBufs);
-  struct Owner {
-    std::vector<int> objects = std::vector<int>(kBufs);
-    std::vector<void*> object_of;
-    std::vector<int> back = std::vector<int>(kBufs, 0);  // times each buffer came back
-  } owner;
-  for (auto& o : owner.objects)
-    owner.object_of.push_back(&o);
-  pool->return_to({owner.object_of.data(),
-                   [](void* o, void* const* objs, uint32_t n) {
-                     auto* w = static_cast<Owner*>(o);
-                     for (uint32_t i = 0; i < n; ++i)
-                       ++w->back[static_cast<int*>(objs[i]) - w->objects.data()];
-                   },
-                   &owner});
+  ASSERT_EQ(pool->available(), 0u);  // every buffer handed out
   auto a = RxAttachment::create(1, 16, Backpressure::kDropNew, {&*pool});
   auto b = RxAttachment::create(2, 16, Backpressure::kDropNew, {&*pool});
   ASSERT_TRUE(a && b);
@@ -623,20 +640,11 @@ constexpr uint32_t kBurst = 32;
 // A lone client fed by polls that publish has its consumer index read once a few bursts are on
 // loan, or when a burst might not fit; a poll after one that published nothing always reads it.
 TEST(RxFanout, ALoneClientsReleasesAreTakenBackEveryFewBursts) {
-  constexpr uint32_t kBufs = 1024;
-  auto pool = memory::BufferPool::create("t", 2048, kBufs, false);
+  PoolOfObjects lent(1024);
+  auto& pool = lent.pool;
   ASSERT_TRUE(pool);
-  std::vector<uint32_t> all(kBufs);
-  ASSERT_EQ(pool->alloc(all.data(), kBufs), kBufs);
-  std::vector<int> objects(kBufs);
-  std::vector<void*> object_of;
-  for (auto& o : objects)
-    object_of.push_back(&o);
-  uint32_t back = 0;
-  pool->return_to(
-      {object_of.data(),
-       [](void* counter, void* const*, uint32_t n) { *static_cast<uint32_t*>(counter) += n; },
-       &back});
+  ASSERT_EQ(pool->available(), 0u);  // every buffer handed out
+  const auto& object_of = lent.object_of;
   auto a = RxAttachment::create(1, 1024, Backpressure::kDropNew, {&*pool});
   ASSERT_TRUE(a);
   Epoch epoch;
@@ -658,24 +666,24 @@ TEST(RxFanout, ALoneClientsReleasesAreTakenBackEveryFewBursts) {
   poll(kBurst);
   ring.publish_consumer(next);  // the client releases each burst at once
   poll(kBurst);                 // the last poll published: the index is left unread
-  EXPECT_EQ(back, 0u);
+  EXPECT_EQ(lent.returned(), 0u);
   ring.publish_consumer(next);
   poll(kBurst);
   poll(kBurst);
-  EXPECT_EQ(back, 0u);
+  EXPECT_EQ(lent.returned(), 0u);
   EXPECT_EQ((*a)->counters.on_loan.load(), 4 * kBurst);
   poll(0);  // 128 on loan: read, and 64 come back
-  EXPECT_EQ(back, 2 * kBurst);
+  EXPECT_EQ(lent.returned(), 2 * kBurst);
   EXPECT_EQ((*a)->counters.on_loan.load(), 2 * kBurst);
   // A poll that published nothing: the next reads the index.
   ring.publish_consumer(next);
   poll(0);
-  EXPECT_EQ(back, 4 * kBurst);
+  EXPECT_EQ(lent.returned(), 4 * kBurst);
   // Whatever is on loan, a burst that might not fit has the index read first.
   poll(1);
   ring.publish_consumer(next);
   poll(0, 1024);
-  EXPECT_EQ(back, 4 * kBurst + 1);
+  EXPECT_EQ(lent.returned(), 4 * kBurst + 1);
   // A lie is caught once the index is read: then no lone client is left to poll.
   poll(1);
   ring.publish_consumer(next + 5);
@@ -684,7 +692,7 @@ TEST(RxFanout, ALoneClientsReleasesAreTakenBackEveryFewBursts) {
   EXPECT_FALSE((*a)->lifecycle.violated.load());
   EXPECT_EQ(fanout.begin_single(kBurst), nullptr) << "no publish since: read, and a lie";
   EXPECT_TRUE((*a)->lifecycle.violated.load());
-  EXPECT_EQ(back, 4 * kBurst + 1);
+  EXPECT_EQ(lent.returned(), 4 * kBurst + 1);
 }
 
 constexpr TxRules kUdpRules{frame::kUdpHeaders, false};
