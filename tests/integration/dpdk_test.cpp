@@ -286,6 +286,27 @@ TEST_F(DpdkTest, ALoneClientThatLiesIsCutOffAndItsBuffersComeBack) {
   })) << stats().DebugString();
 }
 
+// A lone catch-all's one client, whose releases the poller reads only every few bursts while
+// frames come (RxFanout::begin_single), has every buffer back once the frames stop, while it
+// stays attached: on its own ledger and on the queue's (poll_single counts what came back).
+TEST_F(DpdkTest, ALoneClientsReleasesAllComeBackOnceFramesStop) {
+  std::vector<Frame> frames;
+  for (uint64_t i = 0; i < 1000; ++i)
+    frames.push_back(make_frame(1000, 7000, i, 64 + i % 200));
+  std::string pcap = dir_.file("in.pcap");
+  write_pcap(pcap, frames);
+  start(config(dir_.file("d.sock"), port("pcap0", "net_pcap0,rx_pcap=" + pcap),
+               "  - {name: all, interface: pcap0, match: {any: true}}\n", false,
+               unprivileged_access()));
+  Spawned taker(dir_, {test_client_path(), "take", socket_, "all", "1000"}, user_->ids());
+  ASSERT_TRUE(taker.wait_for_output("released 1000")) << taker.output() << daemon_->log();
+  EXPECT_TRUE(eventually([](const v1::Stats& t) {
+    return t.attachments_size() == 1 && t.attachments(0).packets() == 1000 &&
+           t.attachments(0).buffers_on_loan() == 0 && t.nics(0).queues(0).buffers_on_loan() == 0;
+  })) << stats().DebugString();
+  taker.kill(SIGKILL);
+}
+
 // libdaqiri's RxStream::release takes only a burst of its own stream: two streams of one flow
 // in one process, both rings full and held, each handed the other's last burst (whose slots
 // exist in its ring too) release nothing; their own bursts then free their rings.

@@ -1,6 +1,7 @@
 // daqiri-test-client: client behaviours the integration tests need, good and bad.
 //   hold SOCKET FLOW N            receive until N buffers are held unreleased, print, sleep
 //   slow SOCKET FLOW MS           receive one packet at a time, MS ms per packet, forever
+//   take SOCKET FLOW N            receive N packets, releasing slowly, print, stay attached
 //   write-rx SOCKET FLOW          receive one packet, then try to write into it (must fault)
 //   tx SOCKET IF SRCPORT DSTPORT COUNT SIZE   send COUNT daqiri-gen frames through the daemon
 //   reconnect SOCKET FLOW COUNT   receive COUNT packets, reconnecting across daemon restarts
@@ -354,6 +355,24 @@ std::optional<uint64_t> receive(daqiri::RxStream& rx, uint64_t count, Use use) {
   return got;
 }
 
+// Receives `count` packets in bursts of up to 16, each released 2 ms after it came (so that
+// releases go on trickling in after the last frame), says so, and stays attached.
+int take(const std::string& socket, const std::string& flow, uint64_t count) {
+  auto c = connect(socket, "test-take");
+  auto& rx = attach(*c, flow);
+  uint64_t got = 0;
+  while (got < count) {
+    auto b = rx.wait_burst(5s, 16);
+    if (!b || b->empty()) return 1;
+    std::this_thread::sleep_for(2ms);
+    got += b->size();
+    rx.release(*b);
+  }
+  say("released %llu", static_cast<unsigned long long>(got));
+  for (;;)
+    std::this_thread::sleep_for(1s);
+}
+
 // Receives `count` packets with RxOptions::find_payloads off, or `compact` (with it on); prints
 // the frame and payload bytes it saw (payloads of frames the daemon left unread stay empty
 // without find_payloads) and how many packets carried a receive stamp.
@@ -673,6 +692,7 @@ int main(int argc, char** argv) {
     return hold(a[1], a[2], std::stoul(a[3]), static_cast<uint32_t>(std::stoul(a[4])));
   }
   if (a.size() == 4 && a[0] == "slow") return slow(a[1], a[2], std::stoi(a[3]));
+  if (a.size() == 4 && a[0] == "take") return take(a[1], a[2], std::stoull(a[3]));
   if (a.size() == 4 && a[0] == "attach-many") return attach_many(a[1], a[2], std::stoi(a[3]));
   if (a.size() == 3 && a[0] == "write-rx") return write_rx(a[1], a[2]);
   if (a.size() == 7 && a[0] == "tx") {
