@@ -119,9 +119,9 @@ class RxAttachment {
     // False: the ring is full.
     template <bool kCompact>
     [[gnu::always_inline]] bool push(const daqiri_rx_desc& desc, uint32_t buffer) {
-      if (!emplace<kCompact>(desc, (uint32_t{region_} << kRegionShift) | buffer, region_)) {
-        return false;
-      }
+      uint32_t at = prod_ & mask_;
+      if (!emplace<kCompact>(desc, region_)) return false;
+      shadow_[at] = (uint32_t{region_} << kRegionShift) | buffer;
       by_index_ = true;
       return true;
     }
@@ -129,27 +129,34 @@ class RxAttachment {
     // object (BufferPool::Returner) instead of its index: when the client releases it, the
     // object goes straight back to the pool's owner in a run with its neighbours
     // (unref_range), as the bound of docs/benchmarks.md returns mbufs. Only for an attachment
-    // that lends_objects() (one pool: region 0).
+    // that lends_objects() (one pool: region 0). Its shadow entry (kAlone) is written only if a
+    // push by index follows it while it is on loan (finish()): a store a frame less, 2-6 % at
+    // burst 32 (docs/benchmarks.md, session 33).
     template <bool kCompact>
     [[gnu::always_inline]] bool push_alone(const daqiri_rx_desc& desc, void* object) {
       uint32_t at = prod_ & mask_;
-      if (!emplace<kCompact>(desc, kAlone, 0)) return false;
+      if (!emplace<kCompact>(desc, 0)) return false;
       objects_[at] = object;
       return true;
     }
     // Bytes of the descriptors pushed.
     [[nodiscard]] uint64_t bytes() const { return bytes_; }
     void finish() {
+      if (by_index_) {
+        // The slots pushed alone since the last push by index (all of [by_index_until_, the
+        // run's start)) join the stretch unref_range() reads entry by entry: mark them.
+        for (uint32_t s = a_->by_index_until_; s != a_->prod_; ++s)
+          shadow_[s & mask_] = kAlone;
+        a_->by_index_until_ = prod_;
+      }
       a_->prod_ = prod_;
       a_->unpublished_bytes_ += bytes_;
-      if (by_index_) a_->by_index_until_ = prod_;
     }
 
    private:
-    // The slot, and `entry` in the shadow.
+    // The slot (its shadow entry is the caller's).
     template <bool kCompact>
-    [[gnu::always_inline]] bool emplace(const daqiri_rx_desc& desc, uint32_t entry,
-                                        uint16_t region) {
+    [[gnu::always_inline]] bool emplace(const daqiri_rx_desc& desc, uint16_t region) {
       if (prod_ == end_) return false;
       // How far ahead slots are prefetched for writing: enough lines in flight to cover a
       // core-to-core round trip, few enough for the core's fill buffers.
@@ -162,7 +169,6 @@ class RxAttachment {
       } else {
         store_rx_desc(slot<false>(prod_ & mask_), desc, region);
       }
-      shadow_[prod_ & mask_] = entry;
       bytes_ += desc.length;
       ++prod_;
       return true;
@@ -262,7 +268,9 @@ class RxAttachment {
   abi::RingView ring_;
   Backpressure backpressure_;
   std::vector<memory::BufferPool*> pools_;
-  std::vector<uint32_t> shadow_;  // region and buffer of each slot we produced, or kAlone
+  // Region and buffer of each slot pushed by index; kAlone for one pushed alone, written only
+  // once a push by index follows it (Run::finish): slots in [by_index_until_, prod_) have none.
+  std::vector<uint32_t> shadow_;
   // lends_objects(): the pool object of each slot pushed alone (Run::push_alone, shadow entry
   // kAlone). Slots before by_index_until_ may have been pushed by index, their buffers perhaps
   // lent to other attachments too: those go back by reference count. Kept in [cons_, prod_].
