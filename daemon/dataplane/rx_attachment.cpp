@@ -39,8 +39,7 @@ RxAttachment::RxAttachment(uint64_t id, memory::SharedMemory rings, UniqueFd eve
       backpressure_(backpressure),
       pools_(std::move(pools)),
       shadow_(ring.size()),
-      compact_(compact),
-      defer_below_(std::min(kDeferredSlots, ring.size() / 4)) {
+      compact_(compact) {
   if (pools_.size() == 1 && pools_[0]->has_returner()) objects_.resize(ring.size());
 }
 

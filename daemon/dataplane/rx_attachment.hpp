@@ -130,7 +130,7 @@ class RxAttachment {
     // object goes straight back to the pool's owner in a run with its neighbours
     // (unref_range), as the bound of docs/benchmarks.md returns mbufs. Only for an attachment
     // that lends_objects() (one pool: region 0). Its shadow entry (kAlone) is written only if a
-    // push by index follows it while it is on loan (finish()): a store a frame less, 2-6 % at
+    // push by index follows it while it is on loan (finish()): a store a frame less, 3-8 % at
     // burst 32 (docs/benchmarks.md, session 33).
     template <bool kCompact>
     [[gnu::always_inline]] bool push_alone(const daqiri_rx_desc& desc, void* object) {
@@ -228,7 +228,7 @@ class RxAttachment {
   // even if the client has released none of them, so that nothing is dropped or waits for it.
   static constexpr uint32_t kDeferredSlots = 128;
   [[nodiscard]] bool may_defer_reclaim(uint32_t burst) const {
-    return prod_ - cons_ < defer_below_ && free_slots() >= burst;
+    return prod_ - cons_ < std::min(kDeferredSlots, ring_.size() / 4) && free_slots() >= burst;
   }
   // Takes back what the client released. False (and `violated`) when the client's consumer
   // index is impossible: outside [our consumer, our producer]. `fenced`: look for a missed
@@ -285,7 +285,6 @@ class RxAttachment {
   uint32_t woken_at_ = 0;           // the producer index the last eventfd signal announced
   uint32_t fenced_at_ = 0;          // the producer index the last fenced NEED_WAKEUP look was after
   uint32_t cons_ = 0;               // the consumer index we have validated and reclaimed up to
-  uint32_t defer_below_ = 0;        // may_defer_reclaim()
   bool kick_armed_ = false;
 };
 
