@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "daqiri/frame.hpp"
+#include "dataplane/process_barrier.hpp"
 
 namespace daqiri::dataplane {
 namespace {
@@ -38,6 +39,11 @@ Result<const config::MemoryRegionConfig*> queue_region(const config::Config& c,
 Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config) {
   std::unique_ptr<DataPlane> dp(new DataPlane(config));
   const config::Config& c = dp->config_;
+  if (!process_barrier_available()) {
+    spdlog::warn(
+        "membarrier(2) refused (a kernel before 4.14, or a seccomp filter): control "
+        "threads wait for the pollers without fencing them (docs/architecture.md)");
+  }
   bool need_dpdk = false;
   for (const auto& itf : c.interfaces) {
     need_dpdk |= itf.backend == config::Backend::kDpdk;

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "dataplane/process_barrier.hpp"
+
 namespace daqiri::dataplane {
 
 // Counts a poller's loop iterations. One writer (the poller); control threads wait on it.
@@ -32,6 +34,11 @@ class Epoch {
   }
   // Returns once every loop iteration that might have seen the old snapshot has ended.
   void wait_quiescent() const {
+    // Without it, the count read below could predate a loop iteration that loaded the old
+    // snapshot before the caller swapped it (see process_barrier.hpp). With it, every
+    // iteration that can hold the old snapshot ends by the count's next step; two are waited
+    // for all the same (the count read may just miss the iteration the barrier hit).
+    process_barrier();
     // The count before the wake: woken, the poller may run its idle spins and be asleep again
     // before this thread reads it (a wasted park, a second long when no task needs a timer).
     uint64_t start = value_.load(std::memory_order_acquire);
