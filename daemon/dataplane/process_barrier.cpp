@@ -4,8 +4,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <atomic>
-
 namespace daqiri::dataplane {
 namespace {
 
@@ -25,11 +23,7 @@ bool process_barrier_available() {
 }
 
 bool process_barrier() {
-  if (process_barrier_available() && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) {
-    return true;
-  }
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  return false;
+  return process_barrier_available() && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
 }
 
 }  // namespace daqiri::dataplane

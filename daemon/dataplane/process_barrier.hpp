@@ -12,7 +12,8 @@ namespace daqiri::dataplane {
 // Registers the process for the barrier on first use (the kernel refuses it otherwise). False
 // where the kernel has none (before Linux 4.14) or a seccomp filter refuses it.
 bool process_barrier_available();
-// The barrier; a fence of the calling thread alone (false) where it is not available.
+// The barrier; false, and nothing done, where it is not available (the caller's exchange of
+// the snapshot pointer is then the only fence, as before this existed).
 bool process_barrier();
 
 }  // namespace daqiri::dataplane
