@@ -13,7 +13,6 @@
 
 #include "dataplane/attachment_state.hpp"
 #include "dataplane/clock.hpp"
-#include "dataplane/process_barrier.hpp"
 #include "dataplane/receive_clock.hpp"
 
 namespace daqiri::dataplane {
@@ -47,11 +46,6 @@ Result<std::unique_ptr<Poller>> Poller::start(std::string name, int core, void (
   if (::epoll_ctl(p->epoll_.get(), EPOLL_CTL_ADD, p->wake_.get(), &ev) != 0) {
     return fail_errno("epoll_ctl");
   }
-  // The control side's barrier (Epoch::wait_quiescent) needs the process registered. Done
-  // here, before this poller's thread exists, rather than in the first control change: with
-  // other threads of the process running, registering waits out an RCU grace period
-  // (milliseconds), and the first add_task would then take that long.
-  process_barrier_available();
   p->thread_ = std::jthread([raw = p.get()](const std::stop_token& stop) { raw->run(stop); });
   return p;
 }

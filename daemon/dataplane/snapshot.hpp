@@ -19,6 +19,10 @@ namespace daqiri::dataplane {
 // Counts a poller's loop iterations. One writer (the poller); control threads wait on it.
 class Epoch {
  public:
+  // Registers the process for wait_quiescent()'s barrier while the epoch's poller thread does
+  // not exist yet: registered later, in the first control change, with threads running, the
+  // kernel first waits out an RCU grace period.
+  Epoch() { process_barrier_available(); }
   void advance() {
     value_.store(value_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }

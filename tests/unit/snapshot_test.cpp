@@ -39,7 +39,6 @@ struct Marked {
   Marked(const Marked&) = delete;
   Marked& operator=(const Marked&) = delete;
   ~Marked() { alive.store(false, std::memory_order_relaxed); }
-  static void* operator new(size_t bytes) { return ::operator new(bytes); }
   static void operator delete(void* p) { graveyard().push_back(p); }  // control threads only
   static std::vector<void*>& graveyard() {
     static std::vector<void*> kept;
