@@ -51,7 +51,9 @@ Result<UniqueFd> CaptureRegistry::open_beneath(const std::string& path, int flag
     UniqueFd base(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (!base) return fail_errno("capture folder " + dir);
     open_how how{};
-    how.flags = uint64_t(flags & ~O_TRUNC) | O_NOFOLLOW | O_CLOEXEC | O_EXCL;
+    // O_NONBLOCK: a FIFO put there must not hold this thread (and the registry's lock) in
+    // open(); anything but a regular file is refused below, before a write could block.
+    how.flags = uint64_t(flags & ~O_TRUNC) | O_NOFOLLOW | O_CLOEXEC | O_EXCL | O_NONBLOCK;
     how.mode = 0640;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
     auto open2 = [&] {
@@ -67,6 +69,9 @@ Result<UniqueFd> CaptureRegistry::open_beneath(const std::string& path, int flag
     }
     if (!f) {
       int err = errno;
+      if (err == ENXIO) {  // a FIFO with no reader, opened O_NONBLOCK for writing
+        return fail(ErrorCode::kInvalidArgument, "capture: " + path + " is not a regular file");
+      }
       if (err == EXDEV || err == ELOOP) {
         return fail(ErrorCode::kPermissionDenied,
                     "capture: " + path +
@@ -81,9 +86,12 @@ Result<UniqueFd> CaptureRegistry::open_beneath(const std::string& path, int flag
     if (!S_ISREG(st.st_mode)) {
       return fail(ErrorCode::kInvalidArgument, "capture: " + path + " is not a regular file");
     }
-    if (!created && uid != 0 && st.st_uid != uid) {
-      return fail(ErrorCode::kPermissionDenied,
-                  "capture: " + path + " exists and belongs to uid " + std::to_string(st.st_uid));
+    if (!created && uid != 0 && st.st_uid != uid) {  // whose it is is not the caller's business
+      return fail(ErrorCode::kPermissionDenied, "capture: " + path + " exists and is not yours");
+    }
+    if (int fl = ::fcntl(f.get(), F_GETFL);
+        fl < 0 || ::fcntl(f.get(), F_SETFL, fl & ~O_NONBLOCK) != 0) {
+      return fail_errno("capture: fcntl " + path);
     }
     if ((flags & O_TRUNC) != 0 && ::ftruncate(f.get(), 0) != 0) {
       return fail_errno("capture: truncate " + path);
@@ -122,14 +130,18 @@ Result<CaptureStatus> CaptureRegistry::start(const CaptureSpec& spec, uid_t uid,
   o.open_file = [this, uid, gid](const std::string& name, int flags) {
     return open_beneath(name, flags, uid, gid);
   };
-  auto writer = capture::FileWriter::open(spec.path, o);
-  if (!writer) return std::unexpected(writer.error());
   dataplane::RxAttachOptions rx;
   rx.backpressure = dataplane::Backpressure::kDropNew;  // a slow disk never holds the flow
   rx.staging_pool = true;
+  // The attachment before the file: a capture of a flow that is not there creates nothing.
   auto id = spec.flow.empty() ? data_plane_.create_rx_queue(spec.rx_interface, spec.rx_queue, rx)
                               : data_plane_.create_rx(spec.flow, rx);
   if (!id) return std::unexpected(id.error());
+  auto writer = capture::FileWriter::open(spec.path, o);
+  if (!writer) {
+    data_plane_.close(*id);
+    return std::unexpected(writer.error());
+  }
   auto share = data_plane_.activate(*id);
   if (!share) {
     data_plane_.close(*id);

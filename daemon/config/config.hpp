@@ -23,6 +23,8 @@ enum class RegionKind { kHost, kHuge, kPinned, kDevice };
 // consecutive buffers, the gather kernel doing the rest and the descriptors.
 enum class GpuCopy { kGather, kBatch, kDma };
 enum class Backend { kSocket, kDpdk, kRdma };
+// What a TX queue lets clients send (dataplane/tx_frame_policy.hpp).
+enum class TxPolicy { kChecked, kRaw };
 
 const char* to_string(LogLevel level);
 const char* to_string(RegionKind kind);
@@ -94,6 +96,8 @@ struct QueueConfig {
   uint32_t ring_size = 1024;
   // Its poller never parks (nor, on RX, the GPU engine of its GPU rings while attached).
   bool busy_poll = false;
+  // TX queues only; unset: kChecked on socket interfaces, kRaw on dpdk ones (tx_policy_of).
+  std::optional<TxPolicy> tx_policy;
   std::vector<std::string> regions;
   Located where;
 };

@@ -161,6 +161,14 @@ class Validator {
       error(q.where.at(regions_key), "a queue takes one region, or two for header-data split");
     }
     if (q.regions.size() == 2) check_split(q, itf.backend, dir, regions_key);
+    if (q.tx_policy && itf.backend != Backend::kSocket &&
+        (itf.backend == Backend::kRdma || *q.tx_policy != TxPolicy::kRaw)) {
+      error(q.where.at("tx_policy"),
+            itf.backend == Backend::kRdma
+                ? std::string("rdma TX queues carry RDMA operations, not frames: no tx_policy")
+                : std::string("dpdk TX queues send frames as their clients wrote them: "
+                              "tx_policy raw only"));
+    }
     for (const auto& name : q.regions) {
       if (!regions_.contains(name)) {
         error(q.where.at(regions_key), "no memory region named \"" + name + "\"");

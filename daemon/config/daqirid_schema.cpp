@@ -108,7 +108,10 @@ MemoryRegionConfig read_region(const YamlNode& node) {
   return r;
 }
 
-QueueConfig read_queue(const YamlNode& node, uint32_t index) {
+const std::vector<std::pair<std::string_view, TxPolicy>> kTxPolicies = {
+    {"checked", TxPolicy::kChecked}, {"raw", TxPolicy::kRaw}};
+
+QueueConfig read_queue(const YamlNode& node, uint32_t index, bool tx) {
   QueueConfig q;
   q.id = index;
   q.where.self = node.origin();
@@ -119,6 +122,7 @@ QueueConfig read_queue(const YamlNode& node, uint32_t index) {
   map.read_uint("batch_size", q.batch_size, 1, 65536, q.where);
   map.read_uint("ring_size", q.ring_size, 64, 1u << 20, q.where);
   map.read_bool("busy_poll", q.busy_poll, q.where);
+  if (TxPolicy p{}; tx && map.read_choice("tx_policy", p, kTxPolicies, q.where)) q.tx_policy = p;
   map.read_string_list("regions", q.regions, q.where);
   if (q.regions.empty()) {
     Origin o = q.where.self;
@@ -129,11 +133,11 @@ QueueConfig read_queue(const YamlNode& node, uint32_t index) {
   return q;
 }
 
-void read_queues(YamlMap& dir_map, std::vector<QueueConfig>& out) {
+void read_queues(YamlMap& dir_map, std::vector<QueueConfig>& out, bool tx) {
   if (auto qs = dir_map.get("queues")) {
     uint32_t i = 0;
     for (const auto& q : qs->items())
-      out.push_back(read_queue(q, i++));
+      out.push_back(read_queue(q, i++, tx));
   }
 }
 
@@ -163,12 +167,12 @@ InterfaceConfig read_interface(const YamlNode& node) {
   }
   if (auto rx = map.get("rx")) {
     YamlMap r(*rx);
-    read_queues(r, itf.rx_queues);
+    read_queues(r, itf.rx_queues, false);
     r.finish();
   }
   if (auto tx = map.get("tx")) {
     YamlMap t(*tx);
-    read_queues(t, itf.tx_queues);
+    read_queues(t, itf.tx_queues, true);
     t.finish();
   }
   map.finish();

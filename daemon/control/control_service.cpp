@@ -325,6 +325,7 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
     out->set_bad_index(a.bad_index);
     out->set_bad_descriptor(a.bad_descriptor);
     out->set_send_errors(a.send_errors);
+    out->set_refused(a.refused);
     out->set_buffers_on_loan(a.on_loan);
     out->set_gpu(a.gpu);
     out->set_gpu_packets(a.gpu_packets);

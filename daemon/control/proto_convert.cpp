@@ -209,8 +209,10 @@ Result<capture_service::CaptureSpec> from_proto(const v1::StartCaptureRequest& r
   if (queue && (request.rx_queue().interface().empty() || request.rx_queue().queue().empty())) {
     return fail(ErrorCode::kInvalidArgument, "rx_queue needs an interface and a queue", "rx_queue");
   }
-  if (request.max_seconds() < 0 || request.max_seconds() > 1e9) {
-    return fail(ErrorCode::kInvalidArgument, "max_seconds out of range", "max_seconds");
+  // Written so that NaN fails too (every comparison with it is false).
+  if (!(request.max_seconds() >= 0 && request.max_seconds() <= 1e9)) {
+    return fail(ErrorCode::kInvalidArgument, "max_seconds must be a number from 0 to 1e9",
+                "max_seconds");
   }
   if (request.snaplen() != 0 && (request.snaplen() < 64 || request.snaplen() > 262144)) {
     return fail(ErrorCode::kInvalidArgument, "snaplen is 64 to 262144", "snaplen");

@@ -25,6 +25,7 @@ struct AttachmentCounters {
   std::atomic<uint64_t> bad_index{0};          // the client wrote an impossible ring index
   std::atomic<uint64_t> bad_descriptor{0};     // TX: a descriptor that failed validation
   std::atomic<uint64_t> send_errors{0};        // TX: the backend refused a frame
+  std::atomic<uint64_t> refused{0};            // TX: frames the queue's policy refused
   std::atomic<uint64_t> on_loan{0};            // RX: buffers held by the client now
   std::atomic<uint64_t> stalls{0};  // RX, block backpressure: times its full ring held the flow
   std::atomic<uint64_t> kicks{0};   // times the client woke the sleeping poller (its kick)

@@ -111,7 +111,9 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config
         home->task = dp->rdma(itf.name);
 #endif
       } else {
-        auto task = backends::socket::SocketTxQueue::create(ipv4_of(itf), q.batch_size);
+        auto task = backends::socket::SocketTxQueue::create(
+            ipv4_of(itf), q.batch_size, home->region->buf_size,
+            q.tx_policy.value_or(config::TxPolicy::kChecked));
         if (!task) return std::unexpected(task.error());
         home->owned = std::move(*task);
         home->task = home->owned.get();
@@ -473,10 +475,12 @@ Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std
                       "do not carry: attach without compact",
                   "compact");
     }
-    if (f.flow->fanout().size() >= kMaxAttachmentsPerFlow) {
+    // Claimed or not: each may be claimed later, and a flow delivers to so many at most.
+    if (size_t held = rx_attachments_of(name); held >= kMaxAttachmentsPerFlow) {
       return fail(ErrorCode::kResourceExhausted, "flow \"" + name + "\" already has " +
-                                                     std::to_string(kMaxAttachmentsPerFlow) +
-                                                     " attachments");
+                                                     std::to_string(held) +
+                                                     " attachments, the most one flow takes (" +
+                                                     std::to_string(kMaxAttachmentsPerFlow) + ")");
     }
     // Flows of one DPDK queue share its pool: one region in the attachment's table.
     if (std::find(pools.begin(), pools.end(), &f.flow->pool()) == pools.end()) {
@@ -530,11 +534,71 @@ Result<uint64_t> DataPlane::create_tx(std::string_view interface, std::string_vi
   return id;
 }
 
+namespace {
+
+// A duplicate of one of the daemon's eventfds for the client, or the reason there is none.
+Result<UniqueFd> dup_for_client(int fd, const char* what) {
+  UniqueFd copy(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  if (!copy) return fail_errno(std::string("dup ") + what);
+  return copy;
+}
+
+}  // namespace
+
 Result<AttachmentShare> DataPlane::activate(uint64_t id) {
   std::lock_guard lock(mutex_);
   auto it = attachments_.find(id);
   if (it == attachments_.end()) return fail(ErrorCode::kNotFound, "attachment is gone");
   Attachment& a = it->second;
+  // Everything that can fail comes first, into `share`: nothing is visible to a poller until
+  // all of it succeeded, and a failure leaves the attachment as it was (closed as unclaimed).
+  auto share = a.active ? share_of(id, a) : prepare_activation(id, a);
+  if (!share || a.active) return share;
+  if (auto ok = install(a); !ok) return std::unexpected(ok.error());
+  a.active = true;
+  return share;
+}
+
+Result<> DataPlane::install(Attachment& a) {
+  if (a.rx) {
+#ifdef DAQIRI_HAVE_CUDA
+    if (a.gpu) a.gpu_poller->add_task(a.gpu.get(), {a.gpu->wake_fd()});
+#endif
+    if (add_rx(a)) return {};
+#ifdef DAQIRI_HAVE_CUDA
+    if (a.gpu) a.gpu_poller->remove_task(a.gpu.get(), {a.gpu->wake_fd()});
+#endif
+    // Unreachable while prepare_activation's check and this run under one lock.
+    return fail(ErrorCode::kResourceExhausted, "a flow of the attachment is full");
+  }
+  Poller& poller = *a.tx_home->poller;
+  poller.watch(a.tx->kick_fd(), &a.tx->counters.kicks);
+  Result<> ok;
+  if (a.tx_home->task) {
+    ok = a.tx_home->task->add(a.tx.get(), poller.epoch());
+  } else {
+#ifdef DAQIRI_HAVE_DPDK
+    ok = dpdk_->add_tx(a.tx_home->itf->name, a.tx_home->queue->name, a.tx.get(), poller.epoch());
+#endif
+  }
+  if (!ok) poller.unwatch(a.tx->kick_fd());
+  return ok;
+}
+
+Result<AttachmentShare> DataPlane::prepare_activation(uint64_t id, const Attachment& a) const {
+  if (a.rx) {
+    for (const auto& name : a.flows) {
+      if (flows_.at(name).flow->fanout().full()) {
+        return fail(ErrorCode::kResourceExhausted, "flow \"" + name + "\" already delivers to " +
+                                                       std::to_string(kMaxAttachmentsPerFlow) +
+                                                       " attachments, the most one flow takes");
+      }
+    }
+  }
+  return share_of(id, a);
+}
+
+Result<AttachmentShare> DataPlane::share_of(uint64_t id, const Attachment& a) const {
   AttachmentShare share;
   share.id = id;
   share.rx = a.rx != nullptr;
@@ -549,7 +613,9 @@ Result<AttachmentShare> DataPlane::activate(uint64_t id) {
     if (!ctl) return std::unexpected(ctl.error());
     share.rings_fd = std::move(*ctl);
     share.rings_size = a.gpu->control().size();
-    share.event_fd.reset(::fcntl(a.gpu->client_eventfd(), F_DUPFD_CLOEXEC, 0));
+    auto event = dup_for_client(a.gpu->client_eventfd(), "eventfd");
+    if (!event) return std::unexpected(event.error());
+    share.event_fd = std::move(*event);
     if (a.gpu->ring().legacy_ipc()) {
       share.gpu_ipc = true;
     } else {
@@ -566,53 +632,40 @@ Result<AttachmentShare> DataPlane::activate(uint64_t id) {
           {std::move(*ro), h->size(), a.gpu->ring().info().header_size, slots, false});
     }
     share.gpu = a.gpu->ring().info();
-    if (!a.active) {
-      a.gpu_poller->add_task(a.gpu.get(), {a.gpu->wake_fd()});
-      add_rx(a);
-    }
-  } else
+    return share;
+  }
 #endif
-      if (a.rx) {
-    share.event_fd.reset(::fcntl(a.rx->eventfd(), F_DUPFD_CLOEXEC, 0));
-    share.kick_fd.reset(::fcntl(a.rx->kick_fd(), F_DUPFD_CLOEXEC, 0));
-    if (!share.kick_fd) return fail_errno("dup eventfd");
+  const int event_fd = a.rx ? a.rx->eventfd() : a.tx->eventfd();
+  const int kick_fd = a.rx ? a.rx->kick_fd() : a.tx->kick_fd();
+  auto event = dup_for_client(event_fd, "eventfd");
+  if (!event) return std::unexpected(event.error());
+  share.event_fd = std::move(*event);
+  auto kick = dup_for_client(kick_fd, "kick eventfd");
+  if (!kick) return std::unexpected(kick.error());
+  share.kick_fd = std::move(*kick);
+  if (a.rx) {
     for (memory::BufferPool* pool : a.rx->pools()) {
       auto ro = pool->memory().read_only_fd();
       if (!ro) return std::unexpected(ro.error());
       share.regions.push_back(
           {std::move(*ro), pool->memory().size(), pool->buf_size(), pool->num_bufs(), false});
     }
-    if (!a.active) add_rx(a);
-  } else {
-    share.event_fd.reset(::fcntl(a.tx->eventfd(), F_DUPFD_CLOEXEC, 0));
-    share.kick_fd.reset(::fcntl(a.tx->kick_fd(), F_DUPFD_CLOEXEC, 0));
-    if (!share.kick_fd) return fail_errno("dup eventfd");
-    share.completion_offset = a.tx->completion_offset();
-    auto buf_fd = a.tx->buffers().shared_fd();
-    if (!buf_fd) return std::unexpected(buf_fd.error());
-    share.regions.push_back(
-        {std::move(*buf_fd), a.tx->buffers().size(), a.tx->buf_size(), a.tx->num_bufs(), true});
-    if (!a.active) {
-      Poller& poller = *a.tx_home->poller;
-      poller.watch(a.tx->kick_fd(), &a.tx->counters.kicks);
-      Result<> ok;
-      if (a.tx_home->task) {
-        ok = a.tx_home->task->add(a.tx.get(), poller.epoch());
-      } else {
-#ifdef DAQIRI_HAVE_DPDK
-        ok =
-            dpdk_->add_tx(a.tx_home->itf->name, a.tx_home->queue->name, a.tx.get(), poller.epoch());
-#endif
-      }
-      if (!ok) {
-        poller.unwatch(a.tx->kick_fd());
-        return std::unexpected(ok.error());
-      }
-    }
+    return share;
   }
-  if (!share.event_fd) return fail_errno("dup eventfd");
-  a.active = true;
+  share.completion_offset = a.tx->completion_offset();
+  auto buf_fd = a.tx->buffers().shared_fd();
+  if (!buf_fd) return std::unexpected(buf_fd.error());
+  share.regions.push_back(
+      {std::move(*buf_fd), a.tx->buffers().size(), a.tx->buf_size(), a.tx->num_bufs(), true});
   return share;
+}
+
+size_t DataPlane::rx_attachments_of(std::string_view flow) const {
+  return static_cast<size_t>(
+      std::count_if(attachments_.begin(), attachments_.end(), [&](const auto& e) {
+        const Attachment& a = e.second;
+        return a.rx && std::find(a.flows.begin(), a.flows.end(), flow) != a.flows.end();
+      }));
 }
 
 std::vector<Poller*> DataPlane::rx_pollers(const Attachment& a) const {
@@ -624,14 +677,26 @@ std::vector<Poller*> DataPlane::rx_pollers(const Attachment& a) const {
   return out;
 }
 
-void DataPlane::add_rx(Attachment& a) {
+bool DataPlane::add_rx(Attachment& a) {
   // The kick wakes the pollers of its flows (one for a flow, or a queue's flows).
   for (Poller* p : rx_pollers(a))
     p->watch(a.rx->kick_fd(), &a.rx->counters.kicks);
-  for (const auto& name : a.flows) {
-    FlowEntry& f = flows_.at(name);
-    f.flow->fanout().add(a.rx.get(), f.poller->epoch());
+  for (size_t i = 0; i < a.flows.size(); ++i) {
+    FlowEntry& f = flows_.at(a.flows[i]);
+    if (f.flow->fanout().add(a.rx.get(), f.poller->epoch())) continue;
+    remove_rx(a, i);
+    return false;
   }
+  return true;
+}
+
+void DataPlane::remove_rx(Attachment& a, size_t flows) {
+  for (size_t i = 0; i < flows; ++i) {
+    FlowEntry& f = flows_.at(a.flows[i]);
+    f.flow->fanout().remove(a.rx.get(), f.poller->epoch());
+  }
+  for (Poller* p : rx_pollers(a))
+    p->unwatch(a.rx->kick_fd());
 }
 
 void DataPlane::close(uint64_t id) {
@@ -668,12 +733,7 @@ void DataPlane::close_locked(uint64_t id) {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     if (a.rx) {
-      for (const auto& name : a.flows) {
-        FlowEntry& f = flows_.at(name);
-        f.flow->fanout().remove(a.rx.get(), f.poller->epoch());
-      }
-      for (Poller* p : rx_pollers(a))
-        p->unwatch(a.rx->kick_fd());
+      remove_rx(a, a.flows.size());
     } else {
       a.tx_home->poller->unwatch(a.tx->kick_fd());
       if (a.tx_home->task) {
@@ -756,6 +816,7 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
     s.bad_index = c.bad_index.load(std::memory_order_relaxed);
     s.bad_descriptor = c.bad_descriptor.load(std::memory_order_relaxed);
     s.send_errors = c.send_errors.load(std::memory_order_relaxed);
+    s.refused = c.refused.load(std::memory_order_relaxed);
     s.on_loan = c.on_loan.load(std::memory_order_relaxed);
     s.stalls = c.stalls.load(std::memory_order_relaxed);
     s.kicks = c.kicks.load(std::memory_order_relaxed);

@@ -71,7 +71,7 @@ struct AttachmentStats {
   std::string interface;  // TX: the queue's interface
   std::string queue;      // TX: the queue
   uint64_t packets = 0, bytes = 0, dropped_ring_full = 0, dropped_no_buffer = 0, bad_index = 0,
-           bad_descriptor = 0, send_errors = 0, on_loan = 0;
+           bad_descriptor = 0, send_errors = 0, refused = 0, on_loan = 0;
   uint64_t stalls = 0;  // RX, block backpressure: times this attachment's full ring held the flow
   uint64_t kicks = 0;   // times its client woke the sleeping poller
   // The client's ring: slots and descriptors in it now (RX: not yet released; TX: submitted,
@@ -221,8 +221,18 @@ class DataPlane {
   void close_locked(uint64_t id);
   // RX: the pollers of its flows, each once.
   [[nodiscard]] std::vector<Poller*> rx_pollers(const Attachment& a) const;
-  // RX: its flows deliver to it, and their pollers watch its kick.
-  void add_rx(Attachment& a);
+  // RX: its flows deliver to it, and their pollers watch its kick. False, with nothing
+  // changed, when a flow delivers to kMaxAttachmentsPerFlow already.
+  [[nodiscard]] bool add_rx(Attachment& a);
+  // Undoes add_rx for the first `flows` of its flows, and the kick watches.
+  void remove_rx(Attachment& a, size_t flows);
+  // RX attachments (claimed or not) that `flow` feeds.
+  [[nodiscard]] size_t rx_attachments_of(std::string_view flow) const;
+  // activate() in two steps: every fallible thing first (fds for the client, the per-flow
+  // limit), then what makes the attachment visible to its pollers.
+  [[nodiscard]] Result<AttachmentShare> prepare_activation(uint64_t id, const Attachment& a) const;
+  [[nodiscard]] Result<AttachmentShare> share_of(uint64_t id, const Attachment& a) const;
+  Result<> install(Attachment& a);
   // FAILED_PRECONDITION unless a GPU (or host) attachment suits the flow's queue region.
   Result<> check_delivery(const RxQueueHome& home, std::string_view flow,
                           const RxAttachOptions& options) const;

@@ -113,8 +113,11 @@ void RxFanout::publish() {
     published_last_ |= active_[i]->publish();
 }
 
-void RxFanout::add(RxAttachment* a, const Epoch& epoch) {
+bool RxFanout::add(RxAttachment* a, const Epoch& epoch) {
+  // The poller copies the set into active_: a set larger than that array is never published.
+  if (set_.load().size() >= active_.size()) return false;
   publish_added(set_, a, epoch);
+  return true;
 }
 
 void RxFanout::remove(RxAttachment* a, const Epoch& epoch) {

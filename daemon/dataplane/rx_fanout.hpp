@@ -122,7 +122,9 @@ class RxFanout {
   // ---- control side (callers serialise) ----
   // Attachments in the set, closing ones included (a snapshot load: the poller may ask too).
   [[nodiscard]] size_t size() const { return set_.load().size(); }
-  void add(RxAttachment* a, const Epoch& epoch);
+  [[nodiscard]] bool full() const { return size() >= kMaxAttachmentsPerFlow; }
+  // False, with nothing changed, when the set holds kMaxAttachmentsPerFlow already.
+  [[nodiscard]] bool add(RxAttachment* a, const Epoch& epoch);
   void remove(RxAttachment* a, const Epoch& epoch);
 
  private:

@@ -80,6 +80,7 @@ void add_to(dataplane::AttachmentStats& sum, const dataplane::AttachmentStats& a
   sum.bad_index += a.bad_index;
   sum.bad_descriptor += a.bad_descriptor;
   sum.send_errors += a.send_errors;
+  sum.refused += a.refused;
   sum.on_loan += a.on_loan;
   sum.stalls += a.stalls;
   sum.kicks += a.kicks;
@@ -168,7 +169,7 @@ class DataPlaneCollector final : public prometheus::Collectable {
       for (Sums* sum : {&itf_tx[a.interface], &q_tx[{a.interface, a.queue}]}) {
         sum->packets += double(a.packets);
         sum->bytes += double(a.bytes);
-        sum->errors += double(a.send_errors);
+        sum->errors += double(a.send_errors + a.refused);
       }
     }
     FamilyBuilder i_packets(out, "daqiri_interface_packets_total",
@@ -282,6 +283,7 @@ class DataPlaneCollector final : public prometheus::Collectable {
       a_dropped.add(with("bad_index"), double(a.bad_index));
       a_dropped.add(with("bad_descriptor"), double(a.bad_descriptor));
       a_dropped.add(with("send_error"), double(a.send_errors));
+      if (!a.rx) a_dropped.add(with("refused"), double(a.refused));
       a_loan.add(l, double(a.on_loan));
       ring_used.add(l, double(a.ring_used));
       ring_size.add(l, double(a.ring_size));

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <utility>
 
 namespace daqiri::session {
@@ -37,10 +38,11 @@ class ProcessHandle {
   [[nodiscard]] int get() const { return fd_; }
   explicit operator bool() const { return fd_ >= 0; }
   // Adds it to (EPOLLIN, data.fd = the pidfd) or removes it from an epoll set.
-  int watch(int epoll) const {
+  // `tag` comes back in the event's data.u64.
+  int watch(int epoll, uint64_t tag) const {
     epoll_event ev{};
     ev.events = EPOLLIN;
-    ev.data.fd = fd_;
+    ev.data.u64 = tag;
     return static_cast<int>(::syscall(SYS_epoll_ctl, epoll, EPOLL_CTL_ADD, fd_, &ev));
   }
   int unwatch(int epoll) const {

@@ -23,6 +23,17 @@ constexpr int kGrpcResourceExhausted = static_cast<int>(grpc::StatusCode::RESOUR
 constexpr int kGrpcUnavailable = static_cast<int>(grpc::StatusCode::UNAVAILABLE);
 constexpr const char* kOutOfFds = "daqirid is out of file descriptors";
 
+// What an epoll event names: the session it is for (never its fd number, which a closed
+// session's successor may reuse within one batch of events) and which of its fds fired.
+constexpr uint64_t kListenTag = ~uint64_t{0};
+constexpr uint64_t kWakeTag = ~uint64_t{0} - 1;
+uint64_t conn_tag(uint64_t session) {
+  return session << 1;
+}
+uint64_t pidfd_tag(uint64_t session) {
+  return session << 1 | 1;
+}
+
 daqiri_msg_header header(daqiri_msg_type type, size_t length) {
   return {DAQIRI_MSG_MAGIC, DAQIRI_ABI_VERSION, static_cast<uint16_t>(type),
           static_cast<uint32_t>(length), 0};
@@ -56,6 +67,16 @@ void refuse(int conn, int code, const std::string& why) {
 }
 
 }  // namespace
+
+std::string printable_name(std::string_view raw) {
+  raw = raw.substr(0, std::min(raw.find('\0'), sizeof(daqiri_msg_hello::name) - 1));
+  std::string out(raw);
+  for (char& c : out) {
+    bool plain = c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+    if (!plain) c = '?';
+  }
+  return out;
+}
 
 std::string session_socket_path(const std::string& control_socket) {
   const std::string suffix = ".sock";
@@ -93,10 +114,10 @@ Result<std::unique_ptr<SessionServer>> SessionServer::start(
   UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!ep || !wake) return undo("epoll/eventfd for");
-  for (int f : {fd.get(), wake.get()}) {
+  for (auto [f, tag] : {std::pair{fd.get(), kListenTag}, std::pair{wake.get(), kWakeTag}}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
-    ev.data.fd = f;
+    ev.data.u64 = tag;
     ::epoll_ctl(ep.get(), EPOLL_CTL_ADD, f, &ev);
   }
   std::unique_ptr<SessionServer> s(
@@ -139,20 +160,18 @@ void SessionServer::run() {
     // The timeout bounds how long a protocol violation goes unanswered.
     int n = ::epoll_wait(epoll_.get(), events, 32, 10);
     for (int i = 0; i < n; ++i) {
-      int fd = events[i].data.fd;
-      if (fd == listen_.get()) {
+      uint64_t tag = events[i].data.u64;
+      if (tag == kListenTag) {
         accept_one();
         continue;
       }
-      if (fd == wake_.get()) continue;
-      uint64_t sid = 0;
-      bool is_pidfd = false;
+      if (tag == kWakeTag) continue;
+      uint64_t sid = tag >> 1;
+      bool is_pidfd = (tag & 1) != 0;
       {
+        // A session this batch already ended: its events are stale.
         std::lock_guard lock(mutex_);
-        auto it = by_fd_.find(fd);
-        if (it == by_fd_.end()) continue;
-        sid = it->second;
-        is_pidfd = sessions_.at(sid)->pidfd.get() == fd;
+        if (!sessions_.contains(sid)) continue;
       }
       if (is_pidfd) {
         end_session(sid, "its process exited");
@@ -208,11 +227,9 @@ void SessionServer::accept_one() {
   s->id = next_session_++;
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP;
-  ev.data.fd = conn.get();
+  ev.data.u64 = conn_tag(s->id);
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, conn.get(), &ev);
-  pidfd.watch(epoll_.get());
-  by_fd_[conn.get()] = s->id;
-  by_fd_[pidfd.get()] = s->id;
+  pidfd.watch(epoll_.get(), pidfd_tag(s->id));
   acceptor_.kept();
   s->conn = std::move(conn);
   s->pidfd = std::move(pidfd);
@@ -280,10 +297,9 @@ void SessionServer::handle_hello(Session& s, const void* msg, size_t len) {
   }
   daqiri_msg_hello hello{};
   std::memcpy(&hello, msg, sizeof hello);
-  hello.name[sizeof hello.name - 1] = '\0';
   {
     std::lock_guard lock(mutex_);
-    s.name = hello.name;
+    s.name = printable_name({hello.name, sizeof hello.name});
     s.welcomed = true;
   }
   daqiri_msg_welcome w{header(DAQIRI_MSG_WELCOME, sizeof(daqiri_msg_welcome)), s.id};
@@ -382,8 +398,6 @@ void SessionServer::end_session(uint64_t session_id, const std::string& why) {
     s = std::move(it->second);
     sessions_.erase(it);
     over_limit_.erase(s->peer.uid);  // the next refusal is news again
-    by_fd_.erase(s->conn.get());
-    by_fd_.erase(s->pidfd.get());
   }
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s->conn.get(), nullptr);
   s->pidfd.unwatch(epoll_.get());

@@ -125,13 +125,16 @@ class SessionServer {
   dataplane::DataPlane& dp_;
   mutable std::mutex mutex_;  // sessions_ and their attachments
   std::map<uint64_t, std::unique_ptr<Session>> sessions_;
-  std::map<int, uint64_t> by_fd_;  // conn and pidfd -> session
-  std::set<uid_t> over_limit_;     // refused a session since their last one ended (logged once)
+  std::set<uid_t> over_limit_;  // refused a session since their last one ended (logged once)
   uint64_t next_session_ = 1;
   std::atomic<uint64_t> cut_off_{0};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
+
+// A client's name as logs, listings and metric labels show it: up to the first NUL, at most
+// 63 bytes, every byte outside printable ASCII (controls, quotes, backslash, UTF-8) as '?'.
+std::string printable_name(std::string_view raw);
 
 // "/run/daqiri/daqiri.sock" -> "/run/daqiri/daqiri.session.sock"
 std::string session_socket_path(const std::string& control_socket);

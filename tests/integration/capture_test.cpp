@@ -351,11 +351,36 @@ TEST_F(CaptureTest, CapturesStayInsideTheAllowedFolders) {
   EXPECT_NE(::stat(dir_.file("escape.pcap").c_str(), &st), 0);
   if (user_) {  // a file root (someone else) owns
     std::string theirs = dir_.write("captures/roots.pcap", "keep me");
-    refused(theirs, "exists and belongs to uid 0");
+    refused(theirs, "exists and is not yours");
     std::ifstream in(theirs);
     std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_EQ(kept, "keep me");
   }
+}
+
+// Requests that must create nothing and hold nothing: over a FIFO someone put in the capture
+// folder (opening it must not block the daemon), of a flow that does not exist, for a NaN
+// duration. Each fails with its reason, and the daemon answers the next call at once.
+TEST_F(CaptureTest, BadCaptureRequestsCreateNothingAndHoldNothing) {
+  std::string fifo = allowed_ + "/pipe.pcap";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
+  auto r = run(ctl({"capture", "stream0", "--out", fifo, "-n", "1"}), std::nullopt, 10s);
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("is not a regular file"));
+  std::string none = allowed_ + "/no-flow.pcap";
+  r = run(ctl({"capture", "nosuch", "--out", none, "-n", "1"}));
+  EXPECT_EQ(r.exit_code, 5) << r.out << r.err;  // NOT_FOUND
+  EXPECT_THAT(r.err, HasSubstr("no flow named \"nosuch\""));
+  std::string nan = allowed_ + "/nan.pcap";
+  r = run(ctl({"capture", "stream0", "--out", nan, "--duration", "nan"}));
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("max_seconds must be a number from 0 to 1e9"));
+  struct stat st {};
+  EXPECT_NE(::stat(none.c_str(), &st), 0);
+  EXPECT_NE(::stat(nan.c_str(), &st), 0);
+  auto list = run(ctl({"captures"}), std::nullopt, 5s);
+  EXPECT_EQ(list.exit_code, 0) << list.out << list.err;
+  EXPECT_EQ(stats().attachments_size(), 0);
 }
 
 }  // namespace

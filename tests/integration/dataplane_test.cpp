@@ -226,8 +226,7 @@ TEST_P(HostileClientTest, IsCutOffAndHurtsNobody) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, HostileClientTest,
-                         ::testing::Values("consumer-index", "tx-descriptor", "tx-source",
-                                           "garbage-message"),
+                         ::testing::Values("consumer-index", "tx-descriptor", "garbage-message"),
                          [](const auto& p) {
                            std::string n = p.param;
                            std::replace(n.begin(), n.end(), '-', '_');

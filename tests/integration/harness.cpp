@@ -352,6 +352,10 @@ std::string gen_path() {
 std::string test_client_path() {
   return built_program(DAQIRI_TEST_CLIENT);
 }
+
+std::string adversary_path() {
+  return built_program(DAQIRI_TEST_ADVERSARY);
+}
 std::string source_dir() {
   return DAQIRI_TEST_SOURCE_DIR;
 }

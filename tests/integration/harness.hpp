@@ -147,6 +147,7 @@ std::string built_program(const std::string& built_at);
 std::string ctl_path();
 std::string gen_path();
 std::string test_client_path();
+std::string adversary_path();  // daqiri-adversary: the hostile client
 std::string source_dir();
 bool is_root();
 

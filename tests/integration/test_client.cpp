@@ -27,7 +27,7 @@
 //                                 ("ignored" if nothing new comes), then its own ("released"
 //                                 once packets come again)
 //   hostile SOCKET FLOW KIND      break the protocol with the raw ABI: consumer-index,
-//                                 tx-descriptor, tx-source, garbage-message
+//                                 tx-descriptor, garbage-message
 // Prints what happened on stdout (flushed per line); exit codes say whether it went as meant.
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
@@ -53,12 +53,18 @@
 #include "daqiri/ring.hpp"
 #include "daqiri/test_pattern.hpp"
 #include "daqiri/v1/control.grpc.pb.h"
+#include "support/raw_session.hpp"
 #include "support/test_client_support.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 
+using daqiri::test::expect_cut;
+using daqiri::test::hdr;
+using daqiri::test::Raw;
+using daqiri::test::raw_attach;
+using daqiri::test::raw_open;
 using daqiri::test::say;
 
 std::unique_ptr<daqiri::Client> connect(const std::string& socket, const char* name) {
@@ -422,76 +428,6 @@ int queue_rx(const std::string& socket, const std::string& itf, const std::strin
   return *got == count && bad == 0 ? 0 : 1;
 }
 
-// ---- the raw ABI, for misbehaving on purpose ----
-
-struct Raw {
-  std::unique_ptr<daqiri::v1::Control::Stub> stub;
-  daqiri::UniqueFd session;
-  uint64_t session_id = 0;
-  daqiri_msg_attached attached{};
-  std::vector<daqiri::UniqueFd> fds;
-};
-
-daqiri_msg_header hdr(daqiri_msg_type t, size_t len) {
-  return {DAQIRI_MSG_MAGIC, DAQIRI_ABI_VERSION, static_cast<uint16_t>(t),
-          static_cast<uint32_t>(len), 0};
-}
-
-bool raw_open(Raw& r, const std::string& socket) {
-  r.stub = daqiri::v1::Control::NewStub(
-      grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()));
-  daqiri::v1::Info info;
-  grpc::ClientContext ctx;
-  if (!r.stub->GetInfo(&ctx, {}, &info).ok()) return false;
-  r.session.reset(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::strncpy(a.sun_path, info.session_socket().c_str(), sizeof a.sun_path - 1);
-  if (::connect(r.session.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return false;
-  daqiri_msg_hello h{};
-  h.h = hdr(DAQIRI_MSG_HELLO, sizeof h);
-  std::strcpy(h.name, "test-hostile");
-  (void)daqiri::send_with_fds(r.session.get(), &h, sizeof h, {});
-  daqiri_msg_welcome w{};
-  std::vector<daqiri::UniqueFd> none;
-  auto n = daqiri::recv_with_fds(r.session.get(), &w, sizeof w, none);
-  r.session_id = w.session_id;
-  return n && *n == sizeof w;
-}
-
-bool raw_attach(Raw& r, daqiri::v1::AttachRequest req) {
-  req.set_session_id(r.session_id);
-  daqiri::v1::AttachResponse resp;
-  grpc::ClientContext ctx;
-  auto st = r.stub->Attach(&ctx, req, &resp);
-  if (!st.ok()) {
-    say("attach failed: %s", st.error_message().c_str());
-    return false;
-  }
-  daqiri_msg_claim c{};
-  c.h = hdr(DAQIRI_MSG_CLAIM, sizeof c);
-  c.attachment_id = resp.attachment_id();
-  std::memcpy(c.token, resp.token().data(), DAQIRI_TOKEN_BYTES);
-  (void)daqiri::send_with_fds(r.session.get(), &c, sizeof c, {});
-  auto n = daqiri::recv_with_fds(r.session.get(), &r.attached, sizeof r.attached, r.fds);
-  return n && *n == sizeof r.attached && r.attached.h.type == DAQIRI_MSG_ATTACHED;
-}
-
-// Waits for the daemon to close the session: the proof of being cut off.
-int expect_cut(Raw& r) {
-  char buf[512];
-  for (int i = 0; i < 500; ++i) {
-    ssize_t n = ::recv(r.session.get(), buf, sizeof buf, MSG_DONTWAIT);
-    if (n == 0) {
-      say("cut off");
-      return 0;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-  say("still connected");
-  return 1;
-}
-
 // The raw ABI's TX doorbell: each time the daemon's idle poller has set NEED_WAKEUP on the TX
 // ring, submits one frame (127.0.0.1:5556 -> DSTPORT, pattern payload, sequence 0, 1, ...) and
 // kicks if the flag is still set, until one kick went out. Waits for the completions, prints
@@ -670,13 +606,9 @@ int hostile(const std::string& socket, const std::string& flow, const std::strin
     void* bufs = ::mmap(nullptr, r.attached.regions[0].size, PROT_READ | PROT_WRITE, MAP_SHARED,
                         r.fds[2].get(), 0);
     auto* b0 = static_cast<std::byte*>(bufs);
-    daqiri_tx_desc d{};
-    if (kind == "tx-descriptor") {
-      d = {r.attached.regions[0].num_bufs + 7, 100, 0, 0};  // a buffer that does not exist
-    } else {  // tx-source: a well-formed frame from an address that is not the interface's
-      size_t h = daqiri::frame::write_udp_headers({b0, 200}, {0x0a090909, 1}, {0x7f000001, 9}, 50);
-      d = {0, static_cast<uint32_t>(h + 50), 0, 0};
-    }
+    (void)b0;
+    // tx-descriptor: a buffer that does not exist
+    daqiri_tx_desc d{r.attached.regions[0].num_bufs + 7, 100, 0, 0};
     *t->slot<daqiri_tx_desc>(0) = d;
     t->publish_producer(1);
   }

@@ -584,8 +584,8 @@ TEST(RxFanout, OneBufferManyReferencesFullRingsDropAlone) {
   Epoch epoch;
   epoch.set_stopped();  // no poller thread here: replace() need not wait
   RxFanout fanout;
-  fanout.add(roomy->get(), epoch);
-  fanout.add(tight->get(), epoch);
+  ASSERT_TRUE(fanout.add(roomy->get(), epoch));
+  ASSERT_TRUE(fanout.add(tight->get(), epoch));
   ASSERT_EQ(fanout.begin(), 2u);
   for (int i = 0; i < 100; ++i) {
     uint32_t b = 0;
@@ -617,7 +617,7 @@ TEST(RxFanout, ReclaimsOnceAPoll) {
   Epoch epoch;
   epoch.set_stopped();
   RxFanout fanout;
-  fanout.add(a->get(), epoch);
+  ASSERT_TRUE(fanout.add(a->get(), epoch));
   ASSERT_EQ(fanout.begin(), 1u);
   uint32_t bufs[4];
   ASSERT_EQ(pool->alloc(bufs, 4), 4u);
@@ -650,7 +650,7 @@ TEST(RxFanout, ALoneClientsReleasesAreTakenBackEveryFewBursts) {
   Epoch epoch;
   epoch.set_stopped();
   RxFanout fanout;
-  fanout.add(a->get(), epoch);
+  ASSERT_TRUE(fanout.add(a->get(), epoch));
   auto ring = client_ring(**a);
   uint32_t next = 0;
   auto poll = [&](uint32_t frames, uint32_t burst = kBurst) {

@@ -358,10 +358,10 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
   }
   flows.print(std::cout);
   std::cout << '\n';
-  std::vector<std::string> ah{"ATTACHMENT", "SESSION",  "DIR",       "TARGET",
-                              "PACKETS",    "BYTES",    "RING_FULL", "NO_BUFFER",
-                              "BAD_INDEX",  "BAD_DESC", "SEND_ERR",  "STALLS",
-                              "KICKS",      "ON_LOAN",  "RING",      "IN_GPU"};
+  std::vector<std::string> ah{"ATTACHMENT", "SESSION",   "DIR",       "TARGET",    "PACKETS",
+                              "BYTES",      "RING_FULL", "NO_BUFFER", "BAD_INDEX", "BAD_DESC",
+                              "SEND_ERR",   "REFUSED",   "STALLS",    "KICKS",     "ON_LOAN",
+                              "RING",       "IN_GPU"};
   if (rates) ah.push_back("RATE");
   Table atts(ah);
   for (const auto& a : stats.attachments()) {
@@ -382,6 +382,7 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
         std::to_string(a.bad_index()),
         std::to_string(a.bad_descriptor()),
         std::to_string(a.send_errors()),
+        std::to_string(a.refused()),
         std::to_string(a.stalls()),
         std::to_string(a.kicks()),
         std::to_string(a.buffers_on_loan()),

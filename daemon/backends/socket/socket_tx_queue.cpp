@@ -4,13 +4,17 @@
 #include <netinet/ip.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "backends/socket/poller_syscalls.hpp"
 #include "daqiri/frame.hpp"
+#include "dataplane/tx_frame_policy.hpp"
 
 namespace daqiri::backends::socket {
 
-Result<std::unique_ptr<SocketTxQueue>> SocketTxQueue::create(uint32_t source_ipv4, uint32_t batch) {
+Result<std::unique_ptr<SocketTxQueue>> SocketTxQueue::create(uint32_t source_ipv4, uint32_t batch,
+                                                             uint32_t max_frame,
+                                                             config::TxPolicy policy) {
   UniqueFd raw(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_RAW));
   if (!raw) return fail_errno("socket(SOCK_RAW) for TX (needs CAP_NET_RAW)");
   int one = 1;
@@ -19,14 +23,18 @@ Result<std::unique_ptr<SocketTxQueue>> SocketTxQueue::create(uint32_t source_ipv
   }
   int sndbuf = 8 << 20;
   ::setsockopt(raw.get(), SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf);
-  return std::unique_ptr<SocketTxQueue>(
-      new SocketTxQueue(std::move(raw), source_ipv4, std::min(batch, kMaxBatch)));
+  return std::unique_ptr<SocketTxQueue>(new SocketTxQueue(
+      std::move(raw), source_ipv4, std::min(batch, kMaxBatch), max_frame, policy));
 }
 
-SocketTxQueue::SocketTxQueue(UniqueFd raw, uint32_t source_ipv4, uint32_t batch)
+SocketTxQueue::SocketTxQueue(UniqueFd raw, uint32_t source_ipv4, uint32_t batch, uint32_t max_frame,
+                             config::TxPolicy policy)
     : raw_(std::move(raw)),
       source_ipv4_(source_ipv4),
       batch_(batch),
+      max_frame_(max_frame),
+      policy_(policy),
+      staging_(size_t{batch} * max_frame),
       set_(std::make_unique<const Set>()) {}
 
 bool SocketTxQueue::poll() {
@@ -64,25 +72,26 @@ bool SocketTxQueue::needs_timed_wakeup() const {
 bool SocketTxQueue::drain(dataplane::TxAttachment& a) {
   uint32_t n = a.take(descs_.data(), batch_);
   if (n == 0) return false;
+  // Frames the policy refuses are completed first, as failed; the rest keep their order.
   uint32_t m = 0;
+  uint32_t refused = 0;
   uint64_t bytes = 0;
-  uint32_t good = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const daqiri_tx_desc& d = descs_[i];
-    const std::byte* f = a.buffer(d.buffer);
-    auto udp = frame::parse_udp({f, d.length});
-    if (!udp || udp->src.ipv4 != source_ipv4_) {
-      // Not UDP over IPv4 from this interface: refused, and the client is told by the cut.
-      dataplane::bump(a.counters.bad_descriptor, 1);
-      a.lifecycle.violated.store(true, std::memory_order_release);
-      n = i;
-      break;
+    // take() checked d.length <= the region's buf_size, which is max_frame_.
+    std::byte* copy = staging_.data() + size_t{m} * max_frame_;
+    std::memcpy(copy, a.buffer(d.buffer), d.length);
+    auto verdict = dataplane::check_tx_frame({copy, d.length}, source_ipv4_, policy_);
+    if (verdict.refused != nullptr) {
+      descs_[refused++] = d;  // i >= refused: a slot already read
+      continue;
     }
+    pending_[m] = d;
     to_[m] = {};
     to_[m].sin_family = AF_INET;
-    to_[m].sin_addr.s_addr = htonl(udp->dst.ipv4);
-    // The IP packet as the client built it; the kernel fills the IP checksum and total length.
-    iov_[m] = {const_cast<std::byte*>(f) + frame::kEthHeader, d.length - frame::kEthHeader};
+    to_[m].sin_addr.s_addr = htonl(verdict.dst_ipv4);
+    // The IP packet as checked; the kernel fills the IP checksum and total length.
+    iov_[m] = {copy + frame::kEthHeader, verdict.ip_length};
     msgs_[m].msg_hdr = {};
     msgs_[m].msg_hdr.msg_name = &to_[m];
     msgs_[m].msg_hdr.msg_namelen = sizeof(sockaddr_in);
@@ -90,6 +99,10 @@ bool SocketTxQueue::drain(dataplane::TxAttachment& a) {
     msgs_[m].msg_hdr.msg_iovlen = 1;
     bytes += d.length;
     ++m;
+  }
+  if (refused > 0) {
+    dataplane::bump(a.counters.refused, refused);
+    a.complete(descs_.data(), refused, true);
   }
   uint32_t sent = 0;
   while (sent < m) {
@@ -101,11 +114,10 @@ bool SocketTxQueue::drain(dataplane::TxAttachment& a) {
     }
     sent += uint32_t(r);
   }
-  good = sent;
-  dataplane::bump(a.counters.packets, good);
+  dataplane::bump(a.counters.packets, sent);
   dataplane::bump(a.counters.bytes, bytes);
-  a.complete(descs_.data(), sent);
-  a.complete(descs_.data() + sent, n - sent, true);
+  a.complete(pending_.data(), sent);
+  a.complete(pending_.data() + sent, m - sent, true);
   return true;
 }
 

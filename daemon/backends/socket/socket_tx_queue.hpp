@@ -1,7 +1,9 @@
 // One TX queue on the kernel-socket backend: drains its attachments' TX rings and sends each
-// frame's IPv4 packet as it is (raw socket, IP_HDRINCL), so the UDP ports and payload the
-// client wrote go out byte for byte. Frames must be Ethernet/IPv4/UDP from the interface's
-// own address; anything else is a bad descriptor. A PollTask: poll() runs on its poller only.
+// frame's IPv4 packet (raw socket, IP_HDRINCL), so the UDP ports and payload the client wrote
+// go out byte for byte. Each frame is first copied into the queue's own staging memory, checked
+// there against the queue's policy (dataplane/tx_frame_policy.hpp) and sent from there: the
+// client cannot change what was checked. A frame the policy refuses is completed as failed and
+// counted (`refused`). A PollTask: poll() runs on its poller only.
 #pragma once
 
 #include <netinet/in.h>
@@ -11,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "config/config.hpp"
 #include "daqiri/common/unique_fd.hpp"
 #include "daqiri/frame.hpp"
 #include "dataplane/tx_queue_task.hpp"
@@ -19,7 +22,9 @@ namespace daqiri::backends::socket {
 
 class SocketTxQueue final : public dataplane::TxQueueTask {
  public:
-  static Result<std::unique_ptr<SocketTxQueue>> create(uint32_t source_ipv4, uint32_t batch);
+  // `max_frame`: the TX region's buf_size, the longest frame a client can submit.
+  static Result<std::unique_ptr<SocketTxQueue>> create(uint32_t source_ipv4, uint32_t batch,
+                                                       uint32_t max_frame, config::TxPolicy policy);
 
   bool poll() override;
   // NEED_WAKEUP on its attachments' TX rings while the poller sleeps (their clients kick).
@@ -37,14 +42,19 @@ class SocketTxQueue final : public dataplane::TxQueueTask {
   using Set = std::vector<dataplane::TxAttachment*>;
   static constexpr uint32_t kMaxBatch = 256;
 
-  SocketTxQueue(UniqueFd raw, uint32_t source_ipv4, uint32_t batch);
+  SocketTxQueue(UniqueFd raw, uint32_t source_ipv4, uint32_t batch, uint32_t max_frame,
+                config::TxPolicy policy);
   bool drain(dataplane::TxAttachment& a);
 
   UniqueFd raw_;
   uint32_t source_ipv4_;
   uint32_t batch_;
+  uint32_t max_frame_;
+  config::TxPolicy policy_;
+  std::vector<std::byte> staging_;  // batch_ frames of max_frame_ bytes
   dataplane::Published<Set> set_;
-  std::array<daqiri_tx_desc, kMaxBatch> descs_{};
+  std::array<daqiri_tx_desc, kMaxBatch> descs_{};    // taken; then the refused ones
+  std::array<daqiri_tx_desc, kMaxBatch> pending_{};  // those going out, in order
   std::array<mmsghdr, kMaxBatch> msgs_{};
   std::array<iovec, kMaxBatch> iov_{};
   std::array<sockaddr_in, kMaxBatch> to_{};

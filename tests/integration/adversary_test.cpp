@@ -1,0 +1,265 @@
+// The trust boundary under attack: hostile clients (daqiri-adversary, some as throwaway
+// unprivileged users) against the real daemon, and what must hold for everyone else.
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "dataplane_fixture.hpp"
+#include "harness.hpp"
+
+namespace daqiri::test {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class AdversaryTest : public DataPlaneTest {
+ protected:
+  std::vector<std::string> adversary(std::vector<std::string> args) {
+    args.insert(args.begin() + 1, socket_);
+    args.insert(args.begin(), adversary_path());
+    return args;
+  }
+  // Config text with `from` replaced by `to`, then started.
+  void start_with(const std::string& from, const std::string& to) {
+    socket_ = dir_.file("d.sock");
+    std::string text = test_config(socket_);
+    auto at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    config_ = dir_.write("d.yaml", text);
+    daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config_});
+    ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
+    control_.emplace(socket_);
+  }
+  const v1::AttachmentStats* tx_attachment(const v1::Stats& s) {
+    for (const auto& a : s.attachments()) {
+      if (a.direction() == v1::DIRECTION_TX) return &a;
+    }
+    return nullptr;
+  }
+};
+
+// The number after `word` in `text` ("claimed 7" -> 7), or -1.
+long number_after(const std::string& text, const std::string& word) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex(word + " ([0-9]+)"))) return -1;
+  return std::stol(m[1]);
+}
+
+// Sessions of two users, each attaching ten times to one flow (16 at most), two attaching all
+// before claiming any, two attaching and claiming in turn, all at once: exactly 16 are claimed,
+// the rest refused with the limit named, the daemon stays up, and each of the 16 rings gets
+// every packet of the flow intact and in order.
+TEST_F(AdversaryTest, AFlowNeverTakesMoreAttachmentsThanItsLimit) {
+  if (!is_root()) GTEST_SKIP() << "needs root for throwaway users";
+  TempGroup group;
+  TempUser mallory(group.name());
+  TempUser trudy(group.name());
+  start("  socket_group: " + group.name() + "\n  access:\n    clients:\n      users: [" +
+        mallory.name() + ", " + trudy.name() + "]\n");
+  std::string go = dir_.file("go");
+  constexpr uint64_t kCount = 500;
+  std::vector<std::unique_ptr<Spawned>> racers;
+  for (const TempUser* u : {&mallory, &trudy}) {
+    for (const char* order : {"batch", "pairs"}) {
+      racers.push_back(std::make_unique<Spawned>(
+          dir_,
+          adversary({"claim-race", "stream0", "10", order, go, std::to_string(kCount), "4096"}),
+          u->ids()));
+    }
+  }
+  for (size_t i : {0u, 2u}) {  // the batch ones hold their grants before anyone claims
+    ASSERT_TRUE(racers[i]->wait_for_output("granted")) << racers[i]->output();
+  }
+  std::ofstream(go).put('\n');
+  long total = 0;
+  for (auto& r : racers) {
+    ASSERT_TRUE(r->wait_for_output("claimed", 20s)) << r->output();
+    total += number_after(r->output(), "claimed");
+  }
+  EXPECT_EQ(total, 16);
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 16; }));
+  EXPECT_EQ(stats().attachments_size(), 16);
+  bool refused_with_reason = false;
+  for (auto& r : racers) {
+    refused_with_reason |= r->output().find("the most one flow takes (16)") != std::string::npos;
+  }
+  EXPECT_TRUE(refused_with_reason);
+  ASSERT_EQ(gen(4096, kCount, 300).exit_code, 0);
+  for (auto& r : racers) {
+    long mine = number_after(r->output(), "claimed");
+    ASSERT_TRUE(
+        r->wait_for_output("intact " + std::to_string(mine) + " x " + std::to_string(kCount)))
+        << r->output();
+  }
+  EXPECT_TRUE(healthy());
+  EXPECT_EQ(flow_stats(stats(), "stream0")->packets(), kCount);
+}
+
+// Counts the frames daqirid's raw socket puts on lo from 127.0.0.1:`src_port` to `dst_port`,
+// and those of them that break the checked policy, from an AF_PACKET socket (outside the
+// daemon).
+class LoopbackCapture {
+ public:
+  LoopbackCapture(uint16_t src_port, uint16_t dst_port) : src_(src_port), dst_(dst_port) {
+    fd_.reset(::socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, htons(ETH_P_IP)));
+    int big = 256 << 20;
+    ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
+    sockaddr_ll at{};
+    at.sll_family = AF_PACKET;
+    at.sll_protocol = htons(ETH_P_IP);
+    at.sll_ifindex = static_cast<int>(if_nametoindex("lo"));
+    ok_ = fd_ && ::bind(fd_.get(), reinterpret_cast<sockaddr*>(&at), sizeof at) == 0;
+    thread_ = std::thread([this] { run(); });
+  }
+  ~LoopbackCapture() { stop(); }
+  [[nodiscard]] bool ok() const { return ok_; }
+  // Stops reading; then frames(), bad() and dropped() are final.
+  void stop() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+  [[nodiscard]] uint64_t frames() const { return frames_; }
+  [[nodiscard]] uint64_t bad() const { return bad_; }
+  [[nodiscard]] uint64_t dropped() const { return dropped_; }
+
+ private:
+  void run() {
+    unsigned char p[2048];
+    for (;;) {
+      pollfd pfd{fd_.get(), POLLIN, 0};
+      if (::poll(&pfd, 1, 100) == 0 && stop_.load()) break;
+      sockaddr_ll from{};
+      socklen_t len = sizeof from;
+      ssize_t n = ::recvfrom(fd_.get(), p, sizeof p, MSG_DONTWAIT,
+                             reinterpret_cast<sockaddr*>(&from), &len);
+      // lo shows a raw socket's packet to taps once, as received
+      if (n < 20 || from.sll_pkttype != PACKET_HOST) continue;
+      size_t ihl = (p[0] & 0xfu) * 4;
+      if (p[9] == IPPROTO_ICMP || n < static_cast<ssize_t>(ihl + 4)) continue;
+      uint16_t sport = static_cast<uint16_t>(p[ihl] << 8 | p[ihl + 1]);
+      uint16_t dport = static_cast<uint16_t>(p[ihl + 2] << 8 | p[ihl + 3]);
+      if (sport != src_ || dport != dst_) continue;
+      ++frames_;
+      uint32_t source = uint32_t{p[12]} << 24 | uint32_t{p[13]} << 16 | p[14] << 8 | p[15];
+      bool fragment = ((p[6] << 8 | p[7]) & 0x3fff) != 0;
+      bad_ += source != 0x7f000001 || p[9] != IPPROTO_UDP || ihl != 20 || fragment;
+    }
+    tpacket_stats st{};
+    socklen_t len = sizeof st;
+    if (::getsockopt(fd_.get(), SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0) {
+      dropped_ = st.tp_drops;
+    }
+  }
+
+  uint16_t src_, dst_;
+  UniqueFd fd_;
+  bool ok_ = false;
+  std::atomic<bool> stop_{false};
+  uint64_t frames_ = 0, bad_ = 0, dropped_ = 0;
+  std::thread thread_;
+};
+
+// A client submits valid frames while a child process rewrites the source address and the
+// protocol of its TX buffers in a loop: what goes out is what the daemon checked, so a capture
+// on lo sees none of the rewritten frames, and every frame is either sent (and captured) or
+// refused and counted.
+TEST_F(AdversaryTest, TxFramesAreCheckedOnTheDaemonsOwnCopy) {
+  if (!is_root()) GTEST_SKIP() << "needs root for the AF_PACKET capture";
+  const char* env = std::getenv("DAQIRI_ADVERSARY_TX_FRAMES");
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  const uint64_t default_frames = 100000;  // a sanitized daemon is several times slower
+#else
+  const uint64_t default_frames = 1000000;
+#endif
+  const uint64_t frames = env ? std::stoull(env) : default_frames;
+  start();
+  LoopbackCapture capture(47010, 47011);
+  ASSERT_TRUE(capture.ok());
+  UniqueFd sink(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));  // no ICMP for each frame
+  sockaddr_in at = loopback(47011);
+  ASSERT_EQ(::bind(sink.get(), reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
+  Spawned attacker(dir_, adversary({"tx-rewrite", "47010", "47011", std::to_string(frames)}));
+  ASSERT_TRUE(attacker.wait_for_output("sent", 300s)) << attacker.output();
+  std::this_thread::sleep_for(200ms);  // the capture reads the last ones
+  capture.stop();
+  long ok = number_after(attacker.output(), "ok");
+  long refused = number_after(attacker.output(), "refused");
+  EXPECT_EQ(static_cast<uint64_t>(ok + refused), frames) << attacker.output();
+  EXPECT_EQ(capture.bad(), 0u);
+  EXPECT_EQ(capture.frames() + capture.dropped(), static_cast<uint64_t>(ok));
+  auto s = stats();
+  const v1::AttachmentStats* a = tx_attachment(s);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->packets(), static_cast<uint64_t>(ok));
+  EXPECT_EQ(a->refused(), static_cast<uint64_t>(refused));
+  EXPECT_EQ(s.sessions_cut_off(), 0u);
+  std::printf("tx-rewrite: %ld sent, %ld refused, %llu captured, %llu not captured (drops)\n", ok,
+              refused, static_cast<unsigned long long>(capture.frames()),
+              static_cast<unsigned long long>(capture.dropped()));
+}
+
+// Each kind of frame the checked policy refuses comes back failed and counted, and costs the
+// client nothing else; with tx_policy raw the queue sends a foreign source.
+TEST_F(AdversaryTest, TheCheckedTxPolicyRefusesEachKindOfFrame) {
+  start();
+  uint64_t n = 0;
+  for (const char* kind : {"options", "fragment", "source", "tcp", "port"}) {
+    SCOPED_TRACE(kind);
+    Spawned c(dir_, adversary({"tx-frame", kind}));
+    ASSERT_TRUE(c.wait_for_output("refused") || c.wait_for_output("sent")) << c.output();
+    EXPECT_THAT(c.output(), HasSubstr("refused"));
+    auto s = stats();
+    ASSERT_NE(tx_attachment(s), nullptr);
+    EXPECT_EQ(tx_attachment(s)->refused(), 1u);
+    EXPECT_EQ(tx_attachment(s)->packets(), 0u);
+    EXPECT_EQ(s.sessions_cut_off(), 0u);
+    ++n;
+  }
+  EXPECT_EQ(n, 5u);
+}
+
+TEST_F(AdversaryTest, ARawTxQueueSendsWhatTheClientWrote) {
+  start_with("          regions: [tx_host]\n",
+             "          regions: [tx_host]\n          tx_policy: raw\n");
+  Spawned c(dir_, adversary({"tx-frame", "source"}));
+  ASSERT_TRUE(c.wait_for_output("sent") || c.wait_for_output("refused")) << c.output();
+  EXPECT_THAT(c.output(), HasSubstr("sent"));
+  auto s = stats();
+  ASSERT_NE(tx_attachment(s), nullptr);
+  EXPECT_EQ(tx_attachment(s)->refused(), 0u);
+  EXPECT_EQ(tx_attachment(s)->packets(), 1u);
+}
+
+// A HELLO name with no NUL, a newline, quotes, a backslash, a terminal escape and UTF-8 reaches
+// the log and `daqiri-ctl sessions` as at most 63 printable ASCII bytes.
+TEST_F(AdversaryTest, ASessionsNameIsBoundedAndPrintable) {
+  start();
+  Spawned c(dir_, adversary({"hello-name"}));
+  ASSERT_TRUE(c.wait_for_output("welcomed")) << c.output();
+  const std::string shown = "evil?name ?quoted? back?slash ?[31mred?[0m ??t?? evil?name ?quo";
+  ASSERT_EQ(shown.size(), 63u);
+  auto sessions = run({ctl_path(), "--socket", socket_, "sessions"});
+  EXPECT_EQ(sessions.exit_code, 0);
+  EXPECT_THAT(sessions.out, HasSubstr(shown));
+  EXPECT_THAT(sessions.out, Not(HasSubstr("\x1b")));
+  ASSERT_TRUE(eventually(
+      [&](const v1::Stats&) { return daemon_->log().find(shown) != std::string::npos; }));
+  EXPECT_THAT(daemon_->log(), Not(HasSubstr("evil\n")));
+  EXPECT_THAT(daemon_->log(), Not(HasSubstr("\x1b")));
+}
+
+}  // namespace
+}  // namespace daqiri::test
