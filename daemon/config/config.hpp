@@ -13,6 +13,7 @@
 
 #include "config/diagnostics.hpp"
 #include "core/flow_match.hpp"
+#include "core/flow_table.hpp"
 
 namespace daqiri::config {
 
@@ -130,6 +131,7 @@ struct FlowConfig {
   std::optional<uint32_t> id;  // unset: assigned by the daemon
   core::FlowMatch match;
   std::optional<core::Endpoint> connect;  // TCP client stream instead of a match
+  core::BlockPolicy allow_block;
   Located where;
 };
 

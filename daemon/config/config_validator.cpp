@@ -450,8 +450,8 @@ class Validator {
     }
     core::FlowTable table(std::move(topology));
     for (const auto& f : c_.flows) {
-      auto added = table.add(
-          {f.name, f.interface, f.queue, f.match, f.id, core::FlowOrigin::kConfig, f.connect});
+      auto added = table.add({f.name, f.interface, f.queue, f.match, f.id,
+                              core::FlowOrigin::kConfig, f.connect, f.allow_block});
       if (!added) {
         const auto& field = added.error().field;
         error(f.where.at(field.empty() ? "name" : field), added.error().message);

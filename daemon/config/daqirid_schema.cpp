@@ -202,6 +202,15 @@ FlowConfig read_flow(const YamlNode& node) {
     f.match = read_flow_match(*m);
     f.where.record("match", m->origin());
   }
+  if (auto b = map.get("allow_block")) {  // true, false, or a list of user names
+    if (b->is_sequence()) {
+      for (const auto& u : b->items())
+        if (auto name = u.to_string()) f.allow_block.users.push_back(std::move(*name));
+    } else if (auto yes = b->to_bool()) {
+      f.allow_block.anyone = *yes;
+    }
+    f.where.record("allow_block", b->origin());
+  }
   map.finish();
   return f;
 }

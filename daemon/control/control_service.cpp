@@ -277,6 +277,7 @@ grpc::Status ControlService::Attach(grpc::ServerContext* ctx, const v1::AttachRe
   spec.rx_options.backpressure = req->backpressure() == v1::BACKPRESSURE_BLOCK
                                      ? dataplane::Backpressure::kBlock
                                      : dataplane::Backpressure::kDropNew;
+  spec.rx_options.user = peer->user;
   auto grant = sessions_.attach(*peer, spec);
   if (!grant) return to_status(grant.error());
   resp->set_attachment_id(grant->attachment_id);
@@ -326,6 +327,8 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
     out->set_bad_descriptor(a.bad_descriptor);
     out->set_send_errors(a.send_errors);
     out->set_refused(a.refused);
+    out->set_dropped_over_share(a.dropped_over_share);
+    out->set_share(a.share);
     out->set_buffers_on_loan(a.on_loan);
     out->set_gpu(a.gpu);
     out->set_gpu_packets(a.gpu_packets);

@@ -87,6 +87,9 @@ void to_proto(const core::Flow& flow, std::optional<dataplane::Steering> steerin
   if (flow.match.tcp_dst) to_proto(*flow.match.tcp_dst, *m->mutable_tcp_dst());
   m->set_any(flow.match.any);
   if (flow.connect) out.set_connect(flow.connect->to_string());
+  out.set_allow_block(flow.allow_block.anyone);
+  for (const auto& u : flow.allow_block.users)
+    out.add_allow_block_users(u);
 }
 
 void to_proto(const config::InterfaceConfig& itf, const std::string& state, v1::Interface& out) {
@@ -165,6 +168,9 @@ Result<core::FlowSpec> from_proto(const v1::CreateFlowRequest& request) {
     }
     spec.connect = *ep;
   }
+  spec.allow_block.anyone = request.allow_block();
+  spec.allow_block.users.assign(request.allow_block_users().begin(),
+                                request.allow_block_users().end());
   return spec;
 }
 

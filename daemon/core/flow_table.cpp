@@ -106,7 +106,8 @@ Result<Flow> FlowTable::add(FlowSpec spec) {
     while (ids.contains(id))
       ++id;
   }
-  Flow flow{spec.name, spec.interface, spec.queue, spec.match, id, spec.origin, spec.connect};
+  Flow flow{spec.name, spec.interface, spec.queue,   spec.match,
+            id,        spec.origin,    spec.connect, spec.allow_block};
   flows_.emplace(flow.name, flow);
   return flow;
 }

@@ -4,6 +4,7 @@
 // Not thread-safe: the Model serialises access.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -18,6 +19,18 @@ namespace daqiri::core {
 
 enum class FlowOrigin { kConfig, kApi };
 
+// Who may attach to a flow with block backpressure, which makes the flow wait for that client
+// (and so every other client of the flow): nobody unless the flow says so, anyone, or the
+// users named.
+struct BlockPolicy {
+  bool anyone = false;
+  std::vector<std::string> users;
+  [[nodiscard]] bool allows(std::string_view user) const {
+    return anyone || std::find(users.begin(), users.end(), user) != users.end();
+  }
+  [[nodiscard]] bool nobody() const { return !anyone && users.empty(); }
+};
+
 struct FlowSpec {
   std::string name;
   std::string interface;
@@ -26,6 +39,7 @@ struct FlowSpec {
   std::optional<uint32_t> id;  // empty: the lowest free id
   FlowOrigin origin = FlowOrigin::kApi;
   std::optional<Endpoint> connect;  // a TCP stream the daemon opens, instead of a match
+  BlockPolicy allow_block;
 };
 
 struct Flow {
@@ -36,6 +50,7 @@ struct Flow {
   uint32_t id = 0;
   FlowOrigin origin = FlowOrigin::kApi;
   std::optional<Endpoint> connect;
+  BlockPolicy allow_block;
 };
 
 // The RX queues flows may target, by interface.

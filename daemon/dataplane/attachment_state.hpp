@@ -20,13 +20,14 @@ inline void bump(std::atomic<T>& counter, std::type_identity_t<T> n = 1) {
 struct AttachmentCounters {
   std::atomic<uint64_t> packets{0};  // delivered (RX) or sent (TX)
   std::atomic<uint64_t> bytes{0};
-  std::atomic<uint64_t> dropped_ring_full{0};  // RX: the client's ring had no room
-  std::atomic<uint64_t> dropped_no_buffer{0};  // RX: lost while the flow's pool was empty
-  std::atomic<uint64_t> bad_index{0};          // the client wrote an impossible ring index
-  std::atomic<uint64_t> bad_descriptor{0};     // TX: a descriptor that failed validation
-  std::atomic<uint64_t> send_errors{0};        // TX: the backend refused a frame
-  std::atomic<uint64_t> refused{0};            // TX: frames the queue's policy refused
-  std::atomic<uint64_t> on_loan{0};            // RX: buffers held by the client now
+  std::atomic<uint64_t> dropped_ring_full{0};   // RX: the client's ring had no room
+  std::atomic<uint64_t> dropped_over_share{0};  // RX: it held its share of the flow's pool
+  std::atomic<uint64_t> dropped_no_buffer{0};   // RX: lost while the flow's pool was empty
+  std::atomic<uint64_t> bad_index{0};           // the client wrote an impossible ring index
+  std::atomic<uint64_t> bad_descriptor{0};      // TX: a descriptor that failed validation
+  std::atomic<uint64_t> send_errors{0};         // TX: the backend refused a frame
+  std::atomic<uint64_t> refused{0};             // TX: frames the queue's policy refused
+  std::atomic<uint64_t> on_loan{0};             // RX: buffers held by the client now
   std::atomic<uint64_t> stalls{0};  // RX, block backpressure: times its full ring held the flow
   std::atomic<uint64_t> kicks{0};   // times the client woke the sleeping poller (its kick)
 

@@ -466,8 +466,19 @@ Result<uint64_t> DataPlane::create_rx_queue(std::string_view interface, std::str
 Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std::string target,
                                              uint32_t ring, const RxAttachOptions& options) {
   std::vector<memory::BufferPool*> pools;
+  uint64_t pool_bufs = 0;  // of the flows' own pools, each once
   for (const auto& name : flows) {
     auto& f = flows_.find(name)->second;
+    const core::BlockPolicy& block = f.flow->flow().allow_block;
+    if (options.backpressure == Backpressure::kBlock && !block.allows(options.user)) {
+      return fail(ErrorCode::kPermissionDenied,
+                  "flow \"" + name + "\" lets " +
+                      (block.nobody() ? std::string("no client")
+                                      : "no client but those its allow_block names") +
+                      " hold it back: attach without block (a full ring then drops for you "
+                      "alone)",
+                  "backpressure");
+    }
     if (options.compact && f.flow->carries_connections()) {
       return fail(ErrorCode::kFailedPrecondition,
                   "flow \"" + name +
@@ -485,12 +496,19 @@ Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std
     // Flows of one DPDK queue share its pool: one region in the attachment's table.
     if (std::find(pools.begin(), pools.end(), &f.flow->pool()) == pools.end()) {
       pools.push_back(&f.flow->pool());
+      pool_bufs += f.flow->pool().num_bufs();
     }
     if (memory::BufferPool* window = f.flow->remote_window()) pools.push_back(window);
   }
   if (ring < 64 || ring > (1u << 20) || (ring & (ring - 1)) != 0) {
     return fail(ErrorCode::kInvalidArgument,
                 "ring_size must be a power of two from 64 to 1048576, got " + std::to_string(ring),
+                "ring_size");
+  }
+  if (ring > pool_bufs) {
+    return fail(ErrorCode::kInvalidArgument,
+                "ring_size " + std::to_string(ring) + " is more than the " +
+                    std::to_string(pool_bufs) + " buffers its flows' pools hold",
                 "ring_size");
   }
   uint64_t id = next_id_++;
@@ -556,7 +574,58 @@ Result<AttachmentShare> DataPlane::activate(uint64_t id) {
   if (!share || a.active) return share;
   if (auto ok = install(a); !ok) return std::unexpected(ok.error());
   a.active = true;
+  if (a.rx) rebalance_shares();
   return share;
+}
+
+uint32_t DataPlane::lendable(FlowEntry& f) const {
+  const core::Flow& flow = f.flow->flow();
+  const RxQueueHome& home = rx_queues_.at(flow.interface + "/" + flow.queue);
+  uint32_t bufs = f.flow->pool().num_bufs();
+  uint32_t batch = home.queue->batch_size;
+  // The kernel socket backend takes buffers only to receive into them; a NIC (DPDK) or an
+  // RDMA interface keeps a ring of them posted, and a poll takes a burst more.
+  uint32_t reserve =
+      home.itf->backend == config::Backend::kSocket ? 0 : home.queue->ring_size + batch;
+  return bufs > reserve + batch ? bufs - reserve : batch;
+}
+
+void DataPlane::rebalance_shares() {
+  // Per pool: what clients may hold of it between them, and how many claimed attachments
+  // draw on it. Each gets an equal part, the smallest over its pools; a lone one gets all.
+  struct PoolUse {
+    uint32_t lendable = 0;
+    uint32_t users = 0;
+  };
+  std::map<const memory::BufferPool*, PoolUse> use;
+  auto pools_of = [&](const Attachment& a) {
+    std::vector<std::pair<const memory::BufferPool*, FlowEntry*>> out;
+    for (const auto& name : a.flows) {
+      FlowEntry& f = flows_.at(name);
+      const memory::BufferPool* p = &f.flow->pool();
+      if (std::none_of(out.begin(), out.end(), [&](const auto& e) { return e.first == p; })) {
+        out.emplace_back(p, &f);
+      }
+    }
+    return out;
+  };
+  for (const auto& [id, a] : attachments_) {
+    if (!a.rx || !a.active) continue;
+    for (auto [pool, f] : pools_of(a)) {
+      PoolUse& u = use[pool];
+      u.lendable = lendable(*f);
+      ++u.users;
+    }
+  }
+  for (auto& [id, a] : attachments_) {
+    if (!a.rx || !a.active) continue;
+    uint32_t share = UINT32_MAX;
+    for (auto [pool, f] : pools_of(a)) {
+      const PoolUse& u = use.at(pool);
+      share = std::min(share, std::max(1u, u.lendable / u.users));
+    }
+    a.rx->set_share(share);
+  }
 }
 
 Result<> DataPlane::install(Attachment& a) {
@@ -746,7 +815,9 @@ void DataPlane::close_locked(uint64_t id) {
       }
     }
   }
+  bool rx = a.rx != nullptr;
   attachments_.erase(it);
+  if (rx) rebalance_shares();
 }
 
 std::vector<uint64_t> DataPlane::violated() const {
@@ -817,6 +888,8 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
     s.bad_descriptor = c.bad_descriptor.load(std::memory_order_relaxed);
     s.send_errors = c.send_errors.load(std::memory_order_relaxed);
     s.refused = c.refused.load(std::memory_order_relaxed);
+    s.dropped_over_share = c.dropped_over_share.load(std::memory_order_relaxed);
+    if (a.rx) s.share = std::min(a.rx->share(), a.rx->ring().size());
     s.on_loan = c.on_loan.load(std::memory_order_relaxed);
     s.stalls = c.stalls.load(std::memory_order_relaxed);
     s.kicks = c.kicks.load(std::memory_order_relaxed);

@@ -47,6 +47,8 @@ struct RxAttachOptions {
   // A ring of daqiri_rx_desc_compact: no stamp, payload offset or stream (not for TCP, RDMA
   // or GPU rings).
   bool compact = false;
+  // Who asks (a login name): kBlock needs each flow's allow_block to name them, or anyone.
+  std::string user;
 };
 
 struct FlowStats {
@@ -71,7 +73,8 @@ struct AttachmentStats {
   std::string interface;  // TX: the queue's interface
   std::string queue;      // TX: the queue
   uint64_t packets = 0, bytes = 0, dropped_ring_full = 0, dropped_no_buffer = 0, bad_index = 0,
-           bad_descriptor = 0, send_errors = 0, refused = 0, on_loan = 0;
+           bad_descriptor = 0, send_errors = 0, refused = 0, on_loan = 0, dropped_over_share = 0;
+  uint32_t share = 0;   // RX: the most buffers it may hold now (RxAttachment::share)
   uint64_t stalls = 0;  // RX, block backpressure: times this attachment's full ring held the flow
   uint64_t kicks = 0;   // times its client woke the sleeping poller
   // The client's ring: slots and descriptors in it now (RX: not yet released; TX: submitted,
@@ -233,6 +236,12 @@ class DataPlane {
   [[nodiscard]] Result<AttachmentShare> prepare_activation(uint64_t id, const Attachment& a) const;
   [[nodiscard]] Result<AttachmentShare> share_of(uint64_t id, const Attachment& a) const;
   Result<> install(Attachment& a);
+  // Of a flow's pool, the buffers its clients may hold between them.
+  [[nodiscard]] uint32_t lendable(FlowEntry& f) const;
+  // Sets each claimed RX attachment's share (RxAttachment::set_share): an equal part of what
+  // its pools can lend among the attachments that draw on them, so that a client that never
+  // releases leaves the others theirs.
+  void rebalance_shares();
   // FAILED_PRECONDITION unless a GPU (or host) attachment suits the flow's queue region.
   Result<> check_delivery(const RxQueueHome& home, std::string_view flow,
                           const RxAttachOptions& options) const;

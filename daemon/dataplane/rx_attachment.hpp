@@ -43,8 +43,25 @@ class RxAttachment {
   AttachmentLifecycle lifecycle;
   AttachmentCounters counters;
 
+  // ---- control side, any time ----
+  // The most buffers it may hold at once while it shares its flows' pools with other
+  // attachments (DataPlane sets it as they come and go); beyond it, frames are its drops
+  // (dropped_over_share), not the other clients' shortage. Starts as the whole ring.
+  void set_share(uint32_t buffers) { share_.store(buffers, std::memory_order_relaxed); }
+  [[nodiscard]] uint32_t share() const { return share_.load(std::memory_order_relaxed); }
+
   // ---- poller side ----
-  [[nodiscard]] uint32_t free_slots() const { return ring_.size() - (prod_ - cons_); }
+  // Slots it may fill now: its ring's room, within its share (which may have shrunk below
+  // what it holds: then none).
+  [[nodiscard]] uint32_t free_slots() const {
+    uint32_t used = prod_ - cons_;
+    uint32_t cap = std::min(ring_.size(), share());
+    return used < cap ? cap - used : 0;
+  }
+  // The counter a frame it had no slot for goes to: its ring was full, or its share was.
+  [[nodiscard]] std::atomic<uint64_t>& no_slot_counter() {
+    return prod_ - cons_ >= ring_.size() ? counters.dropped_ring_full : counters.dropped_over_share;
+  }
   bool stalled = false;  // block backpressure: its full ring holds the flow back now
   // Whether the client holds buffers that the last reclaim() did not take back.
   [[nodiscard]] bool holds_buffers() const { return cons_ != prod_; }
@@ -112,7 +129,7 @@ class RxAttachment {
           objects_(a.objects_.data()),
           mask_(a.ring_.mask()),
           prod_(a.prod_),
-          end_(a.cons_ + a.ring_.size()) {
+          end_(a.prod_ + a.free_slots()) {
       while (a.pools_[region_] != pool)
         ++region_;  // at most kMaxRegions compares
     }
@@ -286,6 +303,7 @@ class RxAttachment {
   uint32_t fenced_at_ = 0;          // the producer index the last fenced NEED_WAKEUP look was after
   uint32_t cons_ = 0;               // the consumer index we have validated and reclaimed up to
   bool kick_armed_ = false;
+  std::atomic<uint32_t> share_{UINT32_MAX};
 };
 
 }  // namespace daqiri::dataplane

@@ -70,7 +70,7 @@ class RxFanout {
     for (size_t i = 0; i < active_count_; ++i) {
       RxAttachment* a = active_[i];
       if (a->free_slots() == 0) {
-        bump(a->counters.dropped_ring_full, 1);
+        bump(a->no_slot_counter(), 1);
         continue;
       }
       a->push(desc, buffer, pool, head);  // counted when published
@@ -104,7 +104,7 @@ class RxFanout {
       if (alone_ ? ring_.push_alone<false>(desc, object) : ring_.push<false>(desc, buffer)) {
         return 1;
       }
-      bump(single_->counters.dropped_ring_full, 1);
+      bump(single_->no_slot_counter(), 1);
       return 0;
     }
     void finish() {

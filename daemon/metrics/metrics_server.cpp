@@ -81,6 +81,7 @@ void add_to(dataplane::AttachmentStats& sum, const dataplane::AttachmentStats& a
   sum.bad_descriptor += a.bad_descriptor;
   sum.send_errors += a.send_errors;
   sum.refused += a.refused;
+  sum.dropped_over_share += a.dropped_over_share;
   sum.on_loan += a.on_loan;
   sum.stalls += a.stalls;
   sum.kicks += a.kicks;
@@ -280,6 +281,7 @@ class DataPlaneCollector final : public prometheus::Collectable {
       a_bytes.add(l, double(a.bytes));
       a_dropped.add(with("ring_full"), double(a.dropped_ring_full));
       if (a.rx) a_dropped.add(with("no_buffer"), double(a.dropped_no_buffer));
+      if (a.rx) a_dropped.add(with("over_share"), double(a.dropped_over_share));
       a_dropped.add(with("bad_index"), double(a.bad_index));
       a_dropped.add(with("bad_descriptor"), double(a.bad_descriptor));
       a_dropped.add(with("send_error"), double(a.send_errors));

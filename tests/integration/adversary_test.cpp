@@ -70,7 +70,8 @@ TEST_F(AdversaryTest, AFlowNeverTakesMoreAttachmentsThanItsLimit) {
   start("  socket_group: " + group.name() + "\n  access:\n    clients:\n      users: [" +
         mallory.name() + ", " + trudy.name() + "]\n");
   std::string go = dir_.file("go");
-  constexpr uint64_t kCount = 500;
+  // Within each of 16 rings' share of the pool (4096 / 16): the racers read one ring at a time.
+  constexpr uint64_t kCount = 200;
   std::vector<std::unique_ptr<Spawned>> racers;
   for (const TempUser* u : {&mallory, &trudy}) {
     for (const char* order : {"batch", "pairs"}) {
@@ -106,6 +107,64 @@ TEST_F(AdversaryTest, AFlowNeverTakesMoreAttachmentsThanItsLimit) {
   }
   EXPECT_TRUE(healthy());
   EXPECT_EQ(flow_stats(stats(), "stream0")->packets(), kCount);
+}
+
+// An attacker on the same flow as a victim, the flow not letting clients hold it back: one
+// that never releases (default ring, then the largest ring the pool allows) holds at most its
+// ring or its share of the pool, and the victim, a plain drop-new client, gets every packet;
+// asking for block backpressure or a ring larger than the pool is refused with the reason. The
+// attacker's losses are counted on the attacker alone.
+TEST_F(AdversaryTest, AClientThatHoldsBuffersStarvesNobodyElse) {
+  if (!is_root()) GTEST_SKIP() << "needs root for throwaway users";
+  TempGroup group;
+  TempUser mallory(group.name());
+  TempUser victim(group.name());
+  socket_ = dir_.file("d.sock");
+  std::string text = test_config(socket_, "  socket_group: " + group.name() +
+                                              "\n  access:\n    clients:\n      users: [" +
+                                              mallory.name() + ", " + victim.name() + "]\n");
+  const std::string allowed = "    match: {udp_dst: 4096}\n    allow_block: true\n";
+  auto at = text.find(allowed);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, allowed.size(), "    match: {udp_dst: 4096}\n");
+  config_ = dir_.write("d.yaml", text);
+  daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config_});
+  ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
+  control_.emplace(socket_);
+
+  auto refused = run(tap("stream0", 1, {"--block"}), mallory.ids());
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, HasSubstr("flow \"stream0\" lets no client hold it back"));
+  auto too_big = run({test_client_path(), "hold", socket_, "stream0", "1", "8192"}, mallory.ids());
+  EXPECT_EQ(too_big.exit_code, 3) << too_big.out;
+  EXPECT_THAT(too_big.out, HasSubstr("ring_size 8192 is more than the 4096 buffers"));
+
+  constexpr uint64_t kSent = 10000;
+  // The attacker's ring, and what it gets to hold: all of its ring, or its half of the pool.
+  for (auto [ring, holds] : {std::pair{"1024", 1024u}, std::pair{"4096", 2048u}}) {
+    SCOPED_TRACE(std::string("attacker ring ") + ring);
+    Spawned attacker(dir_, {test_client_path(), "hold", socket_, "stream0", "1000000", ring},
+                     mallory.ids());
+    Spawned bystander(dir_, tap("stream0", kSent), victim.ids());
+    ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 2; }))
+        << attacker.output() << bystander.output();
+    ASSERT_EQ(gen(4096, kSent, 200, 20000).exit_code, 0);
+    ASSERT_EQ(bystander.wait(), 0) << bystander.output();
+    EXPECT_THAT(bystander.output(), HasSubstr("received " + std::to_string(kSent) + " packets"));
+    EXPECT_THAT(bystander.output(),
+                HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+    auto s = stats();
+    ASSERT_EQ(s.attachments_size(), 1);  // the attacker, still holding
+    const auto& a = s.attachments(0);
+    EXPECT_EQ(a.packets(), holds);
+    EXPECT_EQ(a.buffers_on_loan(), holds);
+    EXPECT_EQ(a.dropped_ring_full() + a.dropped_over_share(), kSent - holds);
+    EXPECT_EQ(std::string(ring) == "1024" ? a.dropped_over_share() : a.dropped_ring_full(), 0u);
+    EXPECT_EQ(flow_stats(s, "stream0")->kernel_drops(), 0u);
+    attacker.kill(SIGKILL);
+    attacker.wait();
+    ASSERT_TRUE(eventually([](const v1::Stats& st) { return st.attachments_size() == 0; }));
+  }
 }
 
 // Counts the frames daqirid's raw socket puts on lo from 127.0.0.1:`src_port` to `dst_port`,

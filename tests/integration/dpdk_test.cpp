@@ -148,7 +148,7 @@ TEST_P(NullPortTest, DeliversBurstsToAnUnprivilegedClient) {
     GTEST_SKIP() << "needs 256 free 2 MiB hugepages (tools/install-deps reserves them)";
   }
   start(config(dir_.file("d.sock"), port("null0", "net_null0"),
-               "  - {name: all, interface: null0, match: {any: true}}\n", huge,
+               "  - {name: all, interface: null0, match: {any: true}, allow_block: true}\n", huge,
                unprivileged_access()));
   auto r = run(tap("all", 200000), user_->ids());
   ASSERT_EQ(r.exit_code, 0) << r.out << daemon_->log();
@@ -201,7 +201,7 @@ INSTANTIATE_TEST_SUITE_P(Memory, NullPortTest, ::testing::Values(false, true),
 // ring's worth plus what it released; killed, it gives every buffer back.
 TEST_F(DpdkTest, AClientThatFallsBehindIsCountedAndGivesEveryBufferBack) {
   start(config(dir_.file("d.sock"), port("null0", "net_null0"),
-               "  - {name: all, interface: null0, match: {any: true}}\n", false,
+               "  - {name: all, interface: null0, match: {any: true}, allow_block: true}\n", false,
                unprivileged_access()));
   Spawned slow(dir_, {test_client_path(), "slow", socket_, "all", "5"}, user_->ids());
   ASSERT_TRUE(slow.wait_for_output("attached")) << slow.output() << daemon_->log();
@@ -232,10 +232,12 @@ TEST_F(DpdkTest, AClientThatFallsBehindIsCountedAndGivesEveryBufferBack) {
 TEST_F(DpdkTest, BuffersLentAloneOrSharedAllComeBack) {
   // Once through the loop for a lone catch-all's frames, once through the loop that steers
   // each frame (a second flow on the queue, which net_null's frames never match).
-  for (const char* other : {"", "  - {name: none, interface: null0, match: {udp_dst: 1}}\n"}) {
+  for (const char* other :
+       {"", "  - {name: none, interface: null0, match: {udp_dst: 1}, allow_block: true}\n"}) {
     SCOPED_TRACE(*other != 0 ? "steered" : "unread");
     start(config(dir_.file("d.sock"), port("null0", "net_null0"),
-                 std::string(other) + "  - {name: all, interface: null0, match: {any: true}}\n",
+                 std::string(other) +
+                     "  - {name: all, interface: null0, match: {any: true}, allow_block: true}\n",
                  false, unprivileged_access()));
     Spawned slow(dir_, {test_client_path(), "slow", socket_, "all", "1"}, user_->ids());
     ASSERT_TRUE(slow.wait_for_output("attached")) << slow.output() << daemon_->log();
@@ -264,7 +266,7 @@ TEST_F(DpdkTest, BuffersLentAloneOrSharedAllComeBack) {
 // flow receives as if nothing had happened.
 TEST_F(DpdkTest, ALoneClientThatLiesIsCutOffAndItsBuffersComeBack) {
   start(config(dir_.file("d.sock"), port("null0", "net_null0"),
-               "  - {name: all, interface: null0, match: {any: true}}\n", false,
+               "  - {name: all, interface: null0, match: {any: true}, allow_block: true}\n", false,
                unprivileged_access()));
   Spawned bad(dir_, {test_client_path(), "hostile", socket_, "all", "consumer-index"},
               user_->ids());
@@ -296,7 +298,7 @@ TEST_F(DpdkTest, ALoneClientsReleasesAllComeBackOnceFramesStop) {
   std::string pcap = dir_.file("in.pcap");
   write_pcap(pcap, frames);
   start(config(dir_.file("d.sock"), port("pcap0", "net_pcap0,rx_pcap=" + pcap),
-               "  - {name: all, interface: pcap0, match: {any: true}}\n", false,
+               "  - {name: all, interface: pcap0, match: {any: true}, allow_block: true}\n", false,
                unprivileged_access()));
   Spawned taker(dir_, {test_client_path(), "take", socket_, "all", "1000"}, user_->ids());
   ASSERT_TRUE(taker.wait_for_output("released 1000")) << taker.output() << daemon_->log();
@@ -312,7 +314,7 @@ TEST_F(DpdkTest, ALoneClientsReleasesAllComeBackOnceFramesStop) {
 // exist in its ring too) release nothing; their own bursts then free their rings.
 TEST_F(DpdkTest, ReleaseTakesOnlyItsOwnStreamsBursts) {
   start(config(dir_.file("d.sock"), port("null0", "net_null0"),
-               "  - {name: all, interface: null0, match: {any: true}}\n", false,
+               "  - {name: all, interface: null0, match: {any: true}, allow_block: true}\n", false,
                unprivileged_access()));
   auto r = run({test_client_path(), "cross-release", socket_, "all"}, user_->ids());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << daemon_->log();
@@ -329,8 +331,9 @@ TEST_F(DpdkTest, RingPortLoopsClientTxToRxByteExact) {
   for (const char* match : {"{udp_dst: 6000}", "{any: true}"}) {
     SCOPED_TRACE(match);
     start(config(dir_.file("d.sock"), port("ring0", "net_ring0"),
-                 std::string("  - {name: back, interface: ring0, match: ") + match + "}\n", false,
-                 unprivileged_access()));
+                 std::string("  - {name: back, interface: ring0, match: ") + match +
+                     ", allow_block: true}\n",
+                 false, unprivileged_access()));
     Spawned rx(dir_, tap("back", 20000, {"--verify", "--block"}), user_->ids());
     ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
     auto tx = run({test_client_path(), "tx", socket_, "ring0", "5555", "6000", "20000", "777"});
@@ -367,8 +370,8 @@ TEST_F(DpdkTest, TxHeaderPoolRunningDryStallsNothing) {
   itf += "    tx: {queues: [{name: tx0, " + pin +
          ", ring_size: 64, batch_size: 64, regions: [tx]}]}\n";
   start(config(dir_.file("d.sock"), itf,
-               "  - {name: back, interface: ring0, match: {udp_dst: 6000}}\n", false,
-               unprivileged_access()));
+               "  - {name: back, interface: ring0, match: {udp_dst: 6000}, allow_block: true}\n",
+               false, unprivileged_access()));
   constexpr uint64_t kFrames = 1500;
   Spawned tx(dir_, {test_client_path(), "tx", socket_, "ring0", "5555", "6000",
                     std::to_string(kFrames), "200"});
@@ -410,8 +413,8 @@ TEST_F(DpdkTest, NicCountersReachCtlAndMetrics) {
   uint16_t metrics_port = free_tcp_port();
   metrics_ = "127.0.0.1:" + std::to_string(metrics_port);
   start(config(dir_.file("d.sock"), port("ring0", "net_ring0"),
-               "  - {name: back, interface: ring0, match: {udp_dst: 6000}}\n", false,
-               unprivileged_access()));
+               "  - {name: back, interface: ring0, match: {udp_dst: 6000}, allow_block: true}\n",
+               false, unprivileged_access()));
   Spawned rx(dir_, tap("back", 1000, {"--block"}), user_->ids());
   ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
   auto tx = run({test_client_path(), "tx", socket_, "ring0", "5555", "6000", "1000", "100"});
@@ -479,10 +482,11 @@ TEST_F(DpdkTest, PcapReplayDeliversEachFlowToItsClientByteExact) {
   write_pcap(p0, q0);
   write_pcap(p1, q1);
   std::string vdev = "net_pcap0,rx_pcap=" + p0 + ",rx_pcap=" + p1 + ",tx_pcap=" + out;
-  start(config(dir_.file("d.sock"), port("pcap0", vdev, 2),
-               "  - {name: a, interface: pcap0, queue: rx0, match: {udp_dst: 7000}}\n"
-               "  - {name: b, interface: pcap0, queue: rx1, match: {udp_dst: 7001}}\n",
-               false, unprivileged_access()));
+  start(config(
+      dir_.file("d.sock"), port("pcap0", vdev, 2),
+      "  - {name: a, interface: pcap0, queue: rx0, match: {udp_dst: 7000}, allow_block: true}\n"
+      "  - {name: b, interface: pcap0, queue: rx1, match: {udp_dst: 7001}, allow_block: true}\n",
+      false, unprivileged_access()));
   std::string got_a = dir_.file("a.pcap");
   Spawned a(dir_, tap("a", 500, {"--verify", "--pcap", got_a}));
   Spawned b(dir_, tap("b", 500, {"--verify"}), user_->ids());
@@ -536,12 +540,14 @@ TEST_F(DpdkTest, ClientsFindThePayloadsOfFramesTheDaemonDidNotRead) {
   write_pcap(pcap, frames);
   std::string expect = "received " + std::to_string(frames.size()) + " packets, " +
                        std::to_string(payload_bytes) + " payload bytes";
-  for (const char* other : {"", "  - {name: none, interface: pcap0, match: {udp_dst: 1}}\n"}) {
+  for (const char* other :
+       {"", "  - {name: none, interface: pcap0, match: {udp_dst: 1}, allow_block: true}\n"}) {
     SCOPED_TRACE(*other != 0 ? "the daemon reads the frames" : "unread");
     // net_pcap replays the file from the start each time the daemon starts.
     auto replay = [&] {
       start(config(dir_.file("d.sock"), port("pcap0", "net_pcap0,rx_pcap=" + pcap, 1, false),
-                   std::string(other) + "  - {name: all, interface: pcap0, match: {any: true}}\n",
+                   std::string(other) +
+                       "  - {name: all, interface: pcap0, match: {any: true}, allow_block: true}\n",
                    false, unprivileged_access()));
     };
     replay();
@@ -638,8 +644,8 @@ TEST_P(VethPortTest, ReceivesWhatAKernelSenderSends) {
   // af_xdp configures RX and TX queues in pairs. Buffers: af_packet wants 2016 bytes past the
   // mbuf headroom, af_xdp a whole mbuf within a 4 KiB UMEM chunk.
   start(config(dir_.file("d.sock"), port("veth0", vdev, 1, true),
-               "  - {name: gen, interface: veth0, match: {udp_dst: 7100}}\n", false,
-               unprivileged_access(), 3072));
+               "  - {name: gen, interface: veth0, match: {udp_dst: 7100}, allow_block: true}\n",
+               false, unprivileged_access(), 3072));
   veth.add_neighbour();
   Spawned rx(dir_, tap("gen", 3000, {"--verify", "--block"}), user_->ids());
   ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
@@ -677,7 +683,7 @@ TEST_F(DpdkTest, MemifInteroperatesWithTestpmd) {
   if (std::system("command -v dpdk-testpmd >/dev/null 2>&1") != 0) GTEST_SKIP() << "no testpmd";
   std::string sock = dir_.file("memif.sock");
   start(config(dir_.file("d.sock"), port("memif0", "net_memif0,role=server,socket=" + sock),
-               "  - {name: all, interface: memif0, match: {any: true}}\n"));
+               "  - {name: all, interface: memif0, match: {any: true}, allow_block: true}\n"));
   Spawned rx(dir_, tap("all", 10000));
   ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
   std::string prefix = "dqtestpmd" + std::to_string(::getpid());
@@ -700,12 +706,13 @@ TEST_F(DpdkTest, MemifInteroperatesWithTestpmd) {
 // Two daemons, each with its own EAL (file prefix from its socket), on one host at once.
 TEST_F(DpdkTest, TwoDaemonsOnOneHostDoNotCollide) {
   start(config(dir_.file("d.sock"), port("null0", "net_null0"),
-               "  - {name: all, interface: null0, match: {any: true}}\n"));
+               "  - {name: all, interface: null0, match: {any: true}, allow_block: true}\n"));
   TempDir other_dir;
   std::string other_socket = other_dir.file("d.sock");
-  std::string other_yaml =
-      other_dir.write("d.yaml", config(other_socket, port("null0", "net_null0"),
-                                       "  - {name: all, interface: null0, match: {any: true}}\n"));
+  std::string other_yaml = other_dir.write(
+      "d.yaml",
+      config(other_socket, port("null0", "net_null0"),
+             "  - {name: all, interface: null0, match: {any: true}, allow_block: true}\n"));
   DaemonProcess other(other_dir, {"--config", other_yaml});
   ASSERT_TRUE(other.wait_ready()) << other.log();
   auto a = run(tap("all", 50000));
@@ -721,8 +728,9 @@ TEST_F(DpdkTest, TwoDaemonsOnOneHostDoNotCollide) {
 TEST_F(DpdkTest, FailedStartSaysWhyAndLeavesNothingBehind) {
   std::string socket = dir_.file("d.sock");
   std::string yaml = dir_.write(
-      "d.yaml", config(socket, port("pcap0", "net_pcap0,rx_pcap=" + dir_.file("missing.pcap")),
-                       "  - {name: a, interface: pcap0, match: {udp_dst: 7000}}\n"));
+      "d.yaml",
+      config(socket, port("pcap0", "net_pcap0,rx_pcap=" + dir_.file("missing.pcap")),
+             "  - {name: a, interface: pcap0, match: {udp_dst: 7000}, allow_block: true}\n"));
   auto runtime_dirs = [] {
     std::set<std::string> out;
     if (std::filesystem::exists("/var/run/dpdk")) {
@@ -755,8 +763,9 @@ TEST_F(DpdkTest, GpudirectQueueWithoutAGpuSaysWhy) {
     GTEST_SKIP() << "a GPU is here: GpuRingTest.GpudirectDpdkQueueDeliversFromAPoolInGpuMemory "
                     "runs this queue";
   }
-  std::string yaml = config(dir_.file("d.sock"), port("null0", "net_null0"),
-                            "  - {name: a, interface: null0, match: {any: true}}\n");
+  std::string yaml =
+      config(dir_.file("d.sock"), port("null0", "net_null0"),
+             "  - {name: a, interface: null0, match: {any: true}, allow_block: true}\n");
   std::string host = "{name: rx, kind: host";
   yaml.replace(yaml.find(host), host.size(), "{name: rx, kind: device, gpudirect: true");
   auto r = run({daqirid_path(), "--config", dir_.write("d.yaml", yaml)});

@@ -31,10 +31,10 @@ interfaces:
     rx: {queues: [{name: rx0, core: $RXCORE, batch_size: $1, ring_size: $ring, regions: [rx]}]}
     tx: {queues: [{name: tx0, batch_size: 32, ring_size: 64, regions: [tx]}]}
 flows:
-  - {name: f0, interface: lo, match: {udp_dst: 4096}}
-  - {name: f1, interface: lo, match: {udp_dst: 4097}}
-  - {name: f2, interface: lo, match: {udp_dst: 4098}}
-  - {name: f3, interface: lo, match: {udp_dst: 4099}}
+  - {name: f0, interface: lo, match: {udp_dst: 4096}, allow_block: true}
+  - {name: f1, interface: lo, match: {udp_dst: 4097}, allow_block: true}
+  - {name: f2, interface: lo, match: {udp_dst: 4098}, allow_block: true}
+  - {name: f3, interface: lo, match: {udp_dst: 4099}, allow_block: true}
 YAML
 }
 

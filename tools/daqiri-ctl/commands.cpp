@@ -248,6 +248,9 @@ int run_flows_add(ControlClient& client, const Options& opts, const FlowAddArgs&
   }
   m->set_any(args.any);
   req.set_connect(args.connect);
+  req.set_allow_block(args.allow_block);
+  for (const auto& u : args.block_users)
+    req.add_allow_block_users(u);
   v1::Flow flow;
   auto ctx = client.context();
   auto status = client.control().CreateFlow(ctx.get(), req, &flow);
@@ -358,10 +361,10 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
   }
   flows.print(std::cout);
   std::cout << '\n';
-  std::vector<std::string> ah{"ATTACHMENT", "SESSION",   "DIR",       "TARGET",    "PACKETS",
-                              "BYTES",      "RING_FULL", "NO_BUFFER", "BAD_INDEX", "BAD_DESC",
-                              "SEND_ERR",   "REFUSED",   "STALLS",    "KICKS",     "ON_LOAN",
-                              "RING",       "IN_GPU"};
+  std::vector<std::string> ah{"ATTACHMENT", "SESSION",   "DIR",        "TARGET",    "PACKETS",
+                              "BYTES",      "RING_FULL", "OVER_SHARE", "NO_BUFFER", "BAD_INDEX",
+                              "BAD_DESC",   "SEND_ERR",  "REFUSED",    "STALLS",    "KICKS",
+                              "ON_LOAN",    "RING",      "IN_GPU"};
   if (rates) ah.push_back("RATE");
   Table atts(ah);
   for (const auto& a : stats.attachments()) {
@@ -378,6 +381,7 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
         std::to_string(a.packets()),
         std::to_string(a.bytes()),
         std::to_string(a.dropped_ring_full()),
+        std::to_string(a.dropped_over_share()),
         std::to_string(a.dropped_no_buffer()),
         std::to_string(a.bad_index()),
         std::to_string(a.bad_descriptor()),

@@ -62,6 +62,10 @@ int main(int argc, char** argv) {
                  "DPDK: the queue's catch-all, every frame no other flow takes (no other match)");
   fadd->add_option("--connect", add.connect,
                    "IPV4:PORT: the daemon connects and receives that TCP stream (no match)");
+  fadd->add_flag("--allow-block", add.allow_block,
+                 "any client may attach with block backpressure (the flow then waits for it)");
+  fadd->add_option("--allow-block-user", add.block_users,
+                   "this user may attach with block backpressure (repeat for more)");
   fadd->callback([&] { action = [&](ControlClient& c) { return run_flows_add(c, opts, add); }; });
   std::string del_name;
   auto* fdel = flows->add_subcommand("del", "delete a flow (admin)");

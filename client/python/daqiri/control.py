@@ -104,13 +104,17 @@ class Control:
         return next((f for f in self.stats().flows if f.name == name), None)
 
     def create_flow(self, name, interface, queue="", *, udp_dst=None, udp_src=None,
-                    ipv4_src=None, ipv4_dst=None, tcp_dst=None, any=False, connect=""):
+                    ipv4_src=None, ipv4_dst=None, tcp_dst=None, any=False, connect="",
+                    allow_block=False):
         """Adds a flow (admin role). Ports: a number or a (first, last) pair; addresses:
-        "10.0.0.0/8" or "10.0.0.5". Returns the Flow with its id and steering."""
+        "10.0.0.0/8" or "10.0.0.5". allow_block: True (any client may attach with block=True),
+        a list of user names, or False. Returns the Flow with its id and steering."""
         match = pb.FlowMatch(udp_dst=_port_range(udp_dst), udp_src=_port_range(udp_src),
                              ipv4_src=_prefix(ipv4_src), ipv4_dst=_prefix(ipv4_dst),
                              tcp_dst=_port_range(tcp_dst), any=any)
-        req = pb.CreateFlowRequest(name=name, interface=interface, queue=queue, connect=connect)
+        users = [] if isinstance(allow_block, bool) else list(allow_block)
+        req = pb.CreateFlowRequest(name=name, interface=interface, queue=queue, connect=connect,
+                                   allow_block=allow_block is True, allow_block_users=users)
         if not connect:
             req.match.CopyFrom(match)
         return self._call("CreateFlow", req)

@@ -52,8 +52,8 @@ interfaces:
       queues:
         - {{name: tx0, batch_size: 64, ring_size: 256, regions: [tx_host]}}
 flows:
-  - {{name: stream0, interface: lo, queue: rx0, match: {{udp_dst: 4096}}}}
-  - {{name: stream1, interface: lo, queue: rx0, match: {{udp_dst: 4097}}}}
+  - {{name: stream0, interface: lo, queue: rx0, match: {{udp_dst: 4096}}, allow_block: true}}
+  - {{name: stream1, interface: lo, queue: rx0, match: {{udp_dst: 4097}}, allow_block: true}}
 """
 
 # The same with the RX queue on GPU 0: each GPU attachment gets a ring of 4096 slots there.

@@ -39,6 +39,7 @@ def test_create_and_delete_a_flow(daemon):
         assert (f.name, f.match.udp_dst.first, f.match.udp_dst.last) == ("radio", 5000, 5003)
         assert (f.match.ipv4_src.address, f.match.ipv4_src.prefix_length) == ("127.0.0.0", 8)
         assert f.origin == pb.FLOW_ORIGIN_API
+        assert (f.allow_block, list(f.allow_block_users)) == (False, [])
         assert "radio" in [x.name for x in c.flows()]
         with pytest.raises(daqiri.AlreadyExists):
             c.create_flow("radio", "lo", "rx0", udp_dst=6000)
@@ -52,6 +53,21 @@ def test_create_and_delete_a_flow(daemon):
         assert "radio" not in [x.name for x in c.flows()]
         with pytest.raises(daqiri.NotFound):
             c.delete_flow("radio")
+
+
+def test_block_backpressure_is_the_flows_to_allow(daemon):
+    with daemon.control() as c:
+        c.create_flow("strict", "lo", "rx0", udp_dst=5100)
+        f = c.create_flow("trusting", "lo", "rx0", udp_dst=5101, allow_block=["root", "alice"])
+        assert (f.allow_block, list(f.allow_block_users)) == (False, ["root", "alice"])
+    with daemon.client("blocker") as client:
+        with pytest.raises(daqiri.PermissionDenied, match='flow "strict" lets no client hold'):
+            client.attach_rx("strict", block=True)
+        with client.attach_rx("strict") as rx:  # drop-new is anyone's
+            assert not rx.detached
+        if os.geteuid() == 0:
+            with client.attach_rx("trusting", block=True) as rx:
+                assert not rx.detached
 
 
 def test_sessions_and_stats_show_a_client(daemon):

@@ -171,7 +171,7 @@ interfaces:
     address: "net_pcap0,rx_pcap=PCAP"
     rx: {{queues: [{{name: rx0, regions: [rx]}}]}}
 flows:
-  - {{name: all, interface: pcap0, match: {{any: true}}}}
+  - {{name: all, interface: pcap0, match: {{any: true}}, allow_block: true}}
 """
 
 

@@ -238,7 +238,7 @@ void DpdkRxQueue::deliver_whole(DpdkRxFlow& flow, dataplane::RxAttachment& a, ui
   dataplane::bump(flow.counters.bytes, bytes);
   if (full > 0) {
     dataplane::bump(flow.counters.rings_full, full);
-    dataplane::bump(a.counters.dropped_ring_full, full);
+    dataplane::bump(a.no_slot_counter(), full);
   }
   dataplane::bump(counters.on_loan, lent);
   if (dropped > 0) rte_pktmbuf_free_bulk(drop_.data(), dropped);
