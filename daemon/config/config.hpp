@@ -58,6 +58,11 @@ struct ClientLimitsConfig {
   uint32_t sessions_per_user = 64;
   uint32_t attachments_per_user = 128;
   uint32_t control_connections_per_user = 64;
+  // Memory attachments make the daemon take (rings, TX pools; GPU rings on the GPU), MiB.
+  uint32_t memory_mb_per_user = 1024;
+  uint32_t memory_mb_total = 4096;
+  uint32_t gpu_memory_mb_per_user = 4096;
+  uint32_t gpu_memory_mb_total = 16384;
 };
 
 struct DaemonConfig {

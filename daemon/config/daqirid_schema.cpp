@@ -83,6 +83,10 @@ void read_daemon(const YamlNode& node, DaemonConfig& d) {
     l.read_uint("attachments_per_user", d.limits.attachments_per_user, 1, 1u << 20, d.where);
     l.read_uint("control_connections_per_user", d.limits.control_connections_per_user, 1, 1u << 20,
                 d.where);
+    l.read_uint("memory_mb_per_user", d.limits.memory_mb_per_user, 1, 1u << 24, d.where);
+    l.read_uint("memory_mb_total", d.limits.memory_mb_total, 1, 1u << 24, d.where);
+    l.read_uint("gpu_memory_mb_per_user", d.limits.gpu_memory_mb_per_user, 1, 1u << 24, d.where);
+    l.read_uint("gpu_memory_mb_total", d.limits.gpu_memory_mb_total, 1, 1u << 24, d.where);
     l.finish();
   }
   if (std::vector<std::string> dirs; map.read_string_list("capture_dirs", dirs, d.where)) {

@@ -300,7 +300,8 @@ Result<> DataPlane::remove_flow(std::string_view name) {
   return {};
 }
 
-Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptions& options) {
+Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptions& options,
+                                      const ReserveMemory& reserve) {
   std::lock_guard lock(mutex_);
   auto it = flows_.find(flow);
   if (it == flows_.end()) {
@@ -312,7 +313,16 @@ Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptio
   uint32_t ring = options.ring_size;
   if (ring == 0) ring = home.queue->ring_size;
   std::string target = (options.gpu ? "gpu " : "") + std::string(flow);
-  auto id = create_rx_locked({std::string(flow)}, std::move(target), ring, options);
+  MemoryCost gpu_ring;
+  if (options.gpu) {
+    // DeviceRing: descriptors and slots on the GPU; GpuRxTask: the host control block and,
+    // with header-data split, the header slots.
+    uint32_t header_size = home.headers ? home.headers->buf_size : 0;
+    gpu_ring.gpu = uint64_t{ring} * (home.region->buf_size + sizeof(daqiri_rx_desc)) + 4096;
+    gpu_ring.host = abi::RingView::bytes_for(ring, 0) + uint64_t{ring} * header_size;
+  }
+  auto id =
+      create_rx_locked({std::string(flow)}, std::move(target), ring, options, reserve, gpu_ring);
   if (!id || !options.gpu) return id;
 #ifdef DAQIRI_HAVE_CUDA
   uint32_t header_size = home.headers ? home.headers->buf_size : 0;
@@ -430,7 +440,8 @@ Result<> DataPlane::add_gpu_engine(Attachment& a, const config::MemoryRegionConf
 #endif
 
 Result<uint64_t> DataPlane::create_rx_queue(std::string_view interface, std::string_view queue,
-                                            const RxAttachOptions& options) {
+                                            const RxAttachOptions& options,
+                                            const ReserveMemory& reserve) {
   std::lock_guard lock(mutex_);
   std::string key = std::string(interface) + "/" + std::string(queue);
   auto home = rx_queues_.find(key);
@@ -460,11 +471,12 @@ Result<uint64_t> DataPlane::create_rx_queue(std::string_view interface, std::str
     return std::unexpected(ok.error());
   }
   uint32_t ring = options.ring_size ? options.ring_size : home->second.queue->ring_size;
-  return create_rx_locked(std::move(names), "queue " + key, ring, options);
+  return create_rx_locked(std::move(names), "queue " + key, ring, options, reserve);
 }
 
 Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std::string target,
-                                             uint32_t ring, const RxAttachOptions& options) {
+                                             uint32_t ring, const RxAttachOptions& options,
+                                             const ReserveMemory& reserve, MemoryCost extra) {
   std::vector<memory::BufferPool*> pools;
   uint64_t pool_bufs = 0;  // of the flows' own pools, each once
   for (const auto& name : flows) {
@@ -511,6 +523,10 @@ Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std
                     std::to_string(pool_bufs) + " buffers its flows' pools hold",
                 "ring_size");
   }
+  extra.host += RxAttachment::footprint(ring, options.compact);
+  if (reserve) {
+    if (auto ok = reserve(extra); !ok) return std::unexpected(ok.error());
+  }
   uint64_t id = next_id_++;
   auto rx = RxAttachment::create(id, ring, options.backpressure, std::move(pools), options.compact);
   if (!rx) return std::unexpected(rx.error());
@@ -523,7 +539,7 @@ Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std
 }
 
 Result<uint64_t> DataPlane::create_tx(std::string_view interface, std::string_view queue,
-                                      bool client_kicks) {
+                                      bool client_kicks, const ReserveMemory& reserve) {
   std::lock_guard lock(mutex_);
   TxQueueHome* home = nullptr;
   for (auto& [key, h] : tx_queues_) {
@@ -537,6 +553,12 @@ Result<uint64_t> DataPlane::create_tx(std::string_view interface, std::string_vi
                 "no TX queue " + std::string(interface) + "/" +
                     (queue.empty() ? std::string("*") : std::string(queue)),
                 "queue");
+  }
+  if (reserve) {
+    MemoryCost cost{TxAttachment::footprint(home->region->buf_size, home->region->num_bufs,
+                                            home->queue->ring_size),
+                    0};
+    if (auto ok = reserve(cost); !ok) return std::unexpected(ok.error());
   }
   uint64_t id = next_id_++;
   // DPDK queues take Ethernet/IPv4/UDP frames, as socket queues do.

@@ -4,6 +4,7 @@
 // take that mutex.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,16 @@ struct RxAttachOptions {
   // Who asks (a login name): kBlock needs each flow's allow_block to name them, or anyone.
   std::string user;
 };
+
+// Memory an attachment makes the daemon take: host bytes (its rings, a TX pool, a GPU ring's
+// host side) and GPU bytes (a GPU ring).
+struct MemoryCost {
+  uint64_t host = 0;
+  uint64_t gpu = 0;
+};
+// Asked for an attachment's cost before any of it is allocated; an error refuses the
+// attachment (the session server charges it to the user, within the daemon's caps).
+using ReserveMemory = std::function<Result<>(const MemoryCost&)>;
 
 struct FlowStats {
   std::string name;
@@ -130,17 +141,19 @@ class DataPlane {
   Result<> remove_flow(std::string_view name);
 
   // A new RX attachment on a flow, not yet delivering. Its id is unique for the daemon's life.
-  Result<uint64_t> create_rx(std::string_view flow, const RxAttachOptions& options);
+  Result<uint64_t> create_rx(std::string_view flow, const RxAttachOptions& options,
+                             const ReserveMemory& reserve = {});
   // A GPU ring attached with cuda_ipc: its legacy cudaIpcMemHandle_t.
   Result<std::string> cuda_ipc_handle(uint64_t attachment_id) const;
   // A new RX attachment on every flow of an RX queue (as they are now; at most 4), one ring,
   // one region per flow. Deleting any of those flows ends it.
   Result<uint64_t> create_rx_queue(std::string_view interface, std::string_view queue,
-                                   const RxAttachOptions& options);
+                                   const RxAttachOptions& options,
+                                   const ReserveMemory& reserve = {});
   // A new TX attachment on an interface's TX queue (empty queue: the first).
   // `client_kicks`: the client said it kicks (TxAttachment::client_kicks).
   Result<uint64_t> create_tx(std::string_view interface, std::string_view queue,
-                             bool client_kicks = false);
+                             bool client_kicks = false, const ReserveMemory& reserve = {});
   // Starts delivery (RX) or draining (TX); returns what the client must map.
   Result<AttachmentShare> activate(uint64_t id);
   // Ends an attachment: the poller returns every buffer it lent, then it is freed. Blocks for
@@ -219,8 +232,10 @@ class DataPlane {
   // A gpudirect region's pool: GPU memory on the region's GPU, `region.total_bytes()` at least.
   Result<memory::DeviceMemory> gpudirect_memory(const config::MemoryRegionConfig& region);
   static std::string target_of(const Attachment& a);
+  // `extra`: more of the attachment's cost than its ring (a GPU ring's), reserved with it.
   Result<uint64_t> create_rx_locked(std::vector<std::string> flows, std::string target,
-                                    uint32_t ring_size, const RxAttachOptions& options);
+                                    uint32_t ring_size, const RxAttachOptions& options,
+                                    const ReserveMemory& reserve, MemoryCost extra = {});
   void close_locked(uint64_t id);
   // RX: the pollers of its flows, each once.
   [[nodiscard]] std::vector<Poller*> rx_pollers(const Attachment& a) const;

@@ -30,6 +30,13 @@ class RxAttachment {
                                                       std::vector<memory::BufferPool*> pools,
                                                       bool compact = false);
   static constexpr size_t kMaxRegions = DAQIRI_MAX_REGIONS;
+  // Bytes create() allocates for a ring of `ring_size` (the shared ring, the shadow and object
+  // tables), for charging them before they are.
+  static uint64_t footprint(uint32_t ring_size, bool compact) {
+    uint32_t desc = compact ? sizeof(daqiri_rx_desc_compact) : sizeof(daqiri_rx_desc);
+    return abi::RingView::bytes_for(ring_size, desc) +
+           uint64_t{ring_size} * (sizeof(uint32_t) + sizeof(void*));
+  }
 
   [[nodiscard]] uint64_t id() const { return id_; }
   [[nodiscard]] Backpressure backpressure() const { return backpressure_; }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -24,6 +25,13 @@ struct TxRules {
 
 class TxAttachment {
  public:
+  // Bytes create() allocates (rings, the buffer region, the ownership table), for charging
+  // them before they are.
+  static uint64_t footprint(uint32_t buf_size, uint32_t num_bufs, uint32_t ring_size) {
+    return abi::RingView::bytes_for(ring_size, sizeof(daqiri_tx_desc)) +
+           abi::RingView::bytes_for(std::bit_ceil(num_bufs), sizeof(uint32_t)) +
+           uint64_t{buf_size} * num_bufs + num_bufs;
+  }
   // `client_kicks`: the client said it kicks (AttachRequest.kicks).
   static Result<std::unique_ptr<TxAttachment>> create(uint64_t id, uint32_t buf_size,
                                                       uint32_t num_bufs, uint32_t ring_size,

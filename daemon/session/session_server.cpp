@@ -369,16 +369,19 @@ void SessionServer::handle_detach(Session& s, const void* msg, size_t len) {
   }
   daqiri_msg_detach d{};
   std::memcpy(&d, msg, sizeof d);
-  bool known = false;
+  std::optional<Attachment> known;
   {
     std::lock_guard lock(mutex_);
-    known = s.attachments.erase(d.attachment_id) > 0;
+    if (auto it = s.attachments.find(d.attachment_id); it != s.attachments.end()) {
+      known = it->second;
+      s.attachments.erase(it);
+    }
   }
   if (!known) {
     send_error(s.conn.get(), d.attachment_id, kGrpcNotFound, "no such attachment for this session");
     return;
   }
-  dp_.close(d.attachment_id);
+  close_attachment(s.peer.uid, *known);
   daqiri_msg_detach reply{header(DAQIRI_MSG_DETACHED, sizeof reply), d.attachment_id};
   (void)send_with_fds(s.conn.get(), &reply, sizeof reply, {});
 }
@@ -402,7 +405,7 @@ void SessionServer::end_session(uint64_t session_id, const std::string& why) {
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s->conn.get(), nullptr);
   s->pidfd.unwatch(epoll_.get());
   for (const auto& [id, a] : s->attachments)
-    dp_.close(id);
+    close_attachment(s->peer.uid, a);
   if (s->welcomed || !s->attachments.empty()) {
     spdlog::info(
         "session {} ({} pid {}) ended: {}; {} attachment(s) closed, their buffers "
@@ -457,36 +460,49 @@ Result<AttachGrant> SessionServer::attach(const control::PeerIdentity& caller,
   if (!system::fds_to_spare(8)) {
     return fail(ErrorCode::kResourceExhausted, kOutOfFds);
   }
-  Result<uint64_t> id = !spec.flow.empty() ? dp_.create_rx(spec.flow, spec.rx_options)
-                        : !spec.rx_interface.empty()
-                            ? dp_.create_rx_queue(spec.rx_interface, spec.rx_queue, spec.rx_options)
-                            : dp_.create_tx(spec.tx_interface, spec.tx_queue, spec.tx_kicks);
-  if (!id) return std::unexpected(id.error());
+  // Charged before the data plane allocates anything; given back if it then fails.
+  Attachment a;
+  auto reserve = [&](const dataplane::MemoryCost& cost) -> Result<> {
+    if (auto ok = charge(caller.uid, cost); !ok) return ok;
+    a.memory = cost;
+    return {};
+  };
+  Result<uint64_t> id =
+      !spec.flow.empty() ? dp_.create_rx(spec.flow, spec.rx_options, reserve)
+      : !spec.rx_interface.empty()
+          ? dp_.create_rx_queue(spec.rx_interface, spec.rx_queue, spec.rx_options, reserve)
+          : dp_.create_tx(spec.tx_interface, spec.tx_queue, spec.tx_kicks, reserve);
+  if (!id) {
+    uncharge(caller.uid, a.memory);
+    return std::unexpected(id.error());
+  }
+  a.id = *id;
+  a.rx = !spec.flow.empty() || !spec.rx_interface.empty();
   AttachGrant grant;
   grant.attachment_id = *id;
   if (::getrandom(grant.token.data(), grant.token.size(), 0) !=
       static_cast<ssize_t>(grant.token.size())) {
-    dp_.close(*id);
+    close_attachment(caller.uid, a);
     return fail_errno("getrandom");
   }
-  std::string target = dp_.target(*id);  // the name stats use too, TX queue resolved
-  std::lock_guard lock(mutex_);
-  auto it = sessions_.find(spec.session_id);
-  if (it == sessions_.end()) {  // it ended meanwhile
-    dp_.close(*id);
-    return fail(ErrorCode::kNotFound, "the session ended", "session_id");
-  }
-  // Again, for calls of the same user that were checked side by side.
-  if (auto full = check_attachment_limit(caller); !full) {
-    dp_.close(*id);
-    return std::unexpected(full.error());
-  }
-  Attachment a;
-  a.id = *id;
-  a.rx = !spec.flow.empty() || !spec.rx_interface.empty();
-  a.target = std::move(target);
+  a.target = dp_.target(*id);  // the name stats use too, TX queue resolved
   a.token = grant.token;
-  it->second->attachments[*id] = a;
+  Result<> kept;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = sessions_.find(spec.session_id);
+    if (it == sessions_.end()) {  // it ended meanwhile
+      kept = fail(ErrorCode::kNotFound, "the session ended", "session_id");
+    } else {
+      // Again, for calls of the same user that were checked side by side.
+      kept = check_attachment_limit(caller);
+      if (kept) it->second->attachments[*id] = a;
+    }
+  }
+  if (!kept) {  // closed outside the session lock: close() waits for the pollers
+    close_attachment(caller.uid, a);
+    return std::unexpected(kept.error());
+  }
   return grant;
 }
 
@@ -508,6 +524,58 @@ std::vector<SessionInfo> SessionServer::sessions() const {
     out.push_back(std::move(info));
   }
   return out;
+}
+
+Result<> SessionServer::charge(uid_t uid, const dataplane::MemoryCost& cost) {
+  constexpr uint64_t kMiB = 1 << 20;
+  std::lock_guard lock(memory_mutex_);
+  dataplane::MemoryCost& mine = memory_[uid];
+  auto within = [&](uint64_t now, uint64_t more, uint32_t cap_mb, const char* key,
+                    const char* kind) -> Result<> {
+    if (now + more <= uint64_t{cap_mb} * kMiB) return {};
+    return fail(ErrorCode::kResourceExhausted,
+                "the attachment takes " + std::to_string((more + kMiB - 1) / kMiB) + " MiB of " +
+                    kind + " memory; " + std::to_string((now + kMiB - 1) / kMiB) + " MiB of the " +
+                    std::to_string(cap_mb) + " MiB daemon.limits." + key + " allows are taken");
+  };
+  Result<> ok =
+      within(mine.host, cost.host, limits_.memory_mb_per_user, "memory_mb_per_user", "host");
+  if (ok) {
+    ok = within(memory_total_.host, cost.host, limits_.memory_mb_total, "memory_mb_total", "host");
+  }
+  if (ok) {
+    ok =
+        within(mine.gpu, cost.gpu, limits_.gpu_memory_mb_per_user, "gpu_memory_mb_per_user", "GPU");
+  }
+  if (ok) {
+    ok = within(memory_total_.gpu, cost.gpu, limits_.gpu_memory_mb_total, "gpu_memory_mb_total",
+                "GPU");
+  }
+  if (!ok) {
+    if (mine.host == 0 && mine.gpu == 0) memory_.erase(uid);
+    return ok;
+  }
+  mine.host += cost.host;
+  mine.gpu += cost.gpu;
+  memory_total_.host += cost.host;
+  memory_total_.gpu += cost.gpu;
+  return {};
+}
+
+void SessionServer::uncharge(uid_t uid, const dataplane::MemoryCost& cost) {
+  if (cost.host == 0 && cost.gpu == 0) return;
+  std::lock_guard lock(memory_mutex_);
+  dataplane::MemoryCost& mine = memory_[uid];
+  mine.host -= cost.host;
+  mine.gpu -= cost.gpu;
+  memory_total_.host -= cost.host;
+  memory_total_.gpu -= cost.gpu;
+  if (mine.host == 0 && mine.gpu == 0) memory_.erase(uid);
+}
+
+void SessionServer::close_attachment(uid_t uid, const Attachment& a) {
+  dp_.close(a.id);
+  uncharge(uid, a.memory);
 }
 
 Result<> SessionServer::check_attachment_limit(const control::PeerIdentity& caller) const {

@@ -86,6 +86,7 @@ class SessionServer {
     bool rx = true;
     bool claimed = false;
     std::array<uint8_t, DAQIRI_TOKEN_BYTES> token{};
+    dataplane::MemoryCost memory;  // charged to its user while it exists
   };
   struct Session {
     uint64_t id = 0;
@@ -110,6 +111,12 @@ class SessionServer {
   uint32_t sessions_of(uid_t uid) const;
   // RESOURCE_EXHAUSTED when the caller's uid holds attachments_per_user already. Under mutex_.
   [[nodiscard]] Result<> check_attachment_limit(const control::PeerIdentity& caller) const;
+  // Charges `cost` to `uid` if it fits daemon.limits' memory caps (RESOURCE_EXHAUSTED naming
+  // the cap otherwise); uncharge() gives it back.
+  Result<> charge(uid_t uid, const dataplane::MemoryCost& cost);
+  void uncharge(uid_t uid, const dataplane::MemoryCost& cost);
+  // Closes an attachment of a session of `uid` and gives back what it was charged.
+  void close_attachment(uid_t uid, const Attachment& a);
   // Ends a session: every attachment closed, fds dropped. `why` goes to the log.
   void end_session(uint64_t session_id, const std::string& why);
   // Ends a session for breaking the protocol, and counts it.
@@ -126,6 +133,11 @@ class SessionServer {
   mutable std::mutex mutex_;  // sessions_ and their attachments
   std::map<uint64_t, std::unique_ptr<Session>> sessions_;
   std::set<uid_t> over_limit_;  // refused a session since their last one ended (logged once)
+  // Memory charged per user and in all: its own lock, taken alone (the data plane's reserve
+  // hook runs under the data plane's lock).
+  std::mutex memory_mutex_;
+  std::map<uid_t, dataplane::MemoryCost> memory_;
+  dataplane::MemoryCost memory_total_;
   uint64_t next_session_ = 1;
   std::atomic<uint64_t> cut_off_{0};
   std::atomic<bool> stop_{false};

@@ -11,6 +11,10 @@
 //   tx-frame SOCKET KIND
 //       submits one frame that breaks the queue's policy (KIND: options, fragment, source,
 //       tcp, port) and prints "refused" when it comes back failed, "sent" when it went out.
+//   tx-hoard SOCKET N
+//       (libdaqiri) attaches to lo's TX queue up to N times in one session, writing every byte
+//       of each TX pool; prints "attached I" for each and "refused: WHY" at the first refusal,
+//       then sleeps.
 //   hello-name SOCKET
 //       says HELLO with 64 name bytes and no NUL: a newline, quotes, escapes, UTF-8 and a
 //       terminal escape sequence; prints "welcomed", then sleeps.
@@ -28,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "daqiri/client.hpp"
 #include "daqiri/frame.hpp"
 #include "daqiri/ring.hpp"
 #include "daqiri/test_pattern.hpp"
@@ -291,6 +296,26 @@ int tx_frame(const std::string& socket, const std::string& kind) {
   sleep_forever();
 }
 
+int tx_hoard(const std::string& socket, int n) {
+  auto c = daqiri::test::connect_or_exit(socket, "test-hoard");
+  for (int i = 1; i <= n; ++i) {
+    daqiri::TxOptions o;
+    o.interface = "lo";
+    auto tx = c->attach_tx(o);
+    if (!tx) {
+      say("refused: %s", tx.error().message.c_str());
+      break;
+    }
+    // Every page of the pool made real: the memory the attachment costs is taken for sure.
+    std::vector<daqiri::TxBuffer> all(1 << 16);
+    size_t got = (*tx)->reserve(all);
+    for (size_t k = 0; k < got; ++k)
+      std::memset(all[k].data.data(), 0x5a, all[k].data.size());
+    say("attached %d", i);
+  }
+  sleep_forever();
+}
+
 int hello_name(const std::string& socket) {
   std::array<char, 64> name{};
   const char evil[] = "evil\nname \"quoted\" back\\slash \x1b[31mred\x1b[0m \xc3\xa9t\xc3\xa9 ";
@@ -316,6 +341,7 @@ int main(int argc, char** argv) {
   }
   if (a.size() == 3 && a[0] == "tx-frame") return tx_frame(a[1], a[2]);
   if (a.size() == 2 && a[0] == "hello-name") return hello_name(a[1]);
+  if (a.size() == 3 && a[0] == "tx-hoard") return tx_hoard(a[1], std::stoi(a[2]));
   std::fprintf(stderr, "usage: see the comment at the top of adversary_client.cpp\n");
   return 2;
 }

@@ -8,9 +8,11 @@
 #include <net/if.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <thread>
@@ -165,6 +167,53 @@ TEST_F(AdversaryTest, AClientThatHoldsBuffersStarvesNobodyElse) {
     attacker.wait();
     ASSERT_TRUE(eventually([](const v1::Stats& st) { return st.attachments_size() == 0; }));
   }
+}
+
+// Bytes of the memfds a process holds open: the shared memory it has made (rings, pools).
+uint64_t memfd_bytes(pid_t pid) {
+  uint64_t total = 0;
+  std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::error_code ec;
+    auto target = std::filesystem::read_symlink(e.path(), ec);
+    if (ec || !target.string().starts_with("/memfd:")) continue;
+    struct stat st {};
+    if (::stat(e.path().c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
+  }
+  return total;
+}
+
+// Users who attach TX queues (a 4 MiB pool each, every page written) until refused: one user
+// gets what daemon.limits.memory_mb_per_user allows, all together what memory_mb_total
+// allows, each refusal names its cap, and the daemon's shared memory never grows past the
+// total; what one user gives back, another may take.
+TEST_F(AdversaryTest, AUserCannotMakeTheDaemonTakeMoreMemoryThanTheCaps) {
+  if (!is_root()) GTEST_SKIP() << "needs root for throwaway users";
+  TempGroup group;
+  TempUser mallory(group.name());
+  TempUser trudy(group.name());
+  start("  socket_group: " + group.name() + "\n  access:\n    clients:\n      users: [" +
+        mallory.name() + ", " + trudy.name() +
+        "]\n  limits: {memory_mb_per_user: 40, memory_mb_total: 60}\n");
+  const uint64_t before = memfd_bytes(daemon_->pid());
+  Spawned first(dir_, adversary({"tx-hoard", "100"}), mallory.ids());
+  ASSERT_TRUE(first.wait_for_output("refused", 20s)) << first.output();
+  EXPECT_THAT(first.output(), HasSubstr("attached 9\n"));
+  EXPECT_THAT(first.output(), Not(HasSubstr("attached 10")));
+  EXPECT_THAT(first.output(), HasSubstr("MiB daemon.limits.memory_mb_per_user allows are taken"));
+  Spawned second(dir_, adversary({"tx-hoard", "100"}), trudy.ids());
+  ASSERT_TRUE(second.wait_for_output("refused", 20s)) << second.output();
+  EXPECT_THAT(second.output(), HasSubstr("attached 5\n"));
+  EXPECT_THAT(second.output(), Not(HasSubstr("attached 6")));
+  EXPECT_THAT(second.output(), HasSubstr("MiB daemon.limits.memory_mb_total allows are taken"));
+  EXPECT_LE(memfd_bytes(daemon_->pid()) - before, uint64_t{60} << 20);
+  EXPECT_EQ(stats().attachments_size(), 14);
+  first.kill(SIGKILL);
+  first.wait();
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 5; }));
+  Spawned third(dir_, adversary({"tx-hoard", "3"}), trudy.ids());
+  ASSERT_TRUE(third.wait_for_output("attached 3", 20s)) << third.output();
+  EXPECT_TRUE(healthy());
 }
 
 // Counts the frames daqirid's raw socket puts on lo from 127.0.0.1:`src_port` to `dst_port`,
