@@ -119,6 +119,12 @@ Result<std::unique_ptr<Daemon>> Daemon::start(config::Config config) {
   return d;
 }
 
+namespace {
+constexpr std::chrono::milliseconds kHealthTick{500};
+// An idle poller parks a second at most: five without a loop is a poller that is stuck.
+constexpr std::chrono::milliseconds kPollerStallLimit{5000};
+}  // namespace
+
 int Daemon::run() {
   auto signals = system::SignalWatch::open();
   if (!signals) {
@@ -131,11 +137,37 @@ int Daemon::run() {
   notifier_.ready(status);
   spdlog::info("daqirid {} ready: {} (config: {})", build::kVersion, status, c.source);
 
+  // A health tick: NOT_SERVING while attachments are parked or a poller is stalled, and the
+  // systemd watchdog unfed while a poller is stalled (systemd then restarts the daemon).
   auto watchdog = notifier_.watchdog_interval();
+  auto tick = std::min(watchdog.value_or(kHealthTick), kHealthTick);
+  auto last_ping = std::chrono::steady_clock::now();
+  bool serving = true;
   for (;;) {
-    auto sig = signals->wait(watchdog);
+    auto sig = signals->wait(tick);
     if (!sig) {
-      notifier_.watchdog();
+      auto stalled = data_plane_->stalled_pollers(kPollerStallLimit);
+      data_plane_->reap_parked();
+      size_t parked = data_plane_->parked();
+      bool healthy = stalled.empty() && parked == 0;
+      if (healthy != serving) {
+        serving = healthy;
+        control_->set_serving(healthy);
+        if (healthy) {
+          spdlog::info("healthy again: SERVING");
+        } else {
+          std::string names;
+          for (const auto& n : stalled)
+            names += (names.empty() ? "" : ", ") + n;
+          spdlog::error("NOT_SERVING: {} attachment(s) parked; poller(s) stalled for over {} s: {}",
+                        parked, kPollerStallLimit.count() / 1000, names.empty() ? "none" : names);
+        }
+      }
+      auto now = std::chrono::steady_clock::now();
+      if (watchdog && stalled.empty() && now - last_ping >= *watchdog) {
+        notifier_.watchdog();
+        last_ping = now;
+      }
       continue;
     }
     if (*sig == SIGHUP) {

@@ -383,6 +383,7 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
     out->set_timer_wakeups(p.wakeups.timer);
   }
   resp->set_sessions_cut_off(sessions_.sessions_cut_off());
+  resp->set_attachments_parked(static_cast<uint32_t>(data_plane_.parked()));
   return grpc::Status::OK;
 }
 

@@ -183,8 +183,9 @@ DataPlane::~DataPlane() {
 #endif
   flows_.clear();
 #ifdef DAQIRI_HAVE_DPDK
-  dpdk_.reset();
+  dpdk_.reset();  // a parked TX attachment's frames are freed with its port
 #endif
+  parked_.clear();
 }
 
 Result<Poller*> DataPlane::poller_for(const std::string& name, int core) {
@@ -762,7 +763,9 @@ size_t DataPlane::rx_attachments_of(std::string_view flow) const {
 std::vector<Poller*> DataPlane::rx_pollers(const Attachment& a) const {
   std::vector<Poller*> out;
   for (const auto& name : a.flows) {
-    Poller* p = flows_.at(name).poller;
+    auto f = flows_.find(name);
+    if (f == flows_.end()) continue;
+    Poller* p = f->second.poller;
     if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
   }
   return out;
@@ -783,63 +786,161 @@ bool DataPlane::add_rx(Attachment& a) {
 
 void DataPlane::remove_rx(Attachment& a, size_t flows) {
   for (size_t i = 0; i < flows; ++i) {
-    FlowEntry& f = flows_.at(a.flows[i]);
-    f.flow->fanout().remove(a.rx.get(), f.poller->epoch());
+    auto f = flows_.find(a.flows[i]);  // a parked attachment may outlive its flow
+    if (f != flows_.end()) f->second.flow->fanout().remove(a.rx.get(), f->second.poller->epoch());
   }
   for (Poller* p : rx_pollers(a))
     p->unwatch(a.rx->kick_fd());
 }
 
 void DataPlane::close(uint64_t id) {
-  std::lock_guard lock(mutex_);
-  close_locked(id);
+  auto deadline = std::chrono::steady_clock::now() + kReleaseWait;
+  std::unique_lock lock(mutex_);
+  reap_parked_locked();
+  auto it = attachments_.find(id);
+  if (it == attachments_.end() || it->second.closing) return;  // gone, or another closes it
+  if (!it->second.active) {
+    attachments_.erase(it);
+    return;
+  }
+  begin_close(id, it->second);
+  // The wait is outside the lock, a look under it at a time: stats, scrapes and other clients'
+  // calls go on meanwhile, and a flow removal that finishes this close first is seen.
+  for (;;) {
+    bool released = it->second.lifecycle().released.load(std::memory_order_acquire);
+    if (released || std::chrono::steady_clock::now() > deadline) {
+      finish_close(it, released);
+      return;
+    }
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    lock.lock();
+    it = attachments_.find(id);
+    if (it == attachments_.end()) return;
+  }
 }
 
 void DataPlane::close_locked(uint64_t id) {
   auto it = attachments_.find(id);
   if (it == attachments_.end()) return;
-  Attachment& a = it->second;
-  AttachmentLifecycle& life = a.lifecycle();
-  if (a.active) {
-#ifdef DAQIRI_HAVE_CUDA
-    // The engine first: no copy may still read a buffer the RX poller is about to take back.
-    if (a.gpu) {
-      a.gpu_poller->remove_task(a.gpu.get(), {a.gpu->wake_fd()});
-      a.gpu->quiesce();
-      const gpu::GpuCopyCounters& c = a.gpu->counters;
-      spdlog::info("gpu ring of attachment {} closed: {} frames, {} of them in {} copy-engine runs",
-                   id, c.packets.load(), c.dma_frames.load(), c.dma_copies.load());
-    }
-#endif
-    life.closing.store(true, std::memory_order_release);
-    // The poller returns every buffer and lets go; woken, a sleeping one need not finish its
-    // park (up to 1 ms) first.
-    if (a.rx) {
-      for (const auto& name : a.flows)
-        flows_.at(name).poller->epoch().wake();
-    } else {
-      a.tx_home->poller->epoch().wake();
-    }
-    while (!life.released.load(std::memory_order_acquire)) {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-    if (a.rx) {
-      remove_rx(a, a.flows.size());
-    } else {
-      a.tx_home->poller->unwatch(a.tx->kick_fd());
-      if (a.tx_home->task) {
-        a.tx_home->task->remove(a.tx.get(), a.tx_home->poller->epoch());
-      } else {
-#ifdef DAQIRI_HAVE_DPDK
-        dpdk_->remove_tx(a.tx_home->itf->name, a.tx_home->queue->name, a.tx.get(),
-                         a.tx_home->poller->epoch());
-#endif
-      }
-    }
+  if (!it->second.active) {
+    attachments_.erase(it);
+    return;
   }
+  if (!it->second.closing) begin_close(id, it->second);
+  finish_close(it, wait_released(it->second.lifecycle()));
+}
+
+bool DataPlane::wait_released(const AttachmentLifecycle& life) {
+  auto deadline = std::chrono::steady_clock::now() + kReleaseWait;
+  while (!life.released.load(std::memory_order_acquire)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return true;
+}
+
+void DataPlane::begin_close(uint64_t id, Attachment& a) {
+  a.closing = true;
+#ifdef DAQIRI_HAVE_CUDA
+  // The engine first: no copy may still read a buffer the RX poller is about to take back.
+  if (a.gpu) {
+    a.gpu_poller->remove_task(a.gpu.get(), {a.gpu->wake_fd()});
+    a.gpu->quiesce();
+    const gpu::GpuCopyCounters& c = a.gpu->counters;
+    spdlog::info("gpu ring of attachment {} closed: {} frames, {} of them in {} copy-engine runs",
+                 id, c.packets.load(), c.dma_frames.load(), c.dma_copies.load());
+  }
+#else
+  (void)id;
+#endif
+  a.lifecycle().closing.store(true, std::memory_order_release);
+  // The poller returns every buffer and lets go; woken, a sleeping one need not finish its
+  // park (up to 1 ms) first.
+  for (Poller* p : pollers_of(a))
+    p->epoch().wake();
+}
+
+std::vector<Poller*> DataPlane::pollers_of(const Attachment& a) const {
+  return a.rx ? rx_pollers(a) : std::vector<Poller*>{a.tx_home->poller};
+}
+
+void DataPlane::finish_close(std::map<uint64_t, Attachment>::iterator it, bool released) {
+  Attachment& a = it->second;
+  if (!released) {
+    // Its poller still has it (a NIC that never completes its TX, a poller that does not
+    // come round): freeing it now would be a use after free. It stays, out of the table,
+    // until its poller lets go (reap_parked_locked), and the daemon reports itself unhealthy.
+    std::string pollers;
+    for (Poller* p : pollers_of(a))
+      pollers += (pollers.empty() ? "" : ", ") + p->name();
+    spdlog::error(
+        "attachment {} ({}) was not let go by its poller ({}) within {} ms: parked, {} parked "
+        "now; daqirid reports NOT_SERVING until it is let go",
+        it->first, target_of(a), pollers, kReleaseWait.count(), parked_.size() + 1);
+    parked_.push_back(std::move(a));
+    attachments_.erase(it);
+    return;
+  }
+  retire(a);
   bool rx = a.rx != nullptr;
   attachments_.erase(it);
   if (rx) rebalance_shares();
+}
+
+void DataPlane::retire(Attachment& a) {
+  if (a.rx) {
+    remove_rx(a, a.flows.size());
+    return;
+  }
+  a.tx_home->poller->unwatch(a.tx->kick_fd());
+  if (a.tx_home->task) {
+    a.tx_home->task->remove(a.tx.get(), a.tx_home->poller->epoch());
+  } else {
+#ifdef DAQIRI_HAVE_DPDK
+    dpdk_->remove_tx(a.tx_home->itf->name, a.tx_home->queue->name, a.tx.get(),
+                     a.tx_home->poller->epoch());
+#endif
+  }
+}
+
+void DataPlane::reap_parked_locked() {
+  auto let_go = std::partition(parked_.begin(), parked_.end(), [](const Attachment& a) {
+    return !a.lifecycle().released.load(std::memory_order_acquire);
+  });
+  if (let_go == parked_.end()) return;
+  for (auto p = let_go; p != parked_.end(); ++p) {
+    spdlog::info("a parked attachment ({}) was let go by its poller at last: freed", target_of(*p));
+    retire(*p);
+  }
+  parked_.erase(let_go, parked_.end());
+  rebalance_shares();
+}
+
+std::vector<std::string> DataPlane::stalled_pollers(std::chrono::milliseconds limit) {
+  std::lock_guard lock(mutex_);
+  auto now = std::chrono::steady_clock::now();
+  std::vector<std::string> out;
+  for (const auto& p : pollers_) {
+    uint64_t count = p->epoch().count();
+    auto [it, fresh] = progress_.try_emplace(p.get(), Progress{count, now});
+    if (fresh || it->second.count != count) {
+      it->second = {count, now};
+    } else if (now - it->second.since > limit) {
+      out.push_back(p->name());
+    }
+  }
+  return out;
+}
+
+size_t DataPlane::parked() const {
+  std::lock_guard lock(mutex_);
+  return parked_.size();
+}
+
+void DataPlane::reap_parked() {
+  std::lock_guard lock(mutex_);
+  reap_parked_locked();
 }
 
 std::vector<uint64_t> DataPlane::violated() const {

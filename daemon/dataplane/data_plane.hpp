@@ -4,6 +4,7 @@
 // take that mutex.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -156,9 +157,20 @@ class DataPlane {
                              bool client_kicks = false, const ReserveMemory& reserve = {});
   // Starts delivery (RX) or draining (TX); returns what the client must map.
   Result<AttachmentShare> activate(uint64_t id);
-  // Ends an attachment: the poller returns every buffer it lent, then it is freed. Blocks for
-  // about a poller iteration. Unknown ids (already closed) are ignored.
+  // Ends an attachment: the poller returns every buffer it lent, then it is freed. Waits for
+  // that, outside the data plane's lock, up to kReleaseWait; an attachment its poller has not
+  // let go by then is parked (kept, out of the table, never freed under the poller) until it
+  // does. Unknown ids (already closed) are ignored.
   void close(uint64_t id);
+  static constexpr std::chrono::milliseconds kReleaseWait{500};
+  // Attachments closed whose pollers have not let them go yet.
+  [[nodiscard]] size_t parked() const;
+  // Frees the parked attachments whose pollers have let go since (close() does too).
+  void reap_parked();
+  // Pollers whose loop has not come round for longer than `limit` (an idle one parks for a
+  // second at most), by name. Called now and then (the daemon's health tick): it compares
+  // each poller's iteration count with what it was at the previous call.
+  [[nodiscard]] std::vector<std::string> stalled_pollers(std::chrono::milliseconds limit);
   // Attachments whose clients broke the protocol.
   [[nodiscard]] std::vector<uint64_t> violated() const;
 
@@ -213,6 +225,7 @@ class DataPlane {
     std::string target;
     TxQueueHome* tx_home = nullptr;
     bool active = false;
+    bool closing = false;  // a close() waits for its pollers to let go
     [[nodiscard]] AttachmentLifecycle& lifecycle() const {
       return rx ? rx->lifecycle : tx->lifecycle;
     }
@@ -236,7 +249,18 @@ class DataPlane {
   Result<uint64_t> create_rx_locked(std::vector<std::string> flows, std::string target,
                                     uint32_t ring_size, const RxAttachOptions& options,
                                     const ReserveMemory& reserve, MemoryCost extra = {});
+  // close() with the lock held throughout (flow removal, shutdown): the same bounded wait.
   void close_locked(uint64_t id);
+  // close() in steps: asks its pollers to let go; waits for it (up to kReleaseWait); takes it
+  // out of their sets and frees it, or parks it if not let go.
+  void begin_close(uint64_t id, Attachment& a);
+  static bool wait_released(const AttachmentLifecycle& life);
+  void finish_close(std::map<uint64_t, Attachment>::iterator it, bool released);
+  // Out of its pollers' sets (they let go of it).
+  void retire(Attachment& a);
+  // Frees the parked attachments whose pollers have let go since.
+  void reap_parked_locked();
+  [[nodiscard]] std::vector<Poller*> pollers_of(const Attachment& a) const;
   // RX: the pollers of its flows, each once.
   [[nodiscard]] std::vector<Poller*> rx_pollers(const Attachment& a) const;
   // RX: its flows deliver to it, and their pollers watch its kick. False, with nothing
@@ -293,6 +317,12 @@ class DataPlane {
   std::map<std::string, FlowEntry, std::less<>> flows_;
   std::map<std::string, memory::PageArena> arenas_;  // per share_pages region: its slabs
   std::map<uint64_t, Attachment> attachments_;
+  std::vector<Attachment> parked_;  // closed, not yet let go by their pollers
+  struct Progress {
+    uint64_t count = 0;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::map<const Poller*, Progress> progress_;  // stalled_pollers()' last look
   uint64_t next_id_ = 1;
 };
 

@@ -27,6 +27,8 @@ class Epoch {
     value_.store(value_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
   void set_stopped() { stopped_.store(true, std::memory_order_release); }
+  // Loop iterations so far: a poller that makes progress moves it.
+  [[nodiscard]] uint64_t count() const { return value_.load(std::memory_order_acquire); }
   // An eventfd that ends the poller's park: waits write it, so that an idle poller's
   // iterations (a park each) do not set their pace.
   void wake_with(int eventfd) { wake_fd_ = eventfd; }

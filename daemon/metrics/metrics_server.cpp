@@ -304,6 +304,10 @@ class DataPlaneCollector final : public prometheus::Collectable {
     FamilyBuilder cut(out, "daqiri_sessions_cut_off_total",
                       "Sessions ended for breaking the protocol", MetricType::Counter);
     cut.add({}, double(sessions_.sessions_cut_off()));
+    FamilyBuilder parked(out, "daqiri_attachments_parked",
+                         "Attachments closed that their pollers have not let go yet",
+                         MetricType::Gauge);
+    parked.add({}, double(dp_.parked()));
     FamilyBuilder busy(out, "daqiri_poller_busy_ratio",
                        "Fraction of a poller's iterations that found work", MetricType::Gauge);
     FamilyBuilder parks(out, "daqiri_poller_parks_total",

@@ -11,6 +11,8 @@
 //   tx-frame SOCKET KIND
 //       submits one frame that breaks the queue's policy (KIND: options, fragment, source,
 //       tcp, port) and prints "refused" when it comes back failed, "sent" when it went out.
+//   tx-leave SOCKET IF N
+//       submits N frames through IF's TX queue and exits at once, without waiting for them.
 //   tx-hoard SOCKET N
 //       (libdaqiri) attaches to lo's TX queue up to N times in one session, writing every byte
 //       of each TX pool; prints "attached I" for each and "refused: WHY" at the first refusal,
@@ -296,6 +298,27 @@ int tx_frame(const std::string& socket, const std::string& kind) {
   sleep_forever();
 }
 
+int tx_leave(const std::string& socket, const std::string& itf, uint32_t n) {
+  auto c = daqiri::test::connect_or_exit(socket, "test-leave");
+  daqiri::TxOptions o;
+  o.interface = itf;
+  auto tx = c->attach_tx(o);
+  if (!tx) {
+    say("attach failed: %s", tx.error().message.c_str());
+    return 3;
+  }
+  std::vector<daqiri::TxBuffer> bufs(n);
+  bufs.resize((*tx)->reserve(bufs));
+  for (auto& b : bufs) {
+    size_t h = daqiri::frame::write_udp_headers(b.data, {kLoopback, 40000}, {kLoopback, 9}, 32);
+    daqiri::pattern::fill(b.data.subspan(h, 32), 9, b.index);
+    b.length = static_cast<uint32_t>(h + 32);
+  }
+  auto sent = (*tx)->submit(bufs);
+  say("submitted %zu", sent ? *sent : 0);
+  return sent && *sent == n ? 0 : 1;
+}
+
 int tx_hoard(const std::string& socket, int n) {
   auto c = daqiri::test::connect_or_exit(socket, "test-hoard");
   for (int i = 1; i <= n; ++i) {
@@ -342,6 +365,9 @@ int main(int argc, char** argv) {
   if (a.size() == 3 && a[0] == "tx-frame") return tx_frame(a[1], a[2]);
   if (a.size() == 2 && a[0] == "hello-name") return hello_name(a[1]);
   if (a.size() == 3 && a[0] == "tx-hoard") return tx_hoard(a[1], std::stoi(a[2]));
+  if (a.size() == 4 && a[0] == "tx-leave") {
+    return tx_leave(a[1], a[2], static_cast<uint32_t>(std::stoul(a[3])));
+  }
   std::fprintf(stderr, "usage: see the comment at the top of adversary_client.cpp\n");
   return 2;
 }

@@ -406,6 +406,52 @@ TEST_F(DpdkTest, TxHeaderPoolRunningDryStallsNothing) {
   EXPECT_EQ(flow(s, "back").packets(), kFrames);
 }
 
+// A port that never frees what it is given (net_ring with no RX queue: nothing takes the frames
+// off its ring), and a TX client that submits frames there and goes away: its attachment cannot
+// be freed while the PMD holds them. The close waits a bounded time outside the data plane's
+// lock, parks the attachment (counted, logged, NOT_SERVING); meanwhile and after, GetStats, a
+// metrics scrape and another client's attach answer within a second; the daemon stops cleanly.
+TEST_F(DpdkTest, ATxQueueThatNeverCompletesCannotWedgeTheControlPath) {
+  uint16_t metrics_port = free_tcp_port();
+  metrics_ = "127.0.0.1:" + std::to_string(metrics_port);
+  start(config(dir_.file("d.sock"),
+               "  - name: ring0\n    backend: dpdk\n    address: net_ring0\n"
+               "    tx: {queues: [{name: tx0, regions: [tx]}]}\n"
+               "  - name: null0\n    backend: dpdk\n    address: net_null0\n"
+               "    rx: {queues: [{name: rx0, regions: [rx]}]}\n",
+               "  - {name: all, interface: null0, match: {any: true}}\n"));
+  auto left = run({adversary_path(), "tx-leave", socket_, "ring0", "100"});
+  ASSERT_EQ(left.exit_code, 0) << left.out << left.err;
+  EXPECT_THAT(left.out, HasSubstr("submitted 100"));
+  auto within_a_second = [](const auto& call) {
+    auto start = std::chrono::steady_clock::now();
+    call();
+    return std::chrono::steady_clock::now() - start < 1s;
+  };
+  // The session's close is under way or done: the control path answers all along.
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(within_a_second([&] { (void)stats(); }));
+    EXPECT_TRUE(within_a_second([&] { EXPECT_TRUE(http_get(metrics_port, "/metrics")); }));
+    std::this_thread::sleep_for(150ms);
+  }
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_parked() == 1; }))
+      << daemon_->log();
+  EXPECT_EQ(stats().attachments_size(), 0);
+  EXPECT_THAT(daemon_->log(), HasSubstr("was not let go by its poller (poll:tx:ring0/tx0)"));
+  auto body = http_get(metrics_port, "/metrics");
+  ASSERT_TRUE(body);
+  EXPECT_THAT(*body, HasSubstr("\ndaqiri_attachments_parked 1\n"));
+  bool not_serving = false;
+  for (int i = 0; i < 40 && !not_serving; ++i) {  // the daemon's health tick: every 500 ms
+    not_serving = run({ctl_path(), "--socket", socket_, "health"}).exit_code != 0;
+    if (!not_serving) std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(not_serving);
+  Spawned other(dir_, {test_client_path(), "tx-idle", socket_, "ring0", "1"});
+  EXPECT_TRUE(within_a_second([&] { EXPECT_TRUE(other.wait_for_output("attached", 1s)); }))
+      << other.output();
+}
+
 // The NIC's own counters (rte_eth_stats and every xstat) and the queues' reach GetStats,
 // `daqiri-ctl stats` and the metrics, the same numbers in each: net_ring counts the frames the
 // daemon sent on TX and took back on RX.

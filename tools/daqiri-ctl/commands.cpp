@@ -448,6 +448,10 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
     pollers.print(std::cout);
   }
   std::cout << "sessions cut off: " << stats.sessions_cut_off() << '\n';
+  if (stats.attachments_parked() > 0) {
+    std::cout << "attachments parked (closed, not let go by their pollers): "
+              << stats.attachments_parked() << '\n';
+  }
 }
 
 }  // namespace
