@@ -12,36 +12,17 @@
 
 #include "system/connection_acceptor.hpp"
 #include "system/fd_headroom.hpp"
+#include "system/socket_node.hpp"
 
 namespace daqiri::control {
 
 Result<std::unique_ptr<UnixListener>> UnixListener::bind(const std::string& path, mode_t mode,
                                                          std::optional<gid_t> group) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) {
-    return fail(ErrorCode::kInvalidArgument, "socket path too long: " + path);
-  }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd) return fail_errno("socket(AF_UNIX)");
   ::unlink(path.c_str());  // stale: our caller holds the instance lock for this path
-  // umask 0177 while binding, so the socket is never reachable with looser permissions.
-  mode_t old_mask = ::umask(0177);
-  int rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  int err = errno;
-  ::umask(old_mask);
-  if (rc != 0) return fail_errno("bind " + path, err);
-  if (group && ::chown(path.c_str(), static_cast<uid_t>(-1), *group) != 0) {
-    int e = errno;
-    ::unlink(path.c_str());
-    return fail_errno("chown " + path, e);
-  }
-  if (::chmod(path.c_str(), mode) != 0) {
-    int e = errno;
-    ::unlink(path.c_str());
-    return fail_errno("chmod " + path, e);
+  if (auto ok = system::bind_socket_node(fd.get(), path, mode, group); !ok) {
+    return std::unexpected(ok.error());
   }
   if (::listen(fd.get(), 128) != 0) {
     int e = errno;

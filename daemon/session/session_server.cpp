@@ -14,6 +14,7 @@
 #include "control/status_code.hpp"
 #include "daqiri/common/fd_passing.hpp"
 #include "system/fd_headroom.hpp"
+#include "system/socket_node.hpp"
 
 namespace daqiri::session {
 namespace {
@@ -89,27 +90,17 @@ std::string session_socket_path(const std::string& control_socket) {
 Result<std::unique_ptr<SessionServer>> SessionServer::start(
     const std::string& path, const config::ClientLimitsConfig& limits, std::optional<gid_t> group,
     dataplane::DataPlane& data_plane) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) {
-    return fail(ErrorCode::kInvalidArgument, "session socket path too long: " + path);
-  }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) return fail_errno("socket(SOCK_SEQPACKET)");
   ::unlink(path.c_str());  // stale: the daemon holds the instance lock
-  mode_t old = ::umask(0177);
-  int rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  int err = errno;
-  ::umask(old);
-  if (rc != 0) return fail_errno("bind " + path, err);
+  if (auto ok = system::bind_socket_node(fd.get(), path, 0660, group); !ok) {
+    return std::unexpected(ok.error());
+  }
   auto undo = [&path](const std::string& what) {
     int e = errno;
     ::unlink(path.c_str());
     return fail_errno(what + " " + path, e);
   };
-  if (group && ::chown(path.c_str(), static_cast<uid_t>(-1), *group) != 0) return undo("chown");
-  if (::chmod(path.c_str(), 0660) != 0) return undo("chmod");
   if (::listen(fd.get(), 64) != 0) return undo("listen");
   UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));

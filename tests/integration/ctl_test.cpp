@@ -192,10 +192,15 @@ TEST_F(CtlTest, SocketIsGroupOwnedAndClosedToOthers) {
   TempGroup group;
   TempUser outsider;  // not in the socket's group
   start("  socket_group: " + group.name() + "\n");
-  struct stat st {};
-  ASSERT_EQ(::stat(socket_.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0660u);
-  EXPECT_EQ(st.st_gid, group.gid());
+  // Both sockets are made with their mode and group (nothing changed by path afterwards).
+  std::string session = socket_.substr(0, socket_.size() - 5) + ".session.sock";
+  for (const std::string& path : {socket_, session}) {
+    struct stat st {};
+    ASSERT_EQ(::lstat(path.c_str(), &st), 0) << path;
+    EXPECT_TRUE(S_ISSOCK(st.st_mode)) << path;
+    EXPECT_EQ(st.st_mode & 0777, 0660u) << path;
+    EXPECT_EQ(st.st_gid, group.gid()) << path;
+  }
   auto r = ctl({"info"}, outsider.ids());
   EXPECT_EQ(r.exit_code, 4);
   EXPECT_THAT(r.err, HasSubstr("permission denied on " + socket_));
