@@ -7,6 +7,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <optional>
+
+#include "system/acting_as.hpp"
+
 namespace daqiri::capture_service {
 namespace {
 
@@ -44,7 +48,7 @@ CaptureRegistry::~CaptureRegistry() {
 }
 
 Result<UniqueFd> CaptureRegistry::open_beneath(const std::string& path, int flags, uid_t uid,
-                                               gid_t gid) const {
+                                               gid_t gid, const std::vector<gid_t>& groups) const {
   for (const auto& dir : allowed_dirs_) {
     std::string rel = beneath(path, dir);
     if (rel.empty()) continue;
@@ -56,6 +60,12 @@ Result<UniqueFd> CaptureRegistry::open_beneath(const std::string& path, int flag
     how.flags = uint64_t(flags & ~O_TRUNC) | O_NOFOLLOW | O_CLOEXEC | O_EXCL | O_NONBLOCK;
     how.mode = 0640;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    std::optional<system::ActingAs> as_requester;
+    if (uid != 0) {
+      auto acting = system::ActingAs::begin(uid, gid, groups);
+      if (!acting) return std::unexpected(acting.error());
+      as_requester.emplace(std::move(*acting));
+    }
     auto open2 = [&] {
       return UniqueFd(
           static_cast<int>(::syscall(SYS_openat2, base.get(), rel.c_str(), &how, sizeof how)));
@@ -69,6 +79,12 @@ Result<UniqueFd> CaptureRegistry::open_beneath(const std::string& path, int flag
     }
     if (!f) {
       int err = errno;
+      if (err == EACCES || err == EPERM) {
+        return fail(ErrorCode::kPermissionDenied,
+                    "capture: " + path + ": uid " + std::to_string(uid) +
+                        " may not create or write that file (the daemon writes captures as the "
+                        "user who asks)");
+      }
       if (err == ENXIO) {  // a FIFO with no reader, opened O_NONBLOCK for writing
         return fail(ErrorCode::kInvalidArgument, "capture: " + path + " is not a regular file");
       }
@@ -96,7 +112,6 @@ Result<UniqueFd> CaptureRegistry::open_beneath(const std::string& path, int flag
     if ((flags & O_TRUNC) != 0 && ::ftruncate(f.get(), 0) != 0) {
       return fail_errno("capture: truncate " + path);
     }
-    if (::fchown(f.get(), uid, gid) != 0) return fail_errno("capture: chown " + path);
     return f;
   }
   std::string dirs;
@@ -107,7 +122,8 @@ Result<UniqueFd> CaptureRegistry::open_beneath(const std::string& path, int flag
                   (dirs.empty() ? "none: daemon.capture_dirs is empty" : dirs) + ")");
 }
 
-Result<CaptureStatus> CaptureRegistry::start(const CaptureSpec& spec, uid_t uid, gid_t gid) {
+Result<CaptureStatus> CaptureRegistry::start(const CaptureSpec& spec, uid_t uid, gid_t gid,
+                                             std::vector<gid_t> groups) {
   std::lock_guard lock(mutex_);
   reap_locked();
   if (jobs_.size() >= kMaxRunning) {
@@ -127,8 +143,8 @@ Result<CaptureStatus> CaptureRegistry::start(const CaptureSpec& spec, uid_t uid,
   o.chunk_bytes = 1 << 20;
   o.max_chunks = 8;
   o.preallocate = true;
-  o.open_file = [this, uid, gid](const std::string& name, int flags) {
-    return open_beneath(name, flags, uid, gid);
+  o.open_file = [this, uid, gid, groups = std::move(groups)](const std::string& name, int flags) {
+    return open_beneath(name, flags, uid, gid, groups);
   };
   dataplane::RxAttachOptions rx;
   rx.backpressure = dataplane::Backpressure::kDropNew;  // a slow disk never holds the flow

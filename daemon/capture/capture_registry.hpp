@@ -34,14 +34,19 @@ class CaptureRegistry {
   CaptureRegistry(dataplane::DataPlane& data_plane, std::vector<std::string> allowed_dirs);
   ~CaptureRegistry();  // stops every capture
 
-  Result<CaptureStatus> start(const CaptureSpec& spec, uid_t uid, gid_t gid);
+  // `uid`, `gid`, `groups`: the requester's; the file is created as them.
+  Result<CaptureStatus> start(const CaptureSpec& spec, uid_t uid, gid_t gid,
+                              std::vector<gid_t> groups = {});
   // Stops capture `id`; only its owner or an admin may.
   Result<CaptureStatus> stop(uint64_t id, uid_t uid, bool admin);
   [[nodiscard]] std::vector<CaptureStatus> list() const;
 
   // Opens `path` for the writer: it must lie beneath an allowed folder, reached without any
-  // symbolic link; an existing file must be the requester's. The file ends up theirs.
-  Result<UniqueFd> open_beneath(const std::string& path, int flags, uid_t uid, gid_t gid) const;
+  // symbolic link, and it is opened with the requester's filesystem identity (system::ActingAs),
+  // so it is created only where they could create it, and as theirs; an existing file must be
+  // theirs too.
+  Result<UniqueFd> open_beneath(const std::string& path, int flags, uid_t uid, gid_t gid,
+                                const std::vector<gid_t>& groups) const;
 
  private:
   using Jobs = std::map<uint64_t, std::unique_ptr<CaptureJob>>;

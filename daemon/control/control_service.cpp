@@ -399,7 +399,7 @@ grpc::Status ControlService::StartCapture(grpc::ServerContext* ctx,
   }
   auto spec = from_proto(*req);
   if (!spec) return to_status(spec.error());
-  auto started = captures_.start(*spec, peer->uid, peer->gid);
+  auto started = captures_.start(*spec, peer->uid, peer->gid, peer->groups);
   if (!started) return to_status(started.error());
   to_proto(*started, *resp);
   return grpc::Status::OK;

@@ -62,6 +62,9 @@ class CaptureTest : public DataPlaneTest {
       extra += "  socket_group: " + group_->name() + "\n  access:\n    clients:\n      users: [" +
                user_->name() + "]\n";
       ::chmod(dir_.path().c_str(), 0755);  // the user's daqiri-ctl reaches the socket
+      // As the packaged folder: the clients' group may create files, each keeps its own.
+      EXPECT_EQ(::chown(allowed_.c_str(), 0, group_->gid()), 0);
+      EXPECT_EQ(::chmod(allowed_.c_str(), 01770), 0);
     }
     start(extra);
   }
@@ -351,10 +354,17 @@ TEST_F(CaptureTest, CapturesStayInsideTheAllowedFolders) {
   EXPECT_NE(::stat(dir_.file("escape.pcap").c_str(), &st), 0);
   if (user_) {  // a file root (someone else) owns
     std::string theirs = dir_.write("captures/roots.pcap", "keep me");
+    ::chmod(theirs.c_str(), 0666);  // one the user may write, but not theirs
     refused(theirs, "exists and is not yours");
     std::ifstream in(theirs);
     std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_EQ(kept, "keep me");
+    // A folder inside the allowed one that the user may not write: the daemon (root) could,
+    // but it creates files as the user who asks.
+    std::string sealed = allowed_ + "/sealed";
+    ASSERT_EQ(::mkdir(sealed.c_str(), 0755), 0);
+    refused(sealed + "/mine.pcap", "may not create or write that file");
+    EXPECT_NE(::stat((sealed + "/mine.pcap").c_str(), &st), 0);
   }
 }
 
