@@ -11,6 +11,9 @@
 //   tx-frame SOCKET KIND
 //       submits one frame that breaks the queue's policy (KIND: options, fragment, source,
 //       tcp, port) and prints "refused" when it comes back failed, "sent" when it went out.
+//   claim-late SOCKET FLOW GOFILE
+//       Attaches to FLOW, prints "granted", waits for GOFILE, then claims: prints "claim: claimed"
+//       (and the fds it got) or "claim: refused: WHY"; then sleeps.
 //   tx-leave SOCKET IF N
 //       submits N frames through IF's TX queue and exits at once, without waiting for them.
 //   tx-hoard SOCKET N
@@ -298,6 +301,27 @@ int tx_frame(const std::string& socket, const std::string& kind) {
   sleep_forever();
 }
 
+int claim_late(const std::string& socket, const std::string& flow, const std::string& go_file) {
+  Raw r;
+  if (!daqiri::test::raw_open(r, socket)) return 3;
+  daqiri::v1::AttachRequest req;
+  req.set_flow(flow);
+  RawGrant g;
+  std::string why;
+  if (!daqiri::test::raw_grant(r, req, g, &why)) {
+    say("attach failed: %s", why.c_str());
+    return 3;
+  }
+  say("granted");
+  if (!wait_until([&] { return ::access(go_file.c_str(), F_OK) == 0; })) return 3;
+  if (daqiri::test::raw_claim(r, g, &why)) {
+    say("claim: claimed %zu fds", r.fds.size());
+  } else {
+    say("claim: refused: %s", why.c_str());
+  }
+  sleep_forever();
+}
+
 int tx_leave(const std::string& socket, const std::string& itf, uint32_t n) {
   auto c = daqiri::test::connect_or_exit(socket, "test-leave");
   daqiri::TxOptions o;
@@ -365,6 +389,7 @@ int main(int argc, char** argv) {
   if (a.size() == 3 && a[0] == "tx-frame") return tx_frame(a[1], a[2]);
   if (a.size() == 2 && a[0] == "hello-name") return hello_name(a[1]);
   if (a.size() == 3 && a[0] == "tx-hoard") return tx_hoard(a[1], std::stoi(a[2]));
+  if (a.size() == 4 && a[0] == "claim-late") return claim_late(a[1], a[2], a[3]);
   if (a.size() == 4 && a[0] == "tx-leave") {
     return tx_leave(a[1], a[2], static_cast<uint32_t>(std::stoul(a[3])));
   }

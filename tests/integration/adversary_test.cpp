@@ -7,6 +7,7 @@
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "dataplane_fixture.hpp"
@@ -213,6 +215,61 @@ TEST_F(AdversaryTest, AUserCannotMakeTheDaemonTakeMoreMemoryThanTheCaps) {
   ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 5; }));
   Spawned third(dir_, adversary({"tx-hoard", "3"}), trudy.ids());
   ASSERT_TRUE(third.wait_for_output("attached 3", 20s)) << third.output();
+  EXPECT_TRUE(healthy());
+}
+
+// The RLIMIT_NOFILE that leaves a process exactly `spare` fd numbers free (holes below its
+// highest fd count: the kernel hands out the lowest free number).
+rlim_t limit_leaving(pid_t pid, int spare) {
+  std::set<int> open;
+  for (const auto& e :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+    open.insert(std::stoi(e.path().filename().string()));
+  }
+  int fd = 0;
+  for (int free = 0;; ++fd) {
+    if (open.contains(fd)) continue;
+    if (free++ == spare) return static_cast<rlim_t>(fd);
+  }
+}
+
+// A claim when the daemon has almost no fds left (its RLIMIT_NOFILE set, from outside, to leave
+// 0, 1, 2, ... free): each either works or is refused with the reason, all or nothing; the
+// daemon stays up, serves a client normally once the limit is back, and (in the sanitizer
+// builds) frees everything and touches nothing freed.
+TEST_F(AdversaryTest, AClaimWithoutFdsToSpareIsAllOrNothing) {
+  if (!is_root()) GTEST_SKIP() << "prlimit on the daemon needs root";
+  start();
+  rlimit before{};
+  ASSERT_EQ(::prlimit(daemon_->pid(), RLIMIT_NOFILE, nullptr, &before), 0);
+  int refused = 0, granted = 0;
+  for (int spare = 0; spare <= 6; ++spare) {
+    SCOPED_TRACE("fds to spare: " + std::to_string(spare));
+    std::string go = dir_.file("go" + std::to_string(spare));
+    Spawned c(dir_, adversary({"claim-late", "stream0", go}));
+    ASSERT_TRUE(c.wait_for_output("granted")) << c.output();
+    rlimit tight{limit_leaving(daemon_->pid(), spare), before.rlim_max};
+    ASSERT_EQ(::prlimit(daemon_->pid(), RLIMIT_NOFILE, &tight, nullptr), 0);
+    std::ofstream(go).put('\n');
+    ASSERT_TRUE(c.wait_for_output("claim: ")) << c.output();
+    ASSERT_EQ(::prlimit(daemon_->pid(), RLIMIT_NOFILE, &before, nullptr), 0);
+    if (c.output().find("refused") != std::string::npos) {
+      ++refused;
+      EXPECT_THAT(c.output(), HasSubstr("Too many open files"));
+    } else {
+      ++granted;
+    }
+    c.kill(SIGKILL);
+    c.wait();
+    ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() == 0; }));
+  }
+  std::printf("claims refused %d, granted %d\n", refused, granted);
+  EXPECT_GT(refused, 0);  // the tightest limits refuse
+  EXPECT_GT(granted, 0);  // enough fds to spare work
+  Spawned fine(dir_, tap("stream0", 500));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
+  ASSERT_EQ(gen(4096, 500, 100).exit_code, 0);
+  EXPECT_EQ(fine.wait(), 0) << fine.output();
   EXPECT_TRUE(healthy());
 }
 
