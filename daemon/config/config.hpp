@@ -49,6 +49,7 @@ struct TcpListenerConfig {
   std::string key_file;
   std::string client_ca_file;  // set: clients must present a certificate signed by it
   bool admin = false;          // TCP callers get the admin role (needs client_ca_file)
+  bool anonymous = false;      // role: anonymous: callers without a certificate, as clients
   Located where;
 };
 

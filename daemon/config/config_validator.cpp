@@ -91,6 +91,15 @@ class Validator {
       if (d.tcp->admin && d.tcp->client_ca_file.empty()) {
         error(d.tcp->where.at("role"),
               "role admin over TCP needs client_ca: callers must prove who they are");
+      } else if (d.tcp->anonymous && !d.tcp->client_ca_file.empty()) {
+        error(d.tcp->where.at("role"),
+              "role anonymous lets callers in without a certificate; with client_ca they "
+              "present one: use role client");
+      } else if (!d.tcp->anonymous && d.tcp->client_ca_file.empty()) {
+        error(d.tcp->where.at("client_ca"),
+              "TCP callers must prove who they are: set client_ca (the CA that signs their "
+              "certificates), or role: anonymous to let anyone who reaches the port read as a "
+              "client");
       }
     }
   }

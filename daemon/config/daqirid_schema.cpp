@@ -44,8 +44,9 @@ void read_tcp(const YamlNode& node, DaemonConfig& d) {
   map.read_string("key", tcp.key_file, tcp.where, /*required=*/true);
   map.read_string("client_ca", tcp.client_ca_file, tcp.where);
   if (auto r = map.get("role")) {
-    if (auto i = r->to_choice({"client", "admin"})) {
+    if (auto i = r->to_choice({"client", "admin", "anonymous"})) {
       tcp.admin = *i == 1;
+      tcp.anonymous = *i == 2;
       tcp.where.record("role", r->origin());
     }
   }

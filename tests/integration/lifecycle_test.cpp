@@ -79,7 +79,7 @@ TEST(Lifecycle, FailedStartLeavesNoSocketOrLock) {
   TempDir dir;
   std::string socket = dir.file("d.sock");
   std::string extra = "  tcp:\n    address: 127.0.0.1:0\n    cert: " + dir.file("missing.pem") +
-                      "\n    key: " + dir.file("missing.key") + "\n";
+                      "\n    key: " + dir.file("missing.key") + "\n    role: anonymous\n";
   DaemonProcess d(dir, {"--config", dir.write("d.yaml", test_config(socket, extra))});
   EXPECT_EQ(d.wait_exit(), 1);
   EXPECT_THAT(d.log(),

@@ -32,8 +32,8 @@ TEST(TcpTls, ServesOnlyTlsAndGivesTheClientRole) {
 
   std::string port = std::to_string(20000 + ::getpid() % 20000);
   std::string address = "127.0.0.1:" + port;
-  std::string extra =
-      "  tcp:\n    address: " + address + "\n    cert: " + cert + "\n    key: " + key + "\n";
+  std::string extra = "  tcp:\n    address: " + address + "\n    cert: " + cert +
+                      "\n    key: " + key + "\n    role: anonymous\n";
   DaemonProcess d(dir, {"--config", dir.write("d.yaml", test_config(dir.file("d.sock"), extra))});
   ASSERT_TRUE(d.wait_ready()) << d.log();
 

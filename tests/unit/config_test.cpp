@@ -381,6 +381,17 @@ TEST(Config, TcpAdminRoleNeedsClientCertificates) {
       "prove who they are");
 }
 
+TEST(Config, TcpCallersNeedCertificatesUnlessTheRoleIsAnonymous) {
+  EXPECT_EQ(only_error("daemon:\n  tcp: {address: '0.0.0.0:7000', cert: c.pem, key: k.pem}\n"),
+            "t.yaml:2:8: error: daemon.tcp: TCP callers must prove who they are: set "
+            "client_ca (the CA that signs their certificates), or role: anonymous to let anyone "
+            "who reaches the port read as a client");
+  EXPECT_EQ(only_error("daemon:\n  tcp: {address: '0.0.0.0:7000', cert: c.pem, key: k.pem, "
+                       "client_ca: ca.pem, role: anonymous}\n"),
+            "t.yaml:2:84: error: daemon.tcp.role: role anonymous lets callers in without a "
+            "certificate; with client_ca they present one: use role client");
+}
+
 TEST(Config, LimitsAreCountsOfAtLeastOne) {
   EXPECT_EQ(only_error("daemon:\n  limits:\n    sessions_per_user: 0\n"),
             "t.yaml:3:24: error: daemon.limits.sessions_per_user: expected an integer from 1 to "
