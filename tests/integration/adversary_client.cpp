@@ -10,12 +10,14 @@
 //       in a loop; prints "sent COUNT ok K refused F" once all came back, then sleeps.
 //   tx-frame SOCKET KIND
 //       submits one frame that breaks the queue's policy (KIND: options, fragment, source,
-//       tcp, port) and prints "refused" when it comes back failed, "sent" when it went out.
+//       tcp, port) and prints "frame: refused" when it comes back failed, "frame: sent" when it
+//       went out.
 //   claim-late SOCKET FLOW GOFILE
 //       Attaches to FLOW, prints "granted", waits for GOFILE, then claims: prints "claim: claimed"
 //       (and the fds it got) or "claim: refused: WHY"; then sleeps.
 //   tx-leave SOCKET IF N
-//       submits N frames through IF's TX queue and exits at once, without waiting for them.
+//       submits N frames through IF's TX queue, prints "submitted N" and sleeps, never waiting
+//       for them (the test kills it once the daemon has taken them).
 //   tx-hoard SOCKET N
 //       (libdaqiri) attaches to lo's TX queue up to N times in one session, writing every byte
 //       of each TX pool; prints "attached I" for each and "refused: WHY" at the first refusal,
@@ -297,7 +299,7 @@ int tx_frame(const std::string& socket, const std::string& kind) {
     }
     return static_cast<uint32_t>(h + 32);
   });
-  say(failed == 1 ? "refused" : ok == 1 ? "sent" : "lost");
+  say(failed == 1 ? "frame: refused" : ok == 1 ? "frame: sent" : "frame: lost");
   sleep_forever();
 }
 
@@ -340,7 +342,8 @@ int tx_leave(const std::string& socket, const std::string& itf, uint32_t n) {
   }
   auto sent = (*tx)->submit(bufs);
   say("submitted %zu", sent ? *sent : 0);
-  return sent && *sent == n ? 0 : 1;
+  if (!sent || *sent != n) return 1;
+  sleep_forever();
 }
 
 int tx_hoard(const std::string& socket, int n) {

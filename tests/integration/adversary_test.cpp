@@ -29,24 +29,35 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 class AdversaryTest : public DataPlaneTest {
- protected:
+ public:
+  [[nodiscard]] const TempDir& dir() const { return dir_; }
+  using DataPlaneTest::stats;
   std::vector<std::string> adversary(std::vector<std::string> args) {
     args.insert(args.begin() + 1, socket_);
     args.insert(args.begin(), adversary_path());
     return args;
   }
-  // Config text with `from` replaced by `to`, then started.
-  void start_with(const std::string& from, const std::string& to) {
+  // The test config (with `daemon_extra`) with `from` replaced by `to`, then started.
+  void start_with(const std::string& from, const std::string& to,
+                  const std::string& daemon_extra = "") {
     socket_ = dir_.file("d.sock");
-    std::string text = test_config(socket_);
+    std::string text = test_config(socket_, daemon_extra);
     auto at = text.find(from);
     ASSERT_NE(at, std::string::npos) << from;
     text.replace(at, from.size(), to);
-    config_ = dir_.write("d.yaml", text);
-    daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config_});
-    ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
-    control_.emplace(socket_);
+    start_config(text);
   }
+  // Two throwaway users, mallory_ and trudy_, that may attach: the daemon keys that say so.
+  std::string two_users() {
+    group_.emplace();
+    mallory_.emplace(group_->name());
+    trudy_.emplace(group_->name());
+    return "  socket_group: " + group_->name() + "\n  access:\n    clients:\n      users: [" +
+           mallory_->name() + ", " + trudy_->name() + "]\n";
+  }
+  std::optional<TempGroup> group_;  // outlives its members
+  std::optional<TempUser> mallory_, trudy_;
+
   const v1::AttachmentStats* tx_attachment(const v1::Stats& s) {
     for (const auto& a : s.attachments()) {
       if (a.direction() == v1::DIRECTION_TX) return &a;
@@ -68,11 +79,9 @@ long number_after(const std::string& text, const std::string& word) {
 // every packet of the flow intact and in order.
 TEST_F(AdversaryTest, AFlowNeverTakesMoreAttachmentsThanItsLimit) {
   if (!is_root()) GTEST_SKIP() << "needs root for throwaway users";
-  TempGroup group;
-  TempUser mallory(group.name());
-  TempUser trudy(group.name());
-  start("  socket_group: " + group.name() + "\n  access:\n    clients:\n      users: [" +
-        mallory.name() + ", " + trudy.name() + "]\n");
+  start(two_users());
+  const TempUser& mallory = *mallory_;
+  const TempUser& trudy = *trudy_;
   std::string go = dir_.file("go");
   // Within each of 16 rings' share of the pool (4096 / 16): the racers read one ring at a time.
   constexpr uint64_t kCount = 200;
@@ -120,21 +129,10 @@ TEST_F(AdversaryTest, AFlowNeverTakesMoreAttachmentsThanItsLimit) {
 // attacker's losses are counted on the attacker alone.
 TEST_F(AdversaryTest, AClientThatHoldsBuffersStarvesNobodyElse) {
   if (!is_root()) GTEST_SKIP() << "needs root for throwaway users";
-  TempGroup group;
-  TempUser mallory(group.name());
-  TempUser victim(group.name());
-  socket_ = dir_.file("d.sock");
-  std::string text = test_config(socket_, "  socket_group: " + group.name() +
-                                              "\n  access:\n    clients:\n      users: [" +
-                                              mallory.name() + ", " + victim.name() + "]\n");
-  const std::string allowed = "    match: {udp_dst: 4096}\n    allow_block: true\n";
-  auto at = text.find(allowed);
-  ASSERT_NE(at, std::string::npos);
-  text.replace(at, allowed.size(), "    match: {udp_dst: 4096}\n");
-  config_ = dir_.write("d.yaml", text);
-  daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config_});
-  ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
-  control_.emplace(socket_);
+  start_with("    match: {udp_dst: 4096}\n    allow_block: true\n", "    match: {udp_dst: 4096}\n",
+             two_users());  // stream0 lets nobody block
+  const TempUser& mallory = *mallory_;
+  const TempUser& victim = *trudy_;
 
   auto refused = run(tap("stream0", 1, {"--block"}), mallory.ids());
   EXPECT_NE(refused.exit_code, 0);
@@ -191,12 +189,9 @@ uint64_t memfd_bytes(pid_t pid) {
 // total; what one user gives back, another may take.
 TEST_F(AdversaryTest, AUserCannotMakeTheDaemonTakeMoreMemoryThanTheCaps) {
   if (!is_root()) GTEST_SKIP() << "needs root for throwaway users";
-  TempGroup group;
-  TempUser mallory(group.name());
-  TempUser trudy(group.name());
-  start("  socket_group: " + group.name() + "\n  access:\n    clients:\n      users: [" +
-        mallory.name() + ", " + trudy.name() +
-        "]\n  limits: {memory_mb_per_user: 40, memory_mb_total: 60}\n");
+  start(two_users() + "  limits: {memory_mb_per_user: 40, memory_mb_total: 60}\n");
+  const TempUser& mallory = *mallory_;
+  const TempUser& trudy = *trudy_;
   const uint64_t before = memfd_bytes(daemon_->pid());
   Spawned first(dir_, adversary({"tx-hoard", "100"}), mallory.ids());
   ASSERT_TRUE(first.wait_for_output("refused", 20s)) << first.output();
@@ -376,36 +371,39 @@ TEST_F(AdversaryTest, TxFramesAreCheckedOnTheDaemonsOwnCopy) {
               static_cast<unsigned long long>(capture.dropped()));
 }
 
+// Submits one frame of `kind` (daqiri-adversary tx-frame): what became of it ("refused" or
+// "sent"), and the TX attachment's stats while the client is still attached.
+std::pair<std::string, v1::AttachmentStats> one_frame(AdversaryTest& t, const std::string& kind) {
+  Spawned c(t.dir(), t.adversary({"tx-frame", kind}));
+  if (!c.wait_for_output("frame: ")) return {"no answer: " + c.output(), {}};
+  auto s = t.stats();
+  EXPECT_EQ(s.sessions_cut_off(), 0u);
+  const v1::AttachmentStats* a = t.tx_attachment(s);
+  std::string out = c.output();
+  size_t at = out.find("frame: ") + 7;
+  return {out.substr(at, out.find('\n', at) - at), a ? *a : v1::AttachmentStats{}};
+}
+
 // Each kind of frame the checked policy refuses comes back failed and counted, and costs the
 // client nothing else; with tx_policy raw the queue sends a foreign source.
 TEST_F(AdversaryTest, TheCheckedTxPolicyRefusesEachKindOfFrame) {
   start();
-  uint64_t n = 0;
   for (const char* kind : {"options", "fragment", "source", "tcp", "port"}) {
     SCOPED_TRACE(kind);
-    Spawned c(dir_, adversary({"tx-frame", kind}));
-    ASSERT_TRUE(c.wait_for_output("refused") || c.wait_for_output("sent")) << c.output();
-    EXPECT_THAT(c.output(), HasSubstr("refused"));
-    auto s = stats();
-    ASSERT_NE(tx_attachment(s), nullptr);
-    EXPECT_EQ(tx_attachment(s)->refused(), 1u);
-    EXPECT_EQ(tx_attachment(s)->packets(), 0u);
-    EXPECT_EQ(s.sessions_cut_off(), 0u);
-    ++n;
+    auto [what, a] = one_frame(*this, kind);
+    EXPECT_EQ(what, "refused");
+    EXPECT_EQ(a.refused(), 1u);
+    EXPECT_EQ(a.packets(), 0u);
   }
-  EXPECT_EQ(n, 5u);
 }
 
 TEST_F(AdversaryTest, ARawTxQueueSendsWhatTheClientWrote) {
   start_with("          regions: [tx_host]\n",
              "          regions: [tx_host]\n          tx_policy: raw\n");
-  Spawned c(dir_, adversary({"tx-frame", "source"}));
-  ASSERT_TRUE(c.wait_for_output("sent") || c.wait_for_output("refused")) << c.output();
-  EXPECT_THAT(c.output(), HasSubstr("sent"));
-  auto s = stats();
-  ASSERT_NE(tx_attachment(s), nullptr);
-  EXPECT_EQ(tx_attachment(s)->refused(), 0u);
-  EXPECT_EQ(tx_attachment(s)->packets(), 1u);
+  auto [what, a] = one_frame(*this, "source");
+  EXPECT_EQ(what, "sent");
+  EXPECT_EQ(a.refused(), 0u);
+  EXPECT_EQ(a.packets(), 1u);
 }
 
 // A HELLO name with no NUL, a newline, quotes, a backslash, a terminal escape and UTF-8 reaches

@@ -24,7 +24,11 @@ class DataPlaneTest : public ::testing::Test {
  protected:
   void start(const std::string& daemon_extra = "") {
     socket_ = dir_.file("d.sock");
-    config_ = dir_.write("d.yaml", test_config(socket_, daemon_extra));
+    start_config(test_config(socket_, daemon_extra));
+  }
+  // daqirid on this config text, whose socket is socket_.
+  void start_config(const std::string& text) {
+    config_ = dir_.write("d.yaml", text);
     daemon_ = std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config_});
     ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
     control_.emplace(socket_);

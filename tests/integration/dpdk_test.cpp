@@ -420,9 +420,12 @@ TEST_F(DpdkTest, ATxQueueThatNeverCompletesCannotWedgeTheControlPath) {
                "  - name: null0\n    backend: dpdk\n    address: net_null0\n"
                "    rx: {queues: [{name: rx0, regions: [rx]}]}\n",
                "  - {name: all, interface: null0, match: {any: true}}\n"));
-  auto left = run({adversary_path(), "tx-leave", socket_, "ring0", "100"});
-  ASSERT_EQ(left.exit_code, 0) << left.out << left.err;
-  EXPECT_THAT(left.out, HasSubstr("submitted 100"));
+  Spawned leaver(dir_, {adversary_path(), "tx-leave", socket_, "ring0", "100"});
+  ASSERT_TRUE(leaver.wait_for_output("submitted 100")) << leaver.output();
+  ASSERT_TRUE(eventually([](const v1::Stats& s) {  // the PMD has them all
+    return s.attachments_size() == 1 && s.attachments(0).packets() == 100;
+  }));
+  leaver.kill(SIGKILL);
   auto within_a_second = [](const auto& call) {
     auto start = std::chrono::steady_clock::now();
     call();
