@@ -141,7 +141,9 @@ TEST_F(AdversaryTest, AClientThatHoldsBuffersStarvesNobodyElse) {
   EXPECT_EQ(too_big.exit_code, 3) << too_big.out;
   EXPECT_THAT(too_big.out, HasSubstr("ring_size 8192 is more than the 4096 buffers"));
 
-  constexpr uint64_t kSent = 10000;
+  // At 5000 a second, a pace a sanitized tap keeps up with (at 20000 a TSan build's tap fell
+  // behind and lost frames to its own full ring, the attacker aside).
+  constexpr uint64_t kSent = 5000;
   // The attacker's ring, and what it gets to hold: all of its ring, or its half of the pool.
   for (auto [ring, holds] : {std::pair{"1024", 1024u}, std::pair{"4096", 2048u}}) {
     SCOPED_TRACE(std::string("attacker ring ") + ring);
@@ -150,7 +152,7 @@ TEST_F(AdversaryTest, AClientThatHoldsBuffersStarvesNobodyElse) {
     Spawned bystander(dir_, tap("stream0", kSent), victim.ids());
     ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 2; }))
         << attacker.output() << bystander.output();
-    ASSERT_EQ(gen(4096, kSent, 200, 20000).exit_code, 0);
+    ASSERT_EQ(gen(4096, kSent, 200, 5000).exit_code, 0);
     ASSERT_EQ(bystander.wait(), 0) << bystander.output();
     EXPECT_THAT(bystander.output(), HasSubstr("received " + std::to_string(kSent) + " packets"));
     EXPECT_THAT(bystander.output(),
