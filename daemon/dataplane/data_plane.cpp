@@ -799,10 +799,7 @@ void DataPlane::close(uint64_t id) {
   reap_parked_locked();
   auto it = attachments_.find(id);
   if (it == attachments_.end() || it->second.closing) return;  // gone, or another closes it
-  if (!it->second.active) {
-    attachments_.erase(it);
-    return;
-  }
+  if (erased_unclaimed(it)) return;
   begin_close(id, it->second);
   // The wait is outside the lock, a look under it at a time: stats, scrapes and other clients'
   // calls go on meanwhile, and a flow removal that finishes this close first is seen.
@@ -822,13 +819,15 @@ void DataPlane::close(uint64_t id) {
 
 void DataPlane::close_locked(uint64_t id) {
   auto it = attachments_.find(id);
-  if (it == attachments_.end()) return;
-  if (!it->second.active) {
-    attachments_.erase(it);
-    return;
-  }
+  if (it == attachments_.end() || erased_unclaimed(it)) return;
   if (!it->second.closing) begin_close(id, it->second);
   finish_close(it, wait_released(it->second.lifecycle()));
+}
+
+bool DataPlane::erased_unclaimed(std::map<uint64_t, Attachment>::iterator it) {
+  if (it->second.active) return false;
+  attachments_.erase(it);  // no poller ever saw it
+  return true;
 }
 
 bool DataPlane::wait_released(const AttachmentLifecycle& life) {

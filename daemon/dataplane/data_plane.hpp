@@ -255,6 +255,8 @@ class DataPlane {
   // out of their sets and frees it, or parks it if not let go.
   void begin_close(uint64_t id, Attachment& a);
   static bool wait_released(const AttachmentLifecycle& life);
+  // Erases it if it was never claimed (nothing to wait for); whether it did.
+  bool erased_unclaimed(std::map<uint64_t, Attachment>::iterator it);
   void finish_close(std::map<uint64_t, Attachment>::iterator it, bool released);
   // Out of its pollers' sets (they let go of it).
   void retire(Attachment& a);
