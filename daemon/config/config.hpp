@@ -103,7 +103,7 @@ struct QueueConfig {
   uint32_t ring_size = 1024;
   // Its poller never parks (nor, on RX, the GPU engine of its GPU rings while attached).
   bool busy_poll = false;
-  // TX queues only; unset: kChecked on socket interfaces, kRaw on dpdk ones (tx_policy_of).
+  // TX queues only; unset: kChecked.
   std::optional<TxPolicy> tx_policy;
   std::vector<std::string> regions;
   Located where;
@@ -121,6 +121,8 @@ struct InterfaceConfig {
   std::string name;
   Backend backend = Backend::kSocket;
   std::string address;  // socket: bind IP; dpdk: PCI address or vdev; rdma: IP
+  // dpdk: the IPv4 address the port sends from, which checked TX queues hold frames to.
+  std::string source_ipv4;
   uint32_t mtu = 1500;
   bool promiscuous = false;
   bool flow_isolation = false;
@@ -161,6 +163,9 @@ struct Config {
   std::vector<FlowConfig> flows;
   DpdkConfig dpdk;
 };
+
+// The address the interface's frames go out from, host order (dpdk: source_ipv4; 0 unset).
+uint32_t sending_ipv4(const InterfaceConfig& itf);
 
 // The region of that name (validated configs always have it), or null.
 inline const MemoryRegionConfig* find_region(const Config& c, std::string_view name) {

@@ -170,13 +170,16 @@ class Validator {
       error(q.where.at(regions_key), "a queue takes one region, or two for header-data split");
     }
     if (q.regions.size() == 2) check_split(q, itf.backend, dir, regions_key);
-    if (q.tx_policy && itf.backend != Backend::kSocket &&
-        (itf.backend == Backend::kRdma || *q.tx_policy != TxPolicy::kRaw)) {
+    if (q.tx_policy && itf.backend == Backend::kRdma) {
       error(q.where.at("tx_policy"),
-            itf.backend == Backend::kRdma
-                ? std::string("rdma TX queues carry RDMA operations, not frames: no tx_policy")
-                : std::string("dpdk TX queues send frames as their clients wrote them: "
-                              "tx_policy raw only"));
+            "rdma TX queues carry RDMA operations, not frames: no tx_policy");
+    }
+    if (std::string_view(dir) == "TX" && itf.backend == Backend::kDpdk &&
+        q.tx_policy.value_or(TxPolicy::kChecked) == TxPolicy::kChecked && itf.source_ipv4.empty()) {
+      error(q.where.self, "TX queue \"" + q.name +
+                              "\" is checked (the default tx_policy): its interface needs "
+                              "source_ipv4, the address its frames must come from (or give the "
+                              "queue tx_policy: raw)");
     }
     for (const auto& name : q.regions) {
       if (!regions_.contains(name)) {
@@ -250,6 +253,11 @@ class Validator {
           }
           [[fallthrough]];
         case Backend::kSocket: {
+          if (!itf.source_ipv4.empty()) {
+            error(itf.where.at("source_ipv4"),
+                  std::string(to_string(itf.backend)) +
+                      " interfaces send from their address: source_ipv4 is for dpdk ones");
+          }
           in_addr a{};
           if (inet_pton(AF_INET, itf.address.c_str(), &a) != 1) {
             error(itf.where.at("address"), std::string("a ") + to_string(itf.backend) +
@@ -284,6 +292,11 @@ class Validator {
     if (!dpdk_devices_.insert(address->name).second) {
       error(itf.where.at("address"),
             "DPDK device \"" + address->name + "\" is used by another interface");
+    }
+    if (in_addr a{};
+        !itf.source_ipv4.empty() && inet_pton(AF_INET, itf.source_ipv4.c_str(), &a) != 1) {
+      error(itf.where.at("source_ipv4"),
+            "source_ipv4 is an IPv4 address, got \"" + itf.source_ipv4 + "\"");
     }
     if (address->pci && !c_.dpdk.hugepages) {
       error(itf.where.at("address"),
@@ -541,6 +554,13 @@ const char* to_string(Backend backend) {
       return "rdma";
   }
   return "?";
+}
+
+uint32_t sending_ipv4(const InterfaceConfig& itf) {
+  const std::string& text = itf.backend == Backend::kDpdk ? itf.source_ipv4 : itf.address;
+  in_addr a{};
+  if (inet_pton(AF_INET, text.c_str(), &a) != 1) return 0;
+  return ntohl(a.s_addr);
 }
 
 }  // namespace daqiri::config

@@ -145,6 +145,16 @@ void read_interface(const YamlNode& node, Backend backend, Config& config) {
         itf.tx_queues.push_back(read_queue(q, i++, true));
     }
     t.ignore("accurate_send", "send-time scheduling is not offered by daqirid");
+    // DAQIRI sends what its in-process application wrote; a DAQIRI file names no address to
+    // hold a daemon's clients to, so its DPDK TX queues stay raw, and say so.
+    if (backend == Backend::kDpdk && !itf.tx_queues.empty()) {
+      for (auto& q : itf.tx_queues)
+        q.tx_policy = TxPolicy::kRaw;
+      tx->warning(
+          "DPDK TX queues of a DAQIRI file send frames as clients write them "
+          "(tx_policy: raw): give them only to clients you trust with a raw socket, or "
+          "write the interface in daqirid's schema with source_ipv4 to check them");
+    }
     t.finish();
   }
   map.finish();

@@ -153,6 +153,7 @@ InterfaceConfig read_interface(const YamlNode& node) {
   map.read_string("name", itf.name, itf.where, true);
   map.read_choice("backend", itf.backend, kBackends, itf.where, true);
   map.read_string("address", itf.address, itf.where, true);
+  map.read_string("source_ipv4", itf.source_ipv4, itf.where);
   map.read_uint("mtu", itf.mtu, 68, 9216, itf.where);
   map.read_bool("promiscuous", itf.promiscuous, itf.where);
   map.read_bool("flow_isolation", itf.flow_isolation, itf.where);

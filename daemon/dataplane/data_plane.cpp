@@ -1,6 +1,5 @@
 #include "dataplane/data_plane.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 
@@ -12,12 +11,6 @@
 
 namespace daqiri::dataplane {
 namespace {
-
-uint32_t ipv4_of(const config::InterfaceConfig& itf) {
-  in_addr a{};
-  inet_pton(AF_INET, itf.address.c_str(), &a);
-  return ntohl(a.s_addr);
-}
 
 // The region the queue's pools take their geometry from: its one region, or with two (header-
 // data split: headers, then payloads in a device region) the second. The backends fill host
@@ -112,7 +105,7 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const config::Config& config
 #endif
       } else {
         auto task = backends::socket::SocketTxQueue::create(
-            ipv4_of(itf), q.batch_size, home->region->buf_size,
+            config::sending_ipv4(itf), q.batch_size, home->region->buf_size,
             q.tx_policy.value_or(config::TxPolicy::kChecked));
         if (!task) return std::unexpected(task.error());
         home->owned = std::move(*task);
@@ -129,7 +122,7 @@ Result<Poller*> DataPlane::start_rdma(const config::InterfaceConfig& itf) {
 #ifdef DAQIRI_HAVE_RDMA
   const auto& queues = itf.rx_queues.empty() ? itf.tx_queues : itf.rx_queues;
   uint32_t batch = queues.empty() ? 64 : queues.front().batch_size;
-  auto task = backends::rdma::RdmaInterface::create(itf, ipv4_of(itf), batch);
+  auto task = backends::rdma::RdmaInterface::create(itf, config::sending_ipv4(itf), batch);
   if (!task) return std::unexpected(task.error());
   auto poller = poller_for("rdma:" + itf.name, queues.empty() ? -1 : queues.front().core);
   if (!poller) return std::unexpected(poller.error());
@@ -249,14 +242,14 @@ Result<> DataPlane::add_flow(const core::Flow& flow) {
   std::unique_ptr<RxFlowTask> task;
   if (flow.match.is_tcp() || flow.connect) {
     auto t =
-        backends::socket::TcpRxFlow::create(flow, ipv4_of(*h.itf), h.region->buf_size,
+        backends::socket::TcpRxFlow::create(flow, config::sending_ipv4(*h.itf), h.region->buf_size,
                                             h.region->num_bufs, huge, arena, h.queue->batch_size);
     if (!t) return std::unexpected(t.error());
     task = std::move(*t);
   } else {
-    auto t = backends::socket::SocketRxFlow::create(flow, ipv4_of(*h.itf), h.region->buf_size,
-                                                    h.region->num_bufs, huge, arena,
-                                                    h.queue->batch_size);
+    auto t = backends::socket::SocketRxFlow::create(flow, config::sending_ipv4(*h.itf),
+                                                    h.region->buf_size, h.region->num_bufs, huge,
+                                                    arena, h.queue->batch_size);
     if (!t) return std::unexpected(t.error());
     task = std::move(*t);
   }

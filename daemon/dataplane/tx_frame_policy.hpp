@@ -21,14 +21,18 @@ struct TxVerdict {
 };
 
 inline constexpr uint16_t kFirstUnprivilegedPort = 1024;
+// The bytes a check reads: Ethernet, IPv4 without options, UDP.
+inline constexpr size_t kCheckedHeaders = frame::kUdpHeaders;
 
-inline TxVerdict check_tx_frame(std::span<const std::byte> frame, uint32_t source_ipv4,
-                                config::TxPolicy policy) {
+// `head`: the frame's first min(frame_length, kCheckedHeaders) bytes or more, in memory the
+// client cannot write; `frame_length`: the whole frame's.
+inline TxVerdict check_tx_frame(std::span<const std::byte> head, size_t frame_length,
+                                uint32_t source_ipv4, config::TxPolicy policy) {
   using frame::detail::get16;
   using frame::detail::get32;
   TxVerdict v;
-  if (frame.size() < frame::kEthHeader + frame::kIpv4Header) return {"shorter than IPv4 headers"};
-  const std::byte* p = frame.data();
+  if (frame_length < frame::kEthHeader + frame::kIpv4Header) return {"shorter than IPv4 headers"};
+  const std::byte* p = head.data();
   if (get16(p + 12) != frame::kEtherTypeIpv4) return {"not IPv4"};
   const std::byte* ip = p + frame::kEthHeader;
   uint8_t vihl = std::to_integer<uint8_t>(ip[0]);
@@ -36,7 +40,7 @@ inline TxVerdict check_tx_frame(std::span<const std::byte> frame, uint32_t sourc
   if ((vihl >> 4) != 4 || ihl < frame::kIpv4Header) return {"not IPv4"};
   uint32_t ip_total = get16(ip + 2);
   // Bytes past the IP packet (Ethernet padding) are not sent.
-  if (ip_total < ihl || frame::kEthHeader + ip_total > frame.size()) {
+  if (ip_total < ihl || frame::kEthHeader + ip_total > frame_length) {
     return {"IPv4 total length outside the frame"};
   }
   v.dst_ipv4 = get32(ip + 16);
@@ -46,9 +50,12 @@ inline TxVerdict check_tx_frame(std::span<const std::byte> frame, uint32_t sourc
   if ((get16(ip + 6) & 0x3fff) != 0) return {"an IPv4 fragment"};
   if (std::to_integer<uint8_t>(ip[9]) != frame::kIpProtoUdp) return {"not UDP"};
   if (get32(ip + 12) != source_ipv4) return {"a source address not the interface's"};
+  // From here on ip_total >= 28, so the frame, and `head`, hold all kCheckedHeaders bytes.
+  if (ip_total < frame::kIpv4Header + frame::kUdpHeader) {
+    return {"a UDP length that is not the packet's"};
+  }
   const std::byte* udp = ip + frame::kIpv4Header;
-  if (ip_total < frame::kIpv4Header + frame::kUdpHeader ||
-      get16(udp + 4) != ip_total - frame::kIpv4Header) {
+  if (get16(udp + 4) != ip_total - frame::kIpv4Header) {
     return {"a UDP length that is not the packet's"};
   }
   if (get16(udp) < kFirstUnprivilegedPort) return {"a privileged source port"};

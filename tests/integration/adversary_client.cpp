@@ -4,10 +4,11 @@
 //       GOFILE, then Attach and CLAIM N times in turn. Prints "granted G claimed C", then reads
 //       COUNT daqiri-gen packets of stream PORT from every claimed ring, checking each payload
 //       and the order, and prints "intact C x COUNT" (or what went wrong); then sleeps.
-//   tx-rewrite SOCKET SRCPORT DSTPORT COUNT
-//       submits COUNT valid frames (127.0.0.1:SRCPORT -> 127.0.0.1:DSTPORT) through the lo TX
-//       queue while a forked child rewrites the source address and protocol of every TX buffer
-//       in a loop; prints "sent COUNT ok K refused F" once all came back, then sleeps.
+//   tx-rewrite SOCKET SRCPORT DSTPORT COUNT [IF SOURCE DEST]
+//       submits COUNT valid frames (SOURCE:SRCPORT -> DEST:DSTPORT, 127.0.0.1 both unless
+//       given) through IF's TX queue (lo) while a forked child rewrites the source address, the
+//       protocol and the source MAC of every TX buffer in a loop; prints "sent COUNT ok K
+//       refused F" once all came back, then sleeps.
 //   tx-frame SOCKET KIND
 //       submits one frame that breaks the queue's policy (KIND: options, fragment, source,
 //       tcp, port) and prints "frame: refused" when it comes back failed, "frame: sent" when it
@@ -26,6 +27,7 @@
 //       says HELLO with 64 name bytes and no NUL: a newline, quotes, escapes, UTF-8 and a
 //       terminal escape sequence; prints "welcomed", then sleeps.
 // Exit codes: 0 as meant, 1 the attack showed something wrong, 3 it could not be set up.
+#include <arpa/inet.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -53,6 +55,12 @@ using daqiri::test::RawGrant;
 using daqiri::test::say;
 
 constexpr uint32_t kLoopback = 0x7f000001;
+
+uint32_t ipv4(const std::string& text) {
+  in_addr a{};
+  ::inet_pton(AF_INET, text.c_str(), &a);
+  return ntohl(a.s_addr);
+}
 
 [[noreturn]] void sleep_forever() {
   for (;;)
@@ -186,9 +194,9 @@ struct TxSide {
   uint32_t buf_size = 0, num_bufs = 0;
 };
 
-bool open_tx(TxSide& t, const std::string& socket) {
+bool open_tx(TxSide& t, const std::string& socket, const std::string& itf = "lo") {
   daqiri::v1::AttachRequest req;
-  req.mutable_tx_queue()->set_interface("lo");
+  req.mutable_tx_queue()->set_interface(itf);
   if (!daqiri::test::raw_open(t.r, socket) || !daqiri::test::raw_attach(t.r, req) ||
       t.r.fds.size() != 4) {
     return false;
@@ -249,26 +257,28 @@ std::pair<uint64_t, uint64_t> submit_all(TxSide& t, uint64_t count, const auto& 
   return {ok, failed};
 }
 
-int tx_rewrite(const std::string& socket, uint16_t src_port, uint16_t dst_port, uint64_t count) {
+int tx_rewrite(const std::string& socket, uint16_t src_port, uint16_t dst_port, uint64_t count,
+               const std::string& itf, uint32_t source, uint32_t dest) {
   TxSide t;
-  if (!open_tx(t, socket)) return 3;
+  if (!open_tx(t, socket, itf)) return 3;
   pid_t child = ::fork();
   if (child == 0) {
-    // The rewriter: every buffer's IPv4 source becomes 127.0.0.99 and its protocol flips
-    // between TCP and UDP, as fast as it can, while the parent submits.
+    // The rewriter: every buffer's IPv4 source ends in .99, its protocol flips between TCP and
+    // UDP and its source MAC changes, as fast as it can, while the parent submits.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     for (uint8_t proto = 6;; proto ^= 6 ^ 17) {
       for (uint32_t b = 0; b < t.num_bufs; ++b) {
-        auto* ip = reinterpret_cast<volatile uint8_t*>(t.buffers + uint64_t{b} * t.buf_size +
-                                                       daqiri::frame::kEthHeader);
+        auto* eth = reinterpret_cast<volatile uint8_t*>(t.buffers + uint64_t{b} * t.buf_size);
+        volatile uint8_t* ip = eth + daqiri::frame::kEthHeader;
+        eth[6] = 0x02;
+        eth[11] = proto;
         ip[9] = proto;
         ip[15] = 99;
       }
     }
   }
   auto [ok, failed] = submit_all(t, count, [&](std::span<std::byte> frame, uint64_t i) {
-    size_t h =
-        daqiri::frame::write_udp_headers(frame, {kLoopback, src_port}, {kLoopback, dst_port}, 32);
+    size_t h = daqiri::frame::write_udp_headers(frame, {source, src_port}, {dest, dst_port}, 32);
     daqiri::pattern::fill(frame.subspan(h, 32), dst_port, i);
     return static_cast<uint32_t>(h + 32);
   });
@@ -385,9 +395,12 @@ int main(int argc, char** argv) {
     return claim_race(a[1], a[2], std::stoi(a[3]), a[4], a[5], std::stoull(a[6]),
                       static_cast<uint32_t>(std::stoul(a[7])));
   }
-  if (a.size() == 5 && a[0] == "tx-rewrite") {
+  if ((a.size() == 5 || a.size() == 8) && a[0] == "tx-rewrite") {
+    bool given = a.size() == 8;
     return tx_rewrite(a[1], static_cast<uint16_t>(std::stoi(a[2])),
-                      static_cast<uint16_t>(std::stoi(a[3])), std::stoull(a[4]));
+                      static_cast<uint16_t>(std::stoi(a[3])), std::stoull(a[4]),
+                      given ? a[5] : "lo", given ? ipv4(a[6]) : kLoopback,
+                      given ? ipv4(a[7]) : kLoopback);
   }
   if (a.size() == 3 && a[0] == "tx-frame") return tx_frame(a[1], a[2]);
   if (a.size() == 2 && a[0] == "hello-name") return hello_name(a[1]);

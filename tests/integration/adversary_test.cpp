@@ -20,7 +20,10 @@
 #include <thread>
 
 #include "dataplane_fixture.hpp"
+#include "frame_capture.hpp"
 #include "harness.hpp"
+#include "pcap_frames.hpp"
+#include "veth_pair.hpp"
 
 namespace daqiri::test {
 namespace {
@@ -270,70 +273,6 @@ TEST_F(AdversaryTest, AClaimWithoutFdsToSpareIsAllOrNothing) {
   EXPECT_TRUE(healthy());
 }
 
-// Counts the frames daqirid's raw socket puts on lo from 127.0.0.1:`src_port` to `dst_port`,
-// and those of them that break the checked policy, from an AF_PACKET socket (outside the
-// daemon).
-class LoopbackCapture {
- public:
-  LoopbackCapture(uint16_t src_port, uint16_t dst_port) : src_(src_port), dst_(dst_port) {
-    fd_.reset(::socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, htons(ETH_P_IP)));
-    int big = 256 << 20;
-    ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
-    sockaddr_ll at{};
-    at.sll_family = AF_PACKET;
-    at.sll_protocol = htons(ETH_P_IP);
-    at.sll_ifindex = static_cast<int>(if_nametoindex("lo"));
-    ok_ = fd_ && ::bind(fd_.get(), reinterpret_cast<sockaddr*>(&at), sizeof at) == 0;
-    thread_ = std::thread([this] { run(); });
-  }
-  ~LoopbackCapture() { stop(); }
-  [[nodiscard]] bool ok() const { return ok_; }
-  // Stops reading; then frames(), bad() and dropped() are final.
-  void stop() {
-    stop_.store(true);
-    if (thread_.joinable()) thread_.join();
-  }
-  [[nodiscard]] uint64_t frames() const { return frames_; }
-  [[nodiscard]] uint64_t bad() const { return bad_; }
-  [[nodiscard]] uint64_t dropped() const { return dropped_; }
-
- private:
-  void run() {
-    unsigned char p[2048];
-    for (;;) {
-      pollfd pfd{fd_.get(), POLLIN, 0};
-      if (::poll(&pfd, 1, 100) == 0 && stop_.load()) break;
-      sockaddr_ll from{};
-      socklen_t len = sizeof from;
-      ssize_t n = ::recvfrom(fd_.get(), p, sizeof p, MSG_DONTWAIT,
-                             reinterpret_cast<sockaddr*>(&from), &len);
-      // lo shows a raw socket's packet to taps once, as received
-      if (n < 20 || from.sll_pkttype != PACKET_HOST) continue;
-      size_t ihl = (p[0] & 0xfu) * 4;
-      if (p[9] == IPPROTO_ICMP || n < static_cast<ssize_t>(ihl + 4)) continue;
-      uint16_t sport = static_cast<uint16_t>(p[ihl] << 8 | p[ihl + 1]);
-      uint16_t dport = static_cast<uint16_t>(p[ihl + 2] << 8 | p[ihl + 3]);
-      if (sport != src_ || dport != dst_) continue;
-      ++frames_;
-      uint32_t source = uint32_t{p[12]} << 24 | uint32_t{p[13]} << 16 | p[14] << 8 | p[15];
-      bool fragment = ((p[6] << 8 | p[7]) & 0x3fff) != 0;
-      bad_ += source != 0x7f000001 || p[9] != IPPROTO_UDP || ihl != 20 || fragment;
-    }
-    tpacket_stats st{};
-    socklen_t len = sizeof st;
-    if (::getsockopt(fd_.get(), SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0) {
-      dropped_ = st.tp_drops;
-    }
-  }
-
-  uint16_t src_, dst_;
-  UniqueFd fd_;
-  bool ok_ = false;
-  std::atomic<bool> stop_{false};
-  uint64_t frames_ = 0, bad_ = 0, dropped_ = 0;
-  std::thread thread_;
-};
-
 // A client submits valid frames while a child process rewrites the source address and the
 // protocol of its TX buffers in a loop: what goes out is what the daemon checked, so a capture
 // on lo sees none of the rewritten frames, and every frame is either sent (and captured) or
@@ -348,7 +287,7 @@ TEST_F(AdversaryTest, TxFramesAreCheckedOnTheDaemonsOwnCopy) {
 #endif
   const uint64_t frames = env ? std::stoull(env) : default_frames;
   start();
-  LoopbackCapture capture(47010, 47011);
+  FrameCapture capture("lo", "", {47010, 47011, 0x7f000001, std::nullopt});
   ASSERT_TRUE(capture.ok());
   UniqueFd sink(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));  // no ICMP for each frame
   sockaddr_in at = loopback(47011);
@@ -407,6 +346,101 @@ TEST_F(AdversaryTest, ARawTxQueueSendsWhatTheClientWrote) {
   EXPECT_EQ(a.refused(), 0u);
   EXPECT_EQ(a.packets(), 1u);
 }
+
+// The same attack on a DPDK TX queue under the checked policy, where the daemon checks and
+// sends its own copy of each frame's headers with the port's source MAC: on net_af_packet (a
+// veth pair; multi-segment TX, the payload chained zero-copy), a capture on the veth's far end
+// sees none of the rewritten frames; on net_pcap (no multi-segment TX: each frame copied whole)
+// neither does the file the PMD writes.
+class AdversaryDpdkTxTest : public AdversaryTest,
+                            public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(AdversaryDpdkTxTest, ACheckedTxQueueSendsOnlyWhatItChecked) {
+  if (!is_root()) GTEST_SKIP() << "needs root for DPDK's EAL and the veth pair";
+  if (run({daqirid_path(), "--version"}).out.find("dpdk: yes") == std::string::npos) {
+    GTEST_SKIP() << "daqirid built without DPDK";
+  }
+  if (VethPair::ip_path().empty()) GTEST_SKIP() << "no ip command";
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  const uint64_t frames = 100000;
+#else
+  const uint64_t frames = 1000000;
+#endif
+  bool veth_end = std::string(GetParam()) == "af_packet";
+  std::optional<VethPair> veth;
+  std::string pcap = dir_.file("sent.pcap");
+  std::string address = "net_pcap0,tx_pcap=" + pcap;
+  std::optional<std::array<uint8_t, 6>> mac;
+  if (veth_end) {
+    veth.emplace();
+    address = "net_af_packet0,iface=" + veth->host();
+    mac.emplace();
+    ASSERT_EQ(std::sscanf(veth->host_mac().c_str(), "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &(*mac)[0],
+                          &(*mac)[1], &(*mac)[2], &(*mac)[3], &(*mac)[4], &(*mac)[5]),
+              6);
+  }
+  socket_ = dir_.file("d.sock");
+  start_config("daemon:\n  socket: " + socket_ +
+               "\n  metrics: \"off\"\n"
+               "dpdk: {hugepages: false, memory_mb: 256}\n"
+               "memory_regions:\n  - {name: tx, kind: host, buf_size: 2048, num_bufs: 2048}\n"
+               "interfaces:\n"
+               "  - name: port0\n    backend: dpdk\n    address: \"" +
+               address +
+               "\"\n    source_ipv4: 10.77.0.1\n"
+               "    tx: {queues: [{name: tx0, regions: [tx]}]}\n");
+  CaptureRule rule{47010, 47011, 0x0a4d0001, mac};
+  std::optional<FrameCapture> capture;
+  if (veth_end) {
+    capture.emplace(veth->peer(), veth->netns(), rule);
+    ASSERT_TRUE(capture->ok());
+  }
+  Spawned attacker(dir_, adversary({"tx-rewrite", "47010", "47011", std::to_string(frames), "port0",
+                                    "10.77.0.1", "10.77.0.2"}));
+  ASSERT_TRUE(attacker.wait_for_output("sent", 300s)) << attacker.output() << daemon_->log();
+  long ok = number_after(attacker.output(), "ok");
+  long refused = number_after(attacker.output(), "refused");
+  EXPECT_EQ(static_cast<uint64_t>(ok + refused), frames) << attacker.output();
+  EXPECT_GT(refused, 0);  // the rewriter won some races: those frames were refused
+  auto s = stats();
+  const v1::AttachmentStats* a = tx_attachment(s);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->refused(), static_cast<uint64_t>(refused));
+  EXPECT_EQ(s.sessions_cut_off(), 0u);
+  EXPECT_THAT(daemon_->log(), HasSubstr(veth_end ? "TX queue tx0 checked: headers copied"
+                                                 : "TX queue tx0 checked: frames copied whole"));
+  attacker.kill(SIGKILL);
+  uint64_t seen = 0, bad = 0, dropped = 0;
+  if (veth_end) {
+    std::this_thread::sleep_for(200ms);  // the capture reads the last ones
+    capture->stop();
+    seen = capture->frames();
+    bad = capture->bad();
+    dropped = capture->dropped();
+  }
+  EXPECT_EQ(daemon_->stop(), 0) << daemon_->log();  // while its interface is there; pcap flushed
+  daemon_.reset();
+  if (!veth_end) {
+    for (const auto& f : read_pcap(pcap)) {
+      Seen what = judge(rule, reinterpret_cast<const unsigned char*>(f.data()), f.size());
+      seen += what != Seen::kOther;
+      bad += what == Seen::kBad;
+    }
+    EXPECT_EQ(seen, static_cast<uint64_t>(ok));  // the file misses nothing
+  }
+  EXPECT_EQ(bad, 0u);
+  EXPECT_GT(seen, 0u);
+  // The veth may drop what its peer's backlog cannot hold; nothing beyond what was sent arrives.
+  EXPECT_LE(seen + dropped, static_cast<uint64_t>(ok));
+  std::printf("%s tx-rewrite: %ld sent, %ld refused, %llu seen, %llu dropped by the capture\n",
+              GetParam(), ok, refused, static_cast<unsigned long long>(seen),
+              static_cast<unsigned long long>(dropped));
+}
+
+INSTANTIATE_TEST_SUITE_P(Pmd, AdversaryDpdkTxTest, ::testing::Values("af_packet", "pcap"),
+                         [](const ::testing::TestParamInfo<const char*>& p) {
+                           return std::string(p.param);
+                         });
 
 // A HELLO name with no NUL, a newline, quotes, a backslash, a terminal escape and UTF-8 reaches
 // the log and `daqiri-ctl sessions` as at most 63 printable ASCII bytes.

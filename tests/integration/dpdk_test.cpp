@@ -21,6 +21,7 @@
 #include "harness.hpp"
 #include "pcap_frames.hpp"
 #include "stats_client.hpp"
+#include "veth_pair.hpp"
 
 namespace daqiri::test {
 namespace {
@@ -66,8 +67,9 @@ class DpdkTest : public ::testing::Test {
   }
   static std::string port(const std::string& name, const std::string& address, int rx_queues = 1,
                           bool tx = true) {
+    // The test clients send from 127.0.0.1.
     std::string y = "  - name: " + name + "\n    backend: dpdk\n    address: \"" + address +
-                    "\"\n    rx:\n      queues:\n";
+                    "\"\n    source_ipv4: 127.0.0.1\n    rx:\n      queues:\n";
     for (int q = 0; q < rx_queues; ++q)
       y += "        - {name: rx" + std::to_string(q) + ", regions: [rx]}\n";
     if (tx) y += "    tx:\n      queues:\n        - {name: tx0, regions: [tx]}\n";
@@ -365,7 +367,8 @@ TEST_F(DpdkTest, RingPortLoopsClientTxToRxByteExact) {
 TEST_F(DpdkTest, TxHeaderPoolRunningDryStallsNothing) {
   // One poller for both queues: the one thread that could free the headers is the TX queue's.
   std::string pin = "core: " + std::to_string(std::thread::hardware_concurrency() - 1);
-  std::string itf = "  - name: ring0\n    backend: dpdk\n    address: net_ring0\n";
+  std::string itf =
+      "  - name: ring0\n    backend: dpdk\n    address: net_ring0\n    source_ipv4: 127.0.0.1\n";
   itf += "    rx: {queues: [{name: rx0, " + pin + ", regions: [rx]}]}\n";
   itf += "    tx: {queues: [{name: tx0, " + pin +
          ", ring_size: 64, batch_size: 64, regions: [tx]}]}\n";
@@ -416,7 +419,7 @@ TEST_F(DpdkTest, ATxQueueThatNeverCompletesCannotWedgeTheControlPath) {
   metrics_ = "127.0.0.1:" + std::to_string(metrics_port);
   start(config(dir_.file("d.sock"),
                "  - name: ring0\n    backend: dpdk\n    address: net_ring0\n"
-               "    tx: {queues: [{name: tx0, regions: [tx]}]}\n"
+               "    tx: {queues: [{name: tx0, regions: [tx], tx_policy: raw}]}\n"
                "  - name: null0\n    backend: dpdk\n    address: net_null0\n"
                "    rx: {queues: [{name: rx0, regions: [rx]}]}\n",
                "  - {name: all, interface: null0, match: {any: true}}\n"));
@@ -633,52 +636,6 @@ TEST_F(DpdkTest, ClientsFindThePayloadsOfFramesTheDaemonDidNotRead) {
     daemon_.reset();
   }
 }
-
-// A veth pair: one end for the daemon's PMD, the other in a network namespace with an address
-// and a static neighbour entry for the daemon's end, where daqiri-gen sends from.
-class VethPair {
- public:
-  static std::string ip_path() {
-    for (const char* p : {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"}) {
-      if (::access(p, X_OK) == 0) return p;
-    }
-    return "";
-  }
-  VethPair() {
-    std::string tag = std::to_string(::getpid() % 100000);
-    ns_ = "dqns" + tag;
-    host_ = "dqh" + tag;
-    peer_ = "dqp" + tag;
-    sh("ip netns add " + ns_);
-    sh("ip link add " + host_ + " type veth peer name " + peer_);
-    sh("ip link set " + peer_ + " netns " + ns_);
-    sh("ip link set " + host_ + " up");
-    sh("ip -n " + ns_ + " addr add 10.77.0.2/24 dev " + peer_);
-    sh("ip -n " + ns_ + " link set " + peer_ + " up");
-    std::ifstream mac("/sys/class/net/" + host_ + "/address");
-    mac >> host_mac_;
-  }
-  ~VethPair() {
-    sh("ip link del " + host_);
-    sh("ip netns del " + ns_);
-  }
-  // After the PMD took the interface (af_packet cycles it, which drops neighbour entries).
-  void add_neighbour() {
-    sh("ip -n " + ns_ + " neigh replace 10.77.0.1 lladdr " + host_mac_ + " dev " + peer_);
-  }
-  [[nodiscard]] const std::string& host() const { return host_; }
-  [[nodiscard]] std::vector<std::string> in_namespace(std::vector<std::string> argv) const {
-    argv.insert(argv.begin(), {ip_path(), "netns", "exec", ns_});
-    return argv;
-  }
-
- private:
-  static void sh(const std::string& cmd) {
-    auto r = run({"/bin/sh", "-c", cmd + " 2>&1"});
-    if (r.exit_code != 0) ADD_FAILURE() << cmd << ": " << r.out << r.err;
-  }
-  std::string ns_, host_, peer_, host_mac_;
-};
 
 // net_af_packet and net_af_xdp on the host end of a veth pair, a kernel sender (daqiri-gen)
 // in the namespace on the other: every datagram arrives, in order, intact.

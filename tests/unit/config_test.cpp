@@ -523,6 +523,29 @@ TEST(DaqiriConfig, FlowActionMustNameAnRxQueue) {
             "5 on interface rx_port");
 }
 
+// DAQIRI trusts its in-process application with the port; a daemon's clients are not, and a
+// DAQIRI file names no address to hold them to: its DPDK TX queues are raw, and it says so.
+TEST(DaqiriConfig, DpdkTxQueuesAreRawAndSaySo) {
+  std::string text = kDaqiriFile;
+  text.replace(text.find("bench_rx:"), 9,
+               "    - name: \"tx_port\"\n"
+               "      address: 0000:03:00.1\n"
+               "      tx:\n"
+               "        queues:\n"
+               "        - name: \"tx_q_0\"\n"
+               "          id: 0\n"
+               "          memory_regions:\n"
+               "            - \"Data_RX_CPU\"\n"
+               "bench_rx:");
+  auto p = parse(text, daqiri_file_facts());
+  ASSERT_TRUE(p.config) << p.diags.render();
+  ASSERT_EQ(p.config->interfaces.size(), 2u);
+  EXPECT_EQ(p.config->interfaces[1].tx_queues.at(0).tx_policy, TxPolicy::kRaw);
+  EXPECT_THAT(p.diags.render(),
+              HasSubstr("daqiri.cfg.interfaces[1].tx: DPDK TX queues of a DAQIRI file send frames "
+                        "as clients write them (tx_policy: raw)"));
+}
+
 TEST(DaqiriConfig, TheOlderAdvancedNetworkNameIsAccepted) {
   std::string text = kDaqiriFile;
   text.replace(text.find("daqiri:"), 7, "advanced_network:");

@@ -117,6 +117,38 @@ TEST(DpdkConfig, CatchAllIsOnePerQueueAndOnlyOnDpdk) {
               HasSubstr("match any is the queue's catch-all and takes no other field"));
 }
 
+// TX queues are checked unless the admin says raw; checked needs the address frames come from.
+TEST(DpdkConfig, CheckedTxQueuesNeedTheSourceAddress) {
+  std::string tx = "    tx: {queues: [{name: t0, regions: [r]}]}\n";
+  std::string text = dpdk_config("net_null0") + tx;
+  EXPECT_THAT(errors_of(text),
+              HasSubstr("interfaces[0].tx.queues[0]: TX queue \"t0\" is checked (the default "
+                        "tx_policy): its interface needs source_ipv4"));
+  std::string with_source = text;
+  with_source.replace(with_source.find("    rx:"), 7, "    source_ipv4: 10.0.0.1\n    rx:");
+  Diagnostics diags;
+  auto checked = parse_config(with_source, "t.yaml", facts(), diags);
+  ASSERT_TRUE(checked.has_value()) << diags.render();
+  EXPECT_EQ(sending_ipv4(checked->interfaces[0]), 0x0a000001u);
+  std::string raw = dpdk_config("net_null0") +
+                    "    tx: {queues: [{name: t0, regions: [r], "
+                    "tx_policy: raw}]}\n";
+  auto r = parse_config(raw, "t.yaml", facts(), diags);
+  ASSERT_TRUE(r.has_value()) << diags.render();
+  EXPECT_EQ(r->interfaces[0].tx_queues[0].tx_policy, TxPolicy::kRaw);
+  std::string bad = with_source;
+  bad.replace(bad.find("10.0.0.1"), 8, "10.0.0.x");
+  EXPECT_THAT(errors_of(bad),
+              HasSubstr("interfaces[0].source_ipv4: source_ipv4 is an IPv4 address, got "
+                        "\"10.0.0.x\""));
+  std::string socket =
+      "memory_regions:\n  - {name: r, kind: host, buf_size: 2048, num_bufs: 64}\n"
+      "interfaces:\n  - {name: lo, backend: socket, address: 127.0.0.1, source_ipv4: 127.0.0.2,"
+      " tx: {queues: [{name: t0, regions: [r]}]}}\n";
+  EXPECT_THAT(errors_of(socket), HasSubstr("interfaces[0].source_ipv4: socket interfaces send from "
+                                           "their address: source_ipv4 is for dpdk ones"));
+}
+
 TEST(DpdkConfig, HugepageShortfallForTheEalIsAClearError) {
   EXPECT_THAT(errors_of(dpdk_config("net_null0", 2048, "", "dpdk: {hugepages: true}\n"), facts(64)),
               HasSubstr("DPDK needs 128 hugepages of 2 MiB for dpdk.memory_mb 256 but the machine "

@@ -5,6 +5,7 @@
 #include <rte_flow.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 
 #include "backends/dpdk/software_reach.hpp"
@@ -88,6 +89,14 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
   }
   rte_eth_conf conf{};
   conf.rxmode.mtu = itf.mtu;
+  // Checked TX frames chain their payload behind the daemon's copy of their headers, where the
+  // port takes chained mbufs; elsewhere each is copied whole (DpdkTxQueue).
+  bool any_checked_tx = std::any_of(itf.tx_queues.begin(), itf.tx_queues.end(), [](const auto& q) {
+    return q.tx_policy.value_or(config::TxPolicy::kChecked) == config::TxPolicy::kChecked;
+  });
+  bool multi_segment =
+      any_checked_tx && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
+  if (multi_segment) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
   if (any_split && nic_splits) {
     // mlx5 chains the segments of a split frame: scatter comes with the split.
     conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_BUFFER_SPLIT | RTE_ETH_RX_OFFLOAD_SCATTER;
@@ -178,9 +187,25 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
     uint16_t rxd = 0;
     uint16_t txd = static_cast<uint16_t>(std::min<uint32_t>(q.ring_size, 32768));
     rte_eth_dev_adjust_nb_rx_tx_desc(id, &rxd, &txd);
-    auto queue = DpdkTxQueue::create(id, static_cast<uint16_t>(q.id),
-                                     "tx" + tag + "_" + std::to_string(q.id), txd, q.batch_size,
-                                     itf.mtu + 14 + 4, socket, dma);
+    TxQueueSetup setup;
+    setup.port = id;
+    setup.queue = static_cast<uint16_t>(q.id);
+    setup.pool_name = "tx" + tag + "_" + std::to_string(q.id);
+    setup.descriptors = txd;
+    setup.batch = q.batch_size;
+    setup.max_frame = itf.mtu + 14 + 4;
+    setup.socket = socket;
+    setup.dma_device = dma;
+    setup.policy = q.tx_policy.value_or(config::TxPolicy::kChecked);
+    setup.source_ipv4 = config::sending_ipv4(itf);
+    rte_eth_macaddr_get(id, &setup.mac);
+    setup.multi_segment = multi_segment;
+    if (setup.policy == config::TxPolicy::kChecked) {
+      spdlog::info("{}: TX queue {} checked: {}", where, q.name,
+                   multi_segment ? "headers copied, payloads sent zero-copy"
+                                 : "frames copied whole (the port has no multi-segment TX)");
+    }
+    auto queue = DpdkTxQueue::create(setup);
     if (!queue) {
       return fail(queue.error().code,
                   where + ": TX queue " + q.name + ": " + queue.error().message);

@@ -4,37 +4,49 @@
 #include <rte_ethdev.h>
 
 #include <algorithm>
+#include <cstring>
+
+#include "dataplane/tx_frame_policy.hpp"
 
 namespace daqiri::backends::dpdk {
 
-Result<std::unique_ptr<DpdkTxQueue>> DpdkTxQueue::create(uint16_t port, uint16_t queue,
-                                                         const std::string& pool_name,
-                                                         uint32_t descriptors, uint32_t batch,
-                                                         uint32_t max_frame, int socket,
-                                                         rte_device* dma_device) {
-  batch = std::min(batch, kMaxBatch);
-  // Enough headers for a full NIC ring, a stash and some pending frames; running dry is
-  // handled (see the header comment), so this is about throughput, not correctness.
-  uint32_t count = descriptors + 4 * batch + 512;
-  rte_mempool* headers =
-      rte_pktmbuf_pool_create(pool_name.c_str(), count, mempool_cache_size(count), 0, 0, socket);
-  if (headers == nullptr) {
-    return fail(
-        ErrorCode::kResourceExhausted,
-        "TX header pool " + pool_name + ": " + rte_strerror(rte_errno) + " (raise dpdk.memory_mb)");
+Result<std::unique_ptr<DpdkTxQueue>> DpdkTxQueue::create(const TxQueueSetup& setup) {
+  uint32_t batch = std::min(setup.batch, kMaxBatch);
+  // Enough mbufs for a full NIC ring, a stash and some pending frames (two a frame when
+  // checked frames chain their payload); running dry is handled (see the header comment), so
+  // this is about throughput, not correctness.
+  uint32_t count = setup.descriptors + 4 * batch + 512;
+  uint32_t room = 0;
+  if (setup.policy == config::TxPolicy::kChecked) {
+    count *= setup.multi_segment ? 2 : 1;
+    room = RTE_PKTMBUF_HEADROOM +
+           (setup.multi_segment ? uint32_t{dataplane::kCheckedHeaders} : setup.max_frame);
   }
-  return std::unique_ptr<DpdkTxQueue>(
-      new DpdkTxQueue(port, queue, headers, batch, max_frame, dma_device));
+  rte_mempool* headers =
+      rte_pktmbuf_pool_create(setup.pool_name.c_str(), count, mempool_cache_size(count), 0,
+                              static_cast<uint16_t>(room), setup.socket);
+  if (headers == nullptr) {
+    return fail(ErrorCode::kResourceExhausted, "TX mbuf pool " + setup.pool_name + ": " +
+                                                   rte_strerror(rte_errno) +
+                                                   " (raise dpdk.memory_mb)");
+  }
+  TxQueueSetup s = setup;
+  s.batch = batch;
+  return std::unique_ptr<DpdkTxQueue>(new DpdkTxQueue(s, headers));
 }
 
-DpdkTxQueue::DpdkTxQueue(uint16_t port, uint16_t queue, rte_mempool* headers, uint32_t batch,
-                         uint32_t max_frame, rte_device* dma_device)
-    : port_(port),
-      queue_(queue),
+DpdkTxQueue::DpdkTxQueue(const TxQueueSetup& setup, rte_mempool* headers)
+    : port_(setup.port),
+      queue_(setup.queue),
       headers_(headers),
-      batch_(batch),
-      max_frame_(max_frame),
-      dma_device_(dma_device),
+      batch_(setup.batch),
+      max_frame_(setup.max_frame),
+      dma_device_(setup.dma_device),
+      policy_(setup.policy),
+      source_ipv4_(setup.source_ipv4),
+      mac_(setup.mac),
+      copy_length_(setup.multi_segment ? uint32_t{dataplane::kCheckedHeaders} : setup.max_frame),
+      mbufs_per_frame_(setup.policy == config::TxPolicy::kChecked && setup.multi_segment ? 2 : 1),
       set_(std::make_unique<const Set>()) {}
 
 DpdkTxQueue::~DpdkTxQueue() {
@@ -101,37 +113,31 @@ bool DpdkTxQueue::send(Binding& b) {
     b.pending_first = 0;
   }
   if (stash_count_ < batch_) refill_stash();
-  uint32_t n = a.take(descs_.data(), stash_count_);
+  // A checked frame may take two mbufs: headers, and the payload chained behind them.
+  uint32_t n = a.take(descs_.data(), stash_count_ / mbufs_per_frame_);
   if (n == 0) {
     // Nothing new: let a lazy PMD give back what it has sent, so clients get their buffers.
     if (b.in_flight > 0) rte_eth_tx_done_cleanup(port_, queue_, 0);
     return false;
   }
-  const std::byte* base = b.memory->base();
   uint32_t ready = 0;
+  uint32_t done_now = 0;  // frames copied whole: their buffers are the client's again
   uint64_t bytes = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    const daqiri_tx_desc& d = descs_[i];
+    const daqiri_tx_desc d = descs_[i];
     if (d.length > max_frame_) {
       dataplane::bump(counters.oversize, 1);
       dataplane::bump(a.counters.send_errors, 1);
       a.complete(&d, 1, true);
       continue;
     }
-    rte_mbuf* m = stash_[--stash_count_];
-    rte_mbuf_ext_shared_info* sh = &b.shinfo[d.buffer];
-    sh->free_cb = &DpdkTxQueue::on_freed;
-    sh->fcb_opaque = &b;
-    rte_mbuf_ext_refcnt_set(sh, 1);
-    auto* buf = const_cast<std::byte*>(base + uint64_t{d.buffer} * a.buf_size());
-    rte_pktmbuf_attach_extbuf(m, buf, b.memory->iova(buf), static_cast<uint16_t>(a.buf_size()), sh);
-    m->data_off = 0;
-    m->data_len = static_cast<uint16_t>(d.length);
-    m->pkt_len = d.length;
+    rte_mbuf* m =
+        policy_ == config::TxPolicy::kRaw ? zero_copy(b, d) : checked_copy(b, d, done_now);
+    if (m == nullptr) continue;
     b.pending[ready++] = m;
-    bytes += d.length;
-    ++b.in_flight;
+    bytes += m->pkt_len;
   }
+  if (done_now > 0) a.complete(descs_.data(), done_now);
   uint16_t sent = rte_eth_tx_burst(port_, queue_, b.pending.data(), static_cast<uint16_t>(ready));
   b.pending_first = sent;
   b.pending_count = ready - sent;
@@ -140,6 +146,58 @@ bool DpdkTxQueue::send(Binding& b) {
   dataplane::bump(counters.packets, sent);
   dataplane::bump(counters.bytes, bytes);
   return true;
+}
+
+void DpdkTxQueue::attach(Binding& b, const daqiri_tx_desc& d, rte_mbuf* m, uint16_t offset,
+                         uint32_t length) {
+  dataplane::TxAttachment& a = *b.attachment;
+  rte_mbuf_ext_shared_info* sh = &b.shinfo[d.buffer];
+  sh->free_cb = &DpdkTxQueue::on_freed;
+  sh->fcb_opaque = &b;
+  rte_mbuf_ext_refcnt_set(sh, 1);
+  auto* buf = const_cast<std::byte*>(b.memory->base() + uint64_t{d.buffer} * a.buf_size());
+  rte_pktmbuf_attach_extbuf(m, buf, b.memory->iova(buf), static_cast<uint16_t>(a.buf_size()), sh);
+  m->data_off = offset;
+  m->data_len = static_cast<uint16_t>(length);
+  m->pkt_len = length;
+  ++b.in_flight;
+}
+
+rte_mbuf* DpdkTxQueue::zero_copy(Binding& b, const daqiri_tx_desc& d) {
+  rte_mbuf* m = stash_[--stash_count_];
+  attach(b, d, m, 0, d.length);
+  return m;
+}
+
+rte_mbuf* DpdkTxQueue::checked_copy(Binding& b, const daqiri_tx_desc& d, uint32_t& done_now) {
+  dataplane::TxAttachment& a = *b.attachment;
+  rte_mbuf* h = stash_[--stash_count_];
+  auto* head = rte_pktmbuf_mtod(h, std::byte*);
+  uint32_t copied = std::min(d.length, copy_length_);
+  std::memcpy(head, a.buffer(d.buffer), copied);
+  auto verdict = dataplane::check_tx_frame({head, copied}, d.length, source_ipv4_, policy_);
+  if (verdict.refused != nullptr) {
+    stash_[stash_count_++] = h;
+    dataplane::bump(a.counters.refused, 1);
+    a.complete(&d, 1, true);
+    return nullptr;
+  }
+  std::memcpy(head + 6, mac_.addr_bytes, RTE_ETHER_ADDR_LEN);
+  // What is sent ends with the IP packet: Ethernet padding the client wrote is not.
+  uint32_t wire = frame::kEthHeader + verdict.ip_length;
+  if (wire <= copied) {
+    h->data_len = static_cast<uint16_t>(wire);
+    h->pkt_len = wire;
+    descs_[done_now++] = d;  // done_now <= the index of `d`: a slot already read
+    return h;
+  }
+  rte_mbuf* payload = stash_[--stash_count_];
+  attach(b, d, payload, static_cast<uint16_t>(copied), wire - copied);
+  h->data_len = static_cast<uint16_t>(copied);
+  h->pkt_len = wire;
+  h->next = payload;
+  h->nb_segs = 2;
+  return h;
 }
 
 bool DpdkTxQueue::arm_wakeups() {

@@ -1,12 +1,16 @@
-// One TX queue of a DPDK port, zero-copy: a client's TX buffer is attached to an mbuf header
-// as an external buffer and handed to rte_eth_tx_burst; when DPDK frees the mbuf (the NIC is
-// done with it) the buffer's index comes back through a completion queue and on to the
-// client's completion ring. Header mbufs come from a small pool of the queue's own; when it
+// One TX queue of a DPDK port. A client's TX buffer is attached to an mbuf as an external
+// buffer and handed to rte_eth_tx_burst; when DPDK frees the mbuf (the NIC is done with it) the
+// buffer's index comes back through a completion queue and on to the client's completion ring.
+// Under the `checked` policy the frame's headers are first copied into an mbuf of the daemon's,
+// checked there (dataplane/tx_frame_policy.hpp) and sent from there, the payload chained behind
+// them zero-copy; a PMD without multi-segment TX gets the whole frame copied instead. `raw`
+// sends the client's buffer as it is. Mbufs come from a small pool of the queue's own; when it
 // runs dry the queue asks the PMD to clean up its done descriptors and takes no new frames
-// until headers return, and frames the PMD did not accept stay pending and are offered first
+// until mbufs return, and frames the PMD did not accept stay pending and are offered first
 // next time: the TX path never waits on itself (DAQIRI's dry-pool stall).
 #pragma once
 
+#include <rte_ether.h>
 #include <rte_mbuf.h>
 
 #include <array>
@@ -16,6 +20,7 @@
 
 #include "backends/dpdk/completion_queue.hpp"
 #include "backends/dpdk/external_memory.hpp"
+#include "config/config.hpp"
 #include "dataplane/nic_stats.hpp"
 #include "dataplane/poller.hpp"
 #include "dataplane/snapshot.hpp"
@@ -30,14 +35,25 @@ struct TxQueueCounters {
   std::atomic<uint64_t> oversize{0};   // frames longer than the port's MTU allows
 };
 
+struct TxQueueSetup {
+  uint16_t port = 0;
+  uint16_t queue = 0;
+  std::string pool_name;
+  uint32_t descriptors = 0;  // the NIC's TX ring, as the PMD adjusted it
+  uint32_t batch = 0;
+  uint32_t max_frame = 0;  // bytes on the wire the port's MTU allows
+  int socket = SOCKET_ID_ANY;
+  rte_device* dma_device = nullptr;  // the PCI device that reads the buffers, or null (vdevs)
+  config::TxPolicy policy = config::TxPolicy::kChecked;
+  uint32_t source_ipv4 = 0;    // checked: the source address frames must carry (host order)
+  rte_ether_addr mac{};        // checked: written as every frame's source MAC
+  bool multi_segment = false;  // the port takes chained mbufs (RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+};
+
 class DpdkTxQueue final : public dataplane::PollTask {
  public:
   static constexpr uint32_t kMaxBatch = 512;
-  static Result<std::unique_ptr<DpdkTxQueue>> create(uint16_t port, uint16_t queue,
-                                                     const std::string& pool_name,
-                                                     uint32_t descriptors, uint32_t batch,
-                                                     uint32_t max_frame, int socket,
-                                                     rte_device* dma_device);
+  static Result<std::unique_ptr<DpdkTxQueue>> create(const TxQueueSetup& setup);
   ~DpdkTxQueue() override;
 
   bool poll() override;
@@ -70,11 +86,15 @@ class DpdkTxQueue final : public dataplane::PollTask {
   // For the wake-up helpers of dataplane/tx_attachment.hpp.
   static dataplane::TxAttachment& attachment_of(const Binding* b) { return *b->attachment; }
 
-  DpdkTxQueue(uint16_t port, uint16_t queue, rte_mempool* headers, uint32_t batch,
-              uint32_t max_frame, rte_device* dma_device);
+  DpdkTxQueue(const TxQueueSetup& setup, rte_mempool* headers);
   static void on_freed(void* addr, void* opaque);
   bool complete(Binding& b);
   bool send(Binding& b);
+  // The mbuf that carries frame `d` of `b`, or null when it is refused or already complete.
+  rte_mbuf* zero_copy(Binding& b, const daqiri_tx_desc& d);
+  rte_mbuf* checked_copy(Binding& b, const daqiri_tx_desc& d, uint32_t& done_now);
+  // Attaches frame bytes [offset, offset + length) of `d`'s buffer to `m`, zero-copy.
+  void attach(Binding& b, const daqiri_tx_desc& d, rte_mbuf* m, uint16_t offset, uint32_t length);
   // Tops the stash up to a batch from the header pool, with what is left when that is less.
   void refill_stash();
   void flush_pending(Binding& b);
@@ -85,6 +105,13 @@ class DpdkTxQueue final : public dataplane::PollTask {
   uint32_t batch_;
   uint32_t max_frame_;
   rte_device* dma_device_;
+  config::TxPolicy policy_;
+  uint32_t source_ipv4_;
+  rte_ether_addr mac_;
+  // checked: bytes copied into the daemon's mbuf (the headers, or the whole frame where the
+  // port cannot chain); a frame longer than that has its payload chained behind, zero-copy.
+  uint32_t copy_length_;
+  uint32_t mbufs_per_frame_;  // at most: 2 where checked frames chain their payload
   dataplane::Published<Set> set_;
   std::vector<std::unique_ptr<Binding>> bindings_;  // control side: owns them
   std::array<daqiri_tx_desc, kMaxBatch> descs_{};

@@ -81,7 +81,7 @@ bool SocketTxQueue::drain(dataplane::TxAttachment& a) {
     // take() checked d.length <= the region's buf_size, which is max_frame_.
     std::byte* copy = staging_.data() + size_t{m} * max_frame_;
     std::memcpy(copy, a.buffer(d.buffer), d.length);
-    auto verdict = dataplane::check_tx_frame({copy, d.length}, source_ipv4_, policy_);
+    auto verdict = dataplane::check_tx_frame({copy, d.length}, d.length, source_ipv4_, policy_);
     if (verdict.refused != nullptr) {
       descs_[refused++] = d;  // i >= refused: a slot already read
       continue;

@@ -1,0 +1,65 @@
+// A veth pair for tests of PMDs on a kernel interface (net_af_packet, net_af_xdp): the host end
+// for the daemon, the peer in a network namespace of its own, created and removed with the object.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace daqiri::test {
+
+// A veth pair: one end for the daemon's PMD, the other in a network namespace with an address
+// and a static neighbour entry for the daemon's end, where daqiri-gen sends from.
+class VethPair {
+ public:
+  static std::string ip_path() {
+    for (const char* p : {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"}) {
+      if (::access(p, X_OK) == 0) return p;
+    }
+    return "";
+  }
+  VethPair() {
+    std::string tag = std::to_string(::getpid() % 100000);
+    ns_ = "dqns" + tag;
+    host_ = "dqh" + tag;
+    peer_ = "dqp" + tag;
+    sh("ip netns add " + ns_);
+    sh("ip link add " + host_ + " type veth peer name " + peer_);
+    sh("ip link set " + peer_ + " netns " + ns_);
+    sh("ip link set " + host_ + " up");
+    sh("ip -n " + ns_ + " addr add 10.77.0.2/24 dev " + peer_);
+    sh("ip -n " + ns_ + " link set " + peer_ + " up");
+    std::ifstream mac("/sys/class/net/" + host_ + "/address");
+    mac >> host_mac_;
+  }
+  ~VethPair() {
+    sh("ip link del " + host_);
+    sh("ip netns del " + ns_);
+  }
+  [[nodiscard]] const std::string& host_mac() const { return host_mac_; }
+  [[nodiscard]] const std::string& peer() const { return peer_; }
+  [[nodiscard]] const std::string& netns() const { return ns_; }
+  // After the PMD took the interface (af_packet cycles it, which drops neighbour entries).
+  void add_neighbour() {
+    sh("ip -n " + ns_ + " neigh replace 10.77.0.1 lladdr " + host_mac_ + " dev " + peer_);
+  }
+  [[nodiscard]] const std::string& host() const { return host_; }
+  [[nodiscard]] std::vector<std::string> in_namespace(std::vector<std::string> argv) const {
+    argv.insert(argv.begin(), {ip_path(), "netns", "exec", ns_});
+    return argv;
+  }
+
+ private:
+  static void sh(const std::string& cmd) {
+    auto r = run({"/bin/sh", "-c", cmd + " 2>&1"});
+    if (r.exit_code != 0) ADD_FAILURE() << cmd << ": " << r.out << r.err;
+  }
+  std::string ns_, host_, peer_, host_mac_;
+};
+
+}  // namespace daqiri::test
