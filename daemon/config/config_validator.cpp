@@ -376,6 +376,16 @@ class Validator {
   // What the data plane will take from hugetlbfs: a pool per flow (each flow owns its pool,
   // so clients map nothing of other flows) rounded up to whole pages, and a TX pool for the
   // first client of each TX queue. Pools are packed across flows only in share_pages regions.
+  // Who holds hugepages of daqirid memory, for a shortfall's message: after a daemon was
+  // killed, its clients keep the pools they mapped until they exit.
+  [[nodiscard]] std::string held_by() const {
+    if (facts_.hugepage_holders.empty()) return "";
+    std::string text = "; daqirid memory in hugepages is still mapped by ";
+    for (size_t i = 0; i < facts_.hugepage_holders.size(); ++i)
+      text += (i ? ", " : "") + facts_.hugepage_holders[i];
+    return text + " (clients of a daqirid that ended keep theirs until they exit)";
+  }
+
   void check_hugepages() {
     auto pages_of = [this](const MemoryRegionConfig& r) {
       return (r.total_bytes() + facts_.hugepage_size - 1) / facts_.hugepage_size;
@@ -430,7 +440,8 @@ class Validator {
                 " but the machine has " + std::to_string(facts_.hugepages_free) +
                 " free; reserve more with `echo " +
                 std::to_string(facts_.hugepages_total + pages + eal_pages - facts_.hugepages_free) +
-                " > /proc/sys/vm/nr_hugepages` (and mount hugetlbfs) or set dpdk.hugepages: false");
+                " > /proc/sys/vm/nr_hugepages` (and mount hugetlbfs) or set dpdk.hugepages: false" +
+                held_by());
       return;
     }
     if (!first || pages <= facts_.hugepages_free) return;
@@ -442,7 +453,7 @@ class Validator {
               std::to_string(facts_.hugepages_free) + " free (of " +
               std::to_string(facts_.hugepages_total) + "); reserve more with `echo " +
               std::to_string(facts_.hugepages_total + pages - facts_.hugepages_free) +
-              " > /proc/sys/vm/nr_hugepages` or use kind host");
+              " > /proc/sys/vm/nr_hugepages` or use kind host" + held_by());
   }
 
   void check_catch_all(const FlowConfig& f) {

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <set>
+#include <string>
+#include <vector>
 
 namespace daqiri::config {
 
@@ -12,6 +14,9 @@ struct SystemFacts {
   uint64_t hugepage_size = 2u << 20;  // default size in bytes
   uint64_t hugepages_free = 0;        // free pages of that size
   uint64_t hugepages_total = 0;
+  // Processes that map daqirid memory in hugepages ("pid 1234 (tap, uid 1000): 64 MiB"): a
+  // daemon's clients keep theirs mapped after it is gone, until they exit.
+  std::vector<std::string> hugepage_holders;
   // Backends and region kinds this build can serve.
   bool have_dpdk = false;
   bool have_rdma = false;

@@ -23,6 +23,9 @@
 //       (libdaqiri) attaches to lo's TX queue up to N times in one session, writing every byte
 //       of each TX pool; prints "attached I" for each and "refused: WHY" at the first refusal,
 //       then sleeps.
+//   hold SOCKET FLOW
+//       (libdaqiri) attaches to FLOW, which maps its pool, prints "holding" and sleeps without
+//       ever reading: its mappings outlive the daemon if that is killed.
 //   hello-name SOCKET
 //       says HELLO with 64 name bytes and no NUL: a newline, quotes, escapes, UTF-8 and a
 //       terminal escape sequence; prints "welcomed", then sleeps.
@@ -356,6 +359,18 @@ int tx_leave(const std::string& socket, const std::string& itf, uint32_t n) {
   sleep_forever();
 }
 
+int hold(const std::string& socket, const std::string& flow) {
+  auto c = daqiri::test::connect_or_exit(socket, "test-hold");
+  daqiri::RxOptions o;
+  o.flow = flow;
+  if (auto rx = c->attach_rx(o); !rx) {
+    say("attach failed: %s", rx.error().message.c_str());
+    return 3;
+  }
+  say("holding");
+  sleep_forever();
+}
+
 int tx_hoard(const std::string& socket, int n) {
   auto c = daqiri::test::connect_or_exit(socket, "test-hoard");
   for (int i = 1; i <= n; ++i) {
@@ -404,6 +419,7 @@ int main(int argc, char** argv) {
   }
   if (a.size() == 3 && a[0] == "tx-frame") return tx_frame(a[1], a[2]);
   if (a.size() == 2 && a[0] == "hello-name") return hello_name(a[1]);
+  if (a.size() == 3 && a[0] == "hold") return hold(a[1], a[2]);
   if (a.size() == 3 && a[0] == "tx-hoard") return tx_hoard(a[1], std::stoi(a[2]));
   if (a.size() == 4 && a[0] == "claim-late") return claim_late(a[1], a[2], a[3]);
   if (a.size() == 4 && a[0] == "tx-leave") {

@@ -762,6 +762,48 @@ TEST_F(DpdkTest, FailedStartSaysWhyAndLeavesNothingBehind) {
   EXPECT_EQ(runtime_dirs(), dirs_before);  // the EAL's runtime directory went with it
 }
 
+// A daemon killed with SIGKILL leaves its EAL runtime folder, and its clients keep the
+// hugepages of the pools they mapped. The next start on the same socket removes the folder and
+// says so; a start that finds too few hugepages names the processes that hold daqirid memory.
+TEST_F(DpdkTest, AKilledDaemonsLeftoversAreClearedOrNamedAtTheNextStart) {
+  if (free_hugepages() < 16) GTEST_SKIP() << "needs 16 free 2 MiB hugepages";
+  auto yaml_for = [&](uint64_t num_bufs) {
+    std::string y = config(dir_.file("d.sock"), port("null0", "net_null0", 1, false),
+                           "  - {name: all, interface: null0, match: {any: true}}\n");
+    y.replace(y.find("{name: rx, kind: host, buf_size: 2048, num_bufs: 4096}"), 54,
+              "{name: rx, kind: huge, buf_size: 2048, num_bufs: " + std::to_string(num_bufs) + "}");
+    return y;
+  };
+  start(yaml_for(4096));
+  std::string log = daemon_->log();
+  size_t at = log.find("--file-prefix=");
+  ASSERT_NE(at, std::string::npos) << log;
+  at += 14;
+  std::string runtime = "/var/run/dpdk/" + log.substr(at, log.find(' ', at) - at);
+  Spawned holder(dir_, {adversary_path(), "hold", socket_, "all"});
+  ASSERT_TRUE(holder.wait_for_output("holding")) << holder.output() << daemon_->log();
+  control_.reset();
+  EXPECT_EQ(daemon_->stop(SIGKILL), 128 + SIGKILL);
+  daemon_.reset();
+  EXPECT_TRUE(std::filesystem::exists(runtime));
+
+  start(yaml_for(4096));
+  EXPECT_THAT(daemon_->log(), HasSubstr("dpdk: removing " + runtime +
+                                        ", left by a daqirid on this socket that did not stop"));
+  control_.reset();
+  ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
+  daemon_.reset();
+  EXPECT_FALSE(std::filesystem::exists(runtime));
+
+  // More than is free: the error names the holder, which still maps the killed daemon's pool.
+  auto r = run({daqirid_path(), "--check-config",
+                dir_.write("big.yaml", yaml_for((free_hugepages() + 1) * 1024))});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.out + r.err, HasSubstr("daqirid memory in hugepages is still mapped by pid " +
+                                       std::to_string(holder.pid()) + " (daqiri-adversar"))
+      << r.out << r.err;
+}
+
 // A gpudirect queue (its mbuf pool in GPU memory) where there is no GPU: a clear start error
 // that names the queue and the region. With a GPU, tests/gpu's GpuRingTest drives such a queue.
 TEST_F(DpdkTest, GpudirectQueueWithoutAGpuSaysWhy) {

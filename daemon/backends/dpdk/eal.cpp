@@ -50,6 +50,13 @@ Result<std::unique_ptr<Eal>> Eal::start(const config::Config& c) {
     return fail(ErrorCode::kFailedPrecondition, "the DPDK EAL starts once per process");
   }
   std::string prefix = file_prefix_for(c.daemon.socket_path);
+  // The prefix comes from the socket path, whose InstanceLock this daemon holds: a folder there
+  // was left by a daemon on the same socket that was killed or crashed.
+  if (std::error_code ec; std::filesystem::exists(runtime_dir(prefix), ec)) {
+    spdlog::warn("dpdk: removing {}, left by a daqirid on this socket that did not stop cleanly",
+                 runtime_dir(prefix).string());
+    remove_runtime_dir(prefix);
+  }
   std::vector<std::string> args = eal_arguments(c, prefix);
   std::string line;
   for (const auto& a : args)
