@@ -1,5 +1,6 @@
 // daqirid: command line, configuration, then the Daemon. Exit codes: 0 clean stop or valid
-// config, 1 failed to start, 2 invalid configuration or command line.
+// config, 1 failed to start, 2 invalid configuration or command line, 3 a poller did not stop
+// (DataPlane::stop_pollers exits without cleanup).
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 

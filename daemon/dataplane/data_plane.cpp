@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "daqiri/frame.hpp"
@@ -166,6 +167,7 @@ bool DataPlane::is_dpdk(const std::string& interface) const {
 DataPlane::~DataPlane() {
   // Pollers first: nothing may be polled while it is destroyed. Then flows (their NIC rules
   // need the port open), then the ports (they unregister client TX memory, still mapped).
+  stop_pollers();
   pollers_.clear();
 #ifdef DAQIRI_HAVE_RDMA
   rdma_.clear();  // queue pairs first: they return buffers to flows and TX attachments
@@ -179,6 +181,23 @@ DataPlane::~DataPlane() {
   dpdk_.reset();  // a parked TX attachment's frames are freed with its port
 #endif
   parked_.clear();
+}
+
+void DataPlane::stop_pollers() {
+  for (const auto& p : pollers_)
+    p->request_stop();
+  auto deadline = std::chrono::steady_clock::now() + kStopWait;
+  for (const auto& p : pollers_) {
+    while (!p->stopped() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (p->stopped()) continue;
+    // Its thread cannot be joined, and nothing it may touch can be freed: leave it all to the
+    // kernel, which frees whatever the process held, rather than hang the stop.
+    spdlog::critical("poller {} did not stop within {} s: exiting without cleanup", p->name(),
+                     std::chrono::duration_cast<std::chrono::seconds>(kStopWait).count());
+    spdlog::shutdown();
+    std::_Exit(kExitPollerStuck);
+  }
 }
 
 Result<Poller*> DataPlane::poller_for(const std::string& name, int core) {
@@ -274,23 +293,34 @@ Result<> DataPlane::remove_flow(std::string_view name) {
 #ifdef DAQIRI_HAVE_CUDA
   if (!is_dpdk(it->second.flow->flow().interface)) pinned_pools_.erase(&it->second.flow->pool());
 #endif
+  Poller& poller = *it->second.poller;
+  Grace g;
 #ifdef DAQIRI_HAVE_DPDK
   if (dpdk_ && is_dpdk(it->second.flow->flow().interface)) {
-    dpdk_->remove_flow(it->second.flow.get(), it->second.poller->epoch());
-    flows_.erase(it);
-    return {};
+    g = dpdk_->remove_flow(it->second.flow.get(), poller.epoch());
   }
 #endif
 #ifdef DAQIRI_HAVE_RDMA
   if (auto* rdma = this->rdma(it->second.flow->flow().interface)) {
     rdma->remove_flow(static_cast<backends::rdma::RdmaRxFlow*>(it->second.flow.get()),
-                      it->second.poller->epoch());
+                      poller.epoch());
     flows_.erase(it);
     return {};
   }
 #endif
-  it->second.poller->remove_task(it->second.flow.get(), it->second.flow->fds());
+  if (g.epoch == nullptr) g = poller.remove_task(it->second.flow.get(), it->second.flow->fds());
+  dispose(g, std::move(it->second.flow));
   flows_.erase(it);
+  // Its attachments that a stuck poller never let go of: the poller can no longer reach them
+  // through this flow once `g` has passed, and will not come to let them go through it.
+  for (Attachment& a : parked_) {
+    auto f = a.rx && !a.retired ? std::find(a.flows.begin(), a.flows.end(), name) : a.flows.end();
+    if (f == a.flows.end()) continue;
+    a.await(poller.unwatch(a.rx->kick_fd()));
+    a.await(g);
+    a.flows.erase(f);
+    a.retired = a.flows.empty();
+  }
   return {};
 }
 
@@ -651,7 +681,7 @@ Result<> DataPlane::install(Attachment& a) {
 #endif
     if (add_rx(a)) return {};
 #ifdef DAQIRI_HAVE_CUDA
-    if (a.gpu) a.gpu_poller->remove_task(a.gpu.get(), {a.gpu->wake_fd()});
+    if (a.gpu) a.await(a.gpu_poller->remove_task(a.gpu.get(), {a.gpu->wake_fd()}));
 #endif
     // Unreachable while prepare_activation's check and this run under one lock.
     return fail(ErrorCode::kResourceExhausted, "a flow of the attachment is full");
@@ -666,7 +696,7 @@ Result<> DataPlane::install(Attachment& a) {
     ok = dpdk_->add_tx(a.tx_home->itf->name, a.tx_home->queue->name, a.tx.get(), poller.epoch());
 #endif
   }
-  if (!ok) poller.unwatch(a.tx->kick_fd());
+  if (!ok) a.await(poller.unwatch(a.tx->kick_fd()));
   return ok;
 }
 
@@ -780,10 +810,12 @@ bool DataPlane::add_rx(Attachment& a) {
 void DataPlane::remove_rx(Attachment& a, size_t flows) {
   for (size_t i = 0; i < flows; ++i) {
     auto f = flows_.find(a.flows[i]);  // a parked attachment may outlive its flow
-    if (f != flows_.end()) f->second.flow->fanout().remove(a.rx.get(), f->second.poller->epoch());
+    if (f != flows_.end()) {
+      a.await(f->second.flow->fanout().remove(a.rx.get(), f->second.poller->epoch()));
+    }
   }
   for (Poller* p : rx_pollers(a))
-    p->unwatch(a.rx->kick_fd());
+    a.await(p->unwatch(a.rx->kick_fd()));
 }
 
 void DataPlane::close(uint64_t id) {
@@ -819,8 +851,26 @@ void DataPlane::close_locked(uint64_t id) {
 
 bool DataPlane::erased_unclaimed(std::map<uint64_t, Attachment>::iterator it) {
   if (it->second.active) return false;
-  attachments_.erase(it);  // no poller ever saw it
+  drop(it, "its activation was undone");  // no poller saw it, unless one stuck in an undo
   return true;
+}
+
+void DataPlane::drop(std::map<uint64_t, Attachment>::iterator it, const char* why) {
+  Attachment& a = it->second;
+  if (!a.unseen()) {
+    std::string pollers;
+    for (const Grace& g : a.awaiting) {
+      for (const auto& p : pollers_) {
+        if (&p->epoch() == g.epoch) pollers += (pollers.empty() ? "" : ", ") + p->name();
+      }
+    }
+    spdlog::error(
+        "attachment {} ({}): {}, but its poller ({}) has not come round within {} ms: parked, {} "
+        "parked now; daqirid reports NOT_SERVING until it does",
+        it->first, target_of(a), why, pollers, Epoch::kGraceWait.count(), parked_.size() + 1);
+    parked_.push_back(std::move(a));
+  }
+  attachments_.erase(it);
 }
 
 bool DataPlane::wait_released(const AttachmentLifecycle& life) {
@@ -837,7 +887,7 @@ void DataPlane::begin_close(uint64_t id, Attachment& a) {
 #ifdef DAQIRI_HAVE_CUDA
   // The engine first: no copy may still read a buffer the RX poller is about to take back.
   if (a.gpu) {
-    a.gpu_poller->remove_task(a.gpu.get(), {a.gpu->wake_fd()});
+    a.await(a.gpu_poller->remove_task(a.gpu.get(), {a.gpu->wake_fd()}));
     a.gpu->quiesce();
     const gpu::GpuCopyCounters& c = a.gpu->counters;
     spdlog::info("gpu ring of attachment {} closed: {} frames, {} of them in {} copy-engine runs",
@@ -876,37 +926,44 @@ void DataPlane::finish_close(std::map<uint64_t, Attachment>::iterator it, bool r
   }
   retire(a);
   bool rx = a.rx != nullptr;
-  attachments_.erase(it);
+  drop(it, "let go by its poller and taken out of its sets");
   if (rx) rebalance_shares();
 }
 
 void DataPlane::retire(Attachment& a) {
+  a.retired = true;
   if (a.rx) {
     remove_rx(a, a.flows.size());
     return;
   }
-  a.tx_home->poller->unwatch(a.tx->kick_fd());
+  a.await(a.tx_home->poller->unwatch(a.tx->kick_fd()));
   if (a.tx_home->task) {
-    a.tx_home->task->remove(a.tx.get(), a.tx_home->poller->epoch());
+    a.await(a.tx_home->task->remove(a.tx.get(), a.tx_home->poller->epoch()));
   } else {
 #ifdef DAQIRI_HAVE_DPDK
-    dpdk_->remove_tx(a.tx_home->itf->name, a.tx_home->queue->name, a.tx.get(),
-                     a.tx_home->poller->epoch());
+    a.await(dpdk_->remove_tx(a.tx_home->itf->name, a.tx_home->queue->name, a.tx.get(),
+                             a.tx_home->poller->epoch()));
 #endif
   }
 }
 
 void DataPlane::reap_parked_locked() {
-  auto let_go = std::partition(parked_.begin(), parked_.end(), [](const Attachment& a) {
-    return !a.lifecycle().released.load(std::memory_order_acquire);
-  });
-  if (let_go == parked_.end()) return;
-  for (auto p = let_go; p != parked_.end(); ++p) {
-    spdlog::info("a parked attachment ({}) was let go by its poller at last: freed", target_of(*p));
-    retire(*p);
+  for (const auto& p : pollers_)
+    p->epoch().reap();
+  bool any = false;
+  for (Attachment& a : parked_) {
+    if (a.retired || !a.lifecycle().released.load(std::memory_order_acquire)) continue;
+    retire(a);
+    any = true;
   }
-  parked_.erase(let_go, parked_.end());
-  rebalance_shares();
+  auto freed = std::partition(parked_.begin(), parked_.end(),
+                              [](const Attachment& a) { return !a.retired || !a.unseen(); });
+  for (auto p = freed; p != parked_.end(); ++p)
+    spdlog::info("a parked attachment ({}) was let go by its pollers at last: freed",
+                 target_of(*p));
+  any |= freed != parked_.end();
+  parked_.erase(freed, parked_.end());
+  if (any) rebalance_shares();
 }
 
 std::vector<std::string> DataPlane::stalled_pollers(std::chrono::milliseconds limit) {

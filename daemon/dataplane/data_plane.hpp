@@ -163,6 +163,10 @@ class DataPlane {
   // does. Unknown ids (already closed) are ignored.
   void close(uint64_t id);
   static constexpr std::chrono::milliseconds kReleaseWait{500};
+  // How long a stop waits for each poller to leave its loop, and the exit code when one does
+  // not (the daemon then exits without cleanup).
+  static constexpr std::chrono::seconds kStopWait{5};
+  static constexpr int kExitPollerStuck = 3;
   // Attachments closed whose pollers have not let them go yet.
   [[nodiscard]] size_t parked() const;
   // Frees the parked attachments whose pollers have let go since (close() does too).
@@ -226,6 +230,17 @@ class DataPlane {
     TxQueueHome* tx_home = nullptr;
     bool active = false;
     bool closing = false;  // a close() waits for its pollers to let go
+    bool retired = false;  // out of its pollers' sets
+    // Removals from a poller's sets that the poller has not come round past (it is stuck): the
+    // attachment is kept (parked) until it has.
+    std::vector<Grace> awaiting;
+    void await(const Grace& g) {
+      if (!g.passed) awaiting.push_back(g);
+    }
+    [[nodiscard]] bool unseen() const {
+      return std::all_of(awaiting.begin(), awaiting.end(),
+                         [](const Grace& g) { return g.epoch->reached(g.point); });
+    }
     [[nodiscard]] AttachmentLifecycle& lifecycle() const {
       return rx ? rx->lifecycle : tx->lifecycle;
     }
@@ -235,6 +250,9 @@ class DataPlane {
   };
 
   explicit DataPlane(config::Config config) : config_(std::move(config)) {}
+  // Stops every poller, each within kStopWait; exits the process (kExitPollerStuck) if one
+  // does not.
+  void stop_pollers();
   Result<Poller*> poller_for(const std::string& name, int core);
   // Creates an rdma interface's task and the poller it runs on.
   Result<Poller*> start_rdma(const config::InterfaceConfig& itf);
@@ -257,8 +275,11 @@ class DataPlane {
   static bool wait_released(const AttachmentLifecycle& life);
   // Erases it if it was never claimed (nothing to wait for); whether it did.
   bool erased_unclaimed(std::map<uint64_t, Attachment>::iterator it);
+  // Out of the table: freed, or parked while a poller may still see it (`why`, logged).
+  void drop(std::map<uint64_t, Attachment>::iterator it, const char* why);
   void finish_close(std::map<uint64_t, Attachment>::iterator it, bool released);
-  // Out of its pollers' sets (they let go of it).
+  // Out of its pollers' sets (they let go of it); a removal a stuck poller has not come round
+  // past goes to `a.awaiting`.
   void retire(Attachment& a);
   // Frees the parked attachments whose pollers have let go since.
   void reap_parked_locked();

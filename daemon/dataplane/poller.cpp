@@ -80,15 +80,16 @@ void Poller::add_task(PollTask* task, const std::vector<int>& wake_fds) {
   publish_added(tasks_, task, epoch_);
 }
 
-void Poller::remove_task(PollTask* task, const std::vector<int>& wake_fds) {
-  publish_removed(tasks_, task, epoch_);
+Grace Poller::remove_task(PollTask* task, const std::vector<int>& wake_fds) {
+  Grace g = publish_removed(tasks_, task, epoch_);
   if (!wake_fds.empty()) {
     auto next = std::make_unique<Fds>(fds_.load());
     std::erase_if(*next, [&](const TaskFd& e) {
       return e.task == task && std::find(wake_fds.begin(), wake_fds.end(), e.fd) != wake_fds.end();
     });
-    fds_.replace(std::move(next), epoch_);  // then no park holds them: the caller may close
+    g &= fds_.replace(std::move(next), epoch_);  // then no park holds them: they may close
   }
+  return g;
 }
 
 void Poller::watch(int eventfd, std::atomic<uint64_t>* rung) {
@@ -105,12 +106,14 @@ void Poller::watch(int eventfd, std::atomic<uint64_t>* rung) {
   doorbells_[eventfd] = std::move(bell);
 }
 
-void Poller::unwatch(int eventfd) {
+Grace Poller::unwatch(int eventfd) {
   auto it = doorbells_.find(eventfd);
-  if (it == doorbells_.end()) return;
+  if (it == doorbells_.end()) return {};
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, eventfd, nullptr);
-  epoch_.wait_quiescent();  // a park that already had it among its events is over
+  Grace g = epoch_.wait_quiescent();  // a park that already had it among its events is over
+  dispose(g, std::move(it->second));
   doorbells_.erase(it);
+  return g;
 }
 
 PollerWakeups Poller::wakeups() const {

@@ -78,15 +78,22 @@ class Poller {
   Poller(const Poller&) = delete;
   Poller& operator=(const Poller&) = delete;
 
-  // Control side (callers serialise).
+  // Control side (callers serialise). Removals return when the task (the doorbell) may go:
+  // at once if the poller came round within Epoch::kGraceWait, else once it moves again.
   void add_task(PollTask* task, const std::vector<int>& wake_fds);
-  void remove_task(PollTask* task, const std::vector<int>& wake_fds);
+  Grace remove_task(PollTask* task, const std::vector<int>& wake_fds);
   // A doorbell: an eventfd a client writes to end a park (a TX ring's kick), in the epoll set
   // for as long as it is watched; the poller drains it and adds what it read to `rung`.
-  // unwatch() returns once the poller can no longer read it: the caller may close it then.
+  // Once unwatch()'s Grace has passed the poller can no longer read it: it may be closed.
   void watch(int eventfd, std::atomic<uint64_t>* rung);
-  void unwatch(int eventfd);
+  Grace unwatch(int eventfd);
   [[nodiscard]] const Epoch& epoch() const { return epoch_; }
+  // Asks the thread to leave its loop; stopped() once it has (the destructor joins it).
+  void request_stop() {
+    thread_.request_stop();
+    epoch_.wake();
+  }
+  [[nodiscard]] bool stopped() const { return epoch_.stopped(); }
   [[nodiscard]] const std::string& name() const { return name_; }
   // Fraction of iterations that did work since start (for stats).
   [[nodiscard]] double busy_ratio() const;

@@ -120,8 +120,8 @@ bool RxFanout::add(RxAttachment* a, const Epoch& epoch) {
   return true;
 }
 
-void RxFanout::remove(RxAttachment* a, const Epoch& epoch) {
-  publish_removed(set_, a, epoch);
+Grace RxFanout::remove(RxAttachment* a, const Epoch& epoch) {
+  return publish_removed(set_, a, epoch);
 }
 
 }  // namespace daqiri::dataplane

@@ -125,7 +125,7 @@ class RxFanout {
   [[nodiscard]] bool full() const { return size() >= kMaxAttachmentsPerFlow; }
   // False, with nothing changed, when the set holds kMaxAttachmentsPerFlow already.
   [[nodiscard]] bool add(RxAttachment* a, const Epoch& epoch);
-  void remove(RxAttachment* a, const Epoch& epoch);
+  Grace remove(RxAttachment* a, const Epoch& epoch);
 
  private:
   // Whether this poll's reclaim looks for a missed NEED_WAKEUP behind a fence: when the last

@@ -13,9 +13,10 @@ class TxQueueTask : public PollTask {
   // What its descriptors may say (the attachment checks them before the task sees them).
   [[nodiscard]] virtual TxRules rules() const = 0;
   // Control side (callers serialise); `epoch` is the owning poller's. add() may fail (RDMA
-  // registers the attachment's buffers with the NIC).
+  // registers the attachment's buffers with the NIC); remove()'s Grace says when the
+  // attachment may be freed.
   virtual Result<> add(TxAttachment* a, const Epoch& epoch) = 0;
-  virtual void remove(TxAttachment* a, const Epoch& epoch) = 0;
+  virtual Grace remove(TxAttachment* a, const Epoch& epoch) = 0;
 };
 
 }  // namespace daqiri::dataplane

@@ -33,6 +33,7 @@
 #include "daqiri/v1/control.grpc.pb.h"
 #include "dataplane_fixture.hpp"
 #include "harness.hpp"
+#include "thread_stop.hpp"
 
 namespace daqiri::test {
 namespace {
@@ -452,6 +453,73 @@ TEST_F(DataPlaneTest, FlowsChangeLiveWithoutDisturbingOthers) {
   EXPECT_THAT(r.err, HasSubstr("cannot bind UDP 127.0.0.1:4300: Address already in use"));
   EXPECT_THAT(ctl({"flows", "list"}).out, ::testing::Not(HasSubstr("taken")));
   ::close(squatter);
+}
+
+// A poller that stops coming round its loop (its thread stopped with ptrace, as a wedged
+// driver call or a bug would leave it): deleting a flow it serves, with a client attached,
+// returns within a bound and GetStats answers meanwhile; the attachment it never let go of is
+// parked and health says NOT_SERVING; once the poller moves again, everything is freed, health
+// recovers, and the daemon stops cleanly (under ASan: nothing freed under the poller).
+TEST_F(DataPlaneTest, AStuckPollerCannotWedgeAFlowsDeletion) {
+  if (!is_root()) GTEST_SKIP() << "needs the admin role and ptrace (root)";
+  start();
+  Spawned client(dir_, tap("stream0", 1000000));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
+  pid_t tid = ThreadStop::find(daemon_->pid(), "poll:rx:lo/rx0");
+  ASSERT_GT(tid, 0);
+  ThreadStop stuck(tid);
+  ASSERT_TRUE(stuck.ok()) << std::strerror(errno);
+  auto start_time = std::chrono::steady_clock::now();
+  std::thread del([&] {
+    auto r = run({ctl_path(), "--socket", socket_, "flows", "del", "stream0"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  });
+  std::this_thread::sleep_for(100ms);
+  auto before_stats = std::chrono::steady_clock::now();
+  (void)stats();  // while the deletion waits for the poller: answered within its bound
+  EXPECT_LT(std::chrono::steady_clock::now() - before_stats, 2s);
+  del.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start_time, 3s);
+  auto s = stats();
+  EXPECT_EQ(s.attachments_parked(), 1u);
+  EXPECT_EQ(s.attachments_size(), 0);
+  EXPECT_THAT(daemon_->log(), HasSubstr("was not let go by its poller (poll:rx:lo/rx0)"));
+  bool not_serving = false;
+  for (int i = 0; i < 40 && !not_serving; ++i) {  // the daemon's health tick: every 500 ms
+    not_serving = !healthy();
+    if (!not_serving) std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(not_serving);
+  stuck.resume();
+  EXPECT_TRUE(eventually([](const v1::Stats& st) { return st.attachments_parked() == 0; }))
+      << daemon_->log();
+  EXPECT_TRUE(eventually([&](const v1::Stats&) { return healthy(); }));
+  EXPECT_THAT(daemon_->log(), HasSubstr("was let go by its pollers at last: freed"));
+  // The other flow, on the same poller, still delivers.
+  Spawned other(dir_, tap("stream1", 100));
+  ASSERT_TRUE(eventually([](const v1::Stats& st) { return claimed(st) == 1; }));
+  ASSERT_EQ(gen(4097, 100, 64).exit_code, 0);
+  EXPECT_EQ(other.wait(), 0) << other.output();
+}
+
+// A poller stuck at stop: the daemon does not hang in its stop (its thread cannot be joined,
+// nothing it might touch can be freed): it says which poller and exits 3 without cleanup.
+TEST_F(DataPlaneTest, AStuckPollerCannotHoldUpTheStop) {
+  if (!is_root()) GTEST_SKIP() << "needs ptrace (root)";
+  start();
+  pid_t tid = ThreadStop::find(daemon_->pid(), "poll:rx:lo/rx0");
+  ASSERT_GT(tid, 0);
+  ThreadStop stuck(tid);
+  ASSERT_TRUE(stuck.ok()) << std::strerror(errno);
+  control_.reset();
+  ASSERT_EQ(::kill(daemon_->pid(), SIGTERM), 0);
+  const std::string said = "poller poll:rx:lo/rx0 did not stop within 5 s: exiting without cleanup";
+  for (int i = 0; i < 150 && daemon_->log().find(said) == std::string::npos; ++i)
+    std::this_thread::sleep_for(100ms);
+  EXPECT_THAT(daemon_->log(), HasSubstr(said));
+  stuck.resume();  // reaps the stopped thread the exit killed (this test is its tracer)
+  EXPECT_EQ(daemon_->wait_exit(5s), 3) << daemon_->log();
+  daemon_.reset();
 }
 
 // Full descriptors, then compact ones: each packet's flow id and region (the two flows' pools)

@@ -6,11 +6,14 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "harness.hpp"
+#include "thread_stop.hpp"
 
 namespace daqiri::test {
 namespace {
@@ -159,6 +162,44 @@ TEST(Systemd, NotifyProtocolReadyWatchdogStopping) {
   ::kill(d.pid(), SIGTERM);
   EXPECT_TRUE(d.notify().wait_for("STOPPING=1", std::chrono::seconds(5)));
   EXPECT_EQ(d.wait_exit(), 0);
+}
+
+// A poller that makes no progress for over 5 s (its thread stopped with ptrace): the daemon
+// stops feeding the watchdog, so systemd restarts it, and says which poller; once the poller
+// moves again, the pings come back.
+TEST(Systemd, AStalledPollerStopsTheWatchdogPings) {
+  if (!is_root()) GTEST_SKIP() << "needs ptrace (root)";
+  TempDir dir;
+  std::string socket = dir.file("d.sock");
+  DaemonProcess d(dir, {"--config", dir.write("d.yaml", test_config(socket))},
+                  {"WATCHDOG_USEC=400000"});
+  ASSERT_TRUE(d.wait_ready()) << d.log();
+  pid_t tid = ThreadStop::find(d.pid(), "poll:rx:lo/rx0");
+  ASSERT_GT(tid, 0);
+  auto pings_in = [&](std::chrono::milliseconds span) {
+    int pings = 0;
+    auto until = std::chrono::steady_clock::now() + span;
+    while (std::chrono::steady_clock::now() < until) {
+      if (d.notify().next(std::chrono::milliseconds(100)) == "WATCHDOG=1") ++pings;
+    }
+    return pings;
+  };
+  {
+    ThreadStop stuck(tid);
+    ASSERT_TRUE(stuck.ok()) << std::strerror(errno);
+    // An idle poller parks a second at most: 5 s without a loop is a stall. Pings go on until
+    // then, and stop after.
+    EXPECT_GE(pings_in(std::chrono::milliseconds(4000)), 4);
+    const std::string said = "poller(s) stalled for over 5 s: poll:rx:lo/rx0";
+    for (int i = 0; i < 40 && d.log().find(said) == std::string::npos; ++i)
+      d.notify().next(std::chrono::milliseconds(100));  // the pings until then, read
+    EXPECT_THAT(d.log(), HasSubstr(said));
+    EXPECT_EQ(pings_in(std::chrono::milliseconds(1500)), 0);
+    EXPECT_NE(run({ctl_path(), "--socket", socket, "health"}).exit_code, 0);
+  }
+  EXPECT_GE(pings_in(std::chrono::milliseconds(1500)), 2);
+  EXPECT_EQ(run({ctl_path(), "--socket", socket, "health"}).exit_code, 0);
+  EXPECT_EQ(d.stop(), 0) << d.log();
 }
 
 TEST(Systemd, UnitFileVerifies) {

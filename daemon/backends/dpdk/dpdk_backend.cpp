@@ -112,9 +112,11 @@ Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(
   return f;
 }
 
-void DpdkBackend::remove_flow(dataplane::RxFlowTask* flow, const dataplane::Epoch& epoch) {
+dataplane::Grace DpdkBackend::remove_flow(dataplane::RxFlowTask* flow,
+                                          const dataplane::Epoch& epoch) {
   auto* f = static_cast<DpdkRxFlow*>(flow);
-  if (DpdkRxQueue* queue = rx_queue(f->flow().interface, f->flow().queue)) queue->remove(f, epoch);
+  DpdkRxQueue* queue = rx_queue(f->flow().interface, f->flow().queue);
+  return queue ? queue->remove(f, epoch) : dataplane::Grace{};
 }
 
 Result<> DpdkBackend::add_tx(const std::string& interface, const std::string& queue,
@@ -125,9 +127,10 @@ Result<> DpdkBackend::add_tx(const std::string& interface, const std::string& qu
   return q->add(a, epoch);
 }
 
-void DpdkBackend::remove_tx(const std::string& interface, const std::string& queue,
-                            dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
-  if (DpdkTxQueue* q = tx_queue(interface, queue)) q->remove(a, epoch);
+dataplane::Grace DpdkBackend::remove_tx(const std::string& interface, const std::string& queue,
+                                        dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
+  DpdkTxQueue* q = tx_queue(interface, queue);
+  return q ? q->remove(a, epoch) : dataplane::Grace{};
 }
 
 std::string DpdkBackend::link_state(const std::string& interface) const {

@@ -49,12 +49,12 @@ class DpdkBackend {
   // poller cannot read, only a catch-all or a flow the NIC marks is taken.
   Result<std::unique_ptr<dataplane::RxFlowTask>> add_flow(const core::Flow& flow,
                                                           const dataplane::Epoch& epoch);
-  void remove_flow(dataplane::RxFlowTask* flow, const dataplane::Epoch& epoch);
+  dataplane::Grace remove_flow(dataplane::RxFlowTask* flow, const dataplane::Epoch& epoch);
 
   Result<> add_tx(const std::string& interface, const std::string& queue,
                   dataplane::TxAttachment* a, const dataplane::Epoch& epoch);
-  void remove_tx(const std::string& interface, const std::string& queue, dataplane::TxAttachment* a,
-                 const dataplane::Epoch& epoch);
+  dataplane::Grace remove_tx(const std::string& interface, const std::string& queue,
+                             dataplane::TxAttachment* a, const dataplane::Epoch& epoch);
 
   // "up 10000 Mbps", "down", per interface.
   [[nodiscard]] std::string link_state(const std::string& interface) const;

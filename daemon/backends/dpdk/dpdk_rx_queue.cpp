@@ -430,8 +430,8 @@ void DpdkRxQueue::add(DpdkRxFlow* flow, const dataplane::Epoch& epoch) {
   flows_.replace(std::move(next), epoch);
 }
 
-void DpdkRxQueue::remove(DpdkRxFlow* flow, const dataplane::Epoch& epoch) {
-  dataplane::publish_removed(flows_, flow, epoch);
+dataplane::Grace DpdkRxQueue::remove(DpdkRxFlow* flow, const dataplane::Epoch& epoch) {
+  return dataplane::publish_removed(flows_, flow, epoch);
 }
 
 }  // namespace daqiri::backends::dpdk

@@ -126,7 +126,7 @@ class DpdkRxQueue final : public dataplane::PollTask {
 
   // Control side (callers serialise); `epoch` is the owning poller's.
   void add(DpdkRxFlow* flow, const dataplane::Epoch& epoch);
-  void remove(DpdkRxFlow* flow, const dataplane::Epoch& epoch);
+  dataplane::Grace remove(DpdkRxFlow* flow, const dataplane::Epoch& epoch);
 
  private:
   using Flows = std::vector<DpdkRxFlow*>;  // catch-all last

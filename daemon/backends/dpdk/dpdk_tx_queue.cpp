@@ -261,13 +261,17 @@ Result<> DpdkTxQueue::add(dataplane::TxAttachment* a, const dataplane::Epoch& ep
   return {};
 }
 
-void DpdkTxQueue::remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
+dataplane::Grace DpdkTxQueue::remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
   auto next = std::make_unique<Set>(set_.load());
   next->erase(std::remove_if(next->begin(), next->end(),
                              [a](const Binding* b) { return b->attachment == a; }),
               next->end());
-  set_.replace(std::move(next), epoch);  // waits until the poller no longer sees it
-  std::erase_if(bindings_, [a](const auto& b) { return b->attachment == a; });
+  dataplane::Grace g = set_.replace(std::move(next), epoch);  // the poller no longer sees it
+  for (auto& b : bindings_) {
+    if (b->attachment == a) dataplane::dispose(g, std::move(b));
+  }
+  std::erase(bindings_, nullptr);
+  return g;
 }
 
 }  // namespace daqiri::backends::dpdk

@@ -69,7 +69,7 @@ class DpdkTxQueue final : public dataplane::PollTask {
   // Control side (callers serialise); `epoch` is the owning poller's. add() registers the
   // attachment's buffers with DPDK; remove() (after the attachment is released) undoes it.
   Result<> add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch);
-  void remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch);
+  dataplane::Grace remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch);
 
  private:
   struct Binding {

@@ -261,11 +261,13 @@ Result<> RdmaInterface::add(dataplane::TxAttachment* a, const dataplane::Epoch& 
   return {};
 }
 
-void RdmaInterface::remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
+dataplane::Grace RdmaInterface::remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
   auto it = tx_records_.find(a);
-  if (it == tx_records_.end()) return;
-  dataplane::publish_removed(tx_, it->second.get(), epoch);
+  if (it == tx_records_.end()) return {};
+  dataplane::Grace g = dataplane::publish_removed(tx_, it->second.get(), epoch);
+  dataplane::dispose(g, std::move(it->second));
   tx_records_.erase(it);
+  return g;
 }
 
 dataplane::NicStats RdmaInterface::stats() const {

@@ -77,7 +77,7 @@ class RdmaInterface final : public dataplane::TxQueueTask {
   // ---- control side (callers serialise); `epoch` is the interface poller's ----
   [[nodiscard]] dataplane::TxRules rules() const override { return {1, true}; }
   Result<> add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
-  void remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
+  dataplane::Grace remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
   // A flow's pool (and remote window, when `region` allows remote access), registered with
   // the device; its connections open from the next poll on. INVALID_ARGUMENT for a flow the
   // interface's mode does not take (core::check_rdma_flow). `device`: the pool lives in that

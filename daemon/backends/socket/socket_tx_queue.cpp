@@ -126,8 +126,8 @@ Result<> SocketTxQueue::add(dataplane::TxAttachment* a, const dataplane::Epoch& 
   return {};
 }
 
-void SocketTxQueue::remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
-  dataplane::publish_removed(set_, a, epoch);
+dataplane::Grace SocketTxQueue::remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
+  return dataplane::publish_removed(set_, a, epoch);
 }
 
 }  // namespace daqiri::backends::socket

@@ -36,7 +36,7 @@ class SocketTxQueue final : public dataplane::TxQueueTask {
 
   [[nodiscard]] dataplane::TxRules rules() const override { return {frame::kUdpHeaders, false}; }
   Result<> add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
-  void remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
+  dataplane::Grace remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
 
  private:
   using Set = std::vector<dataplane::TxAttachment*>;
