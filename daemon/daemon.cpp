@@ -104,6 +104,8 @@ Result<std::unique_ptr<Daemon>> Daemon::start(config::Config config) {
   control_options.socket_group = group;
   control_options.tcp = kept.tcp;
   control_options.connections_per_user = kept.limits.control_connections_per_user;
+  control_options.tcp_limits = {kept.limits.tcp_connections_per_peer,
+                                kept.limits.tcp_connections_total};
   if (!kept.metrics_address.empty()) {
     auto m = metrics::MetricsServer::start(kept.metrics_address, *d->data_plane_, *d->sessions_);
     if (!m) return std::unexpected(m.error());

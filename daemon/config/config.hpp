@@ -59,6 +59,9 @@ struct ClientLimitsConfig {
   uint32_t sessions_per_user = 64;
   uint32_t attachments_per_user = 128;
   uint32_t control_connections_per_user = 64;
+  // TCP (TLS) control connections one peer address may hold, and all peers together.
+  uint32_t tcp_connections_per_peer = 16;
+  uint32_t tcp_connections_total = 256;
   // Memory attachments make the daemon take (rings, TX pools; GPU rings on the GPU), MiB.
   uint32_t memory_mb_per_user = 1024;
   uint32_t memory_mb_total = 4096;

@@ -84,6 +84,9 @@ void read_daemon(const YamlNode& node, DaemonConfig& d) {
     l.read_uint("attachments_per_user", d.limits.attachments_per_user, 1, 1u << 20, d.where);
     l.read_uint("control_connections_per_user", d.limits.control_connections_per_user, 1, 1u << 20,
                 d.where);
+    l.read_uint("tcp_connections_per_peer", d.limits.tcp_connections_per_peer, 1, 1u << 16,
+                d.where);
+    l.read_uint("tcp_connections_total", d.limits.tcp_connections_total, 1, 1u << 16, d.where);
     l.read_uint("memory_mb_per_user", d.limits.memory_mb_per_user, 1, 1u << 24, d.where);
     l.read_uint("memory_mb_total", d.limits.memory_mb_total, 1, 1u << 24, d.where);
     l.read_uint("gpu_memory_mb_per_user", d.limits.gpu_memory_mb_per_user, 1, 1u << 24, d.where);

@@ -37,14 +37,32 @@ std::optional<PeerIdentity> ConnectionRegistry::lookup(std::string_view grpc_pee
     if (it == by_fd_.end()) return std::nullopt;
     return it->second.peer;
   }
-  if (grpc_peer.starts_with("ipv4:") || grpc_peer.starts_with("ipv6:")) {
+  constexpr std::string_view kRelay = "ipv4:127.0.0.1:";
+  if (grpc_peer.starts_with(kRelay)) {
+    uint16_t port = 0;
+    auto digits = grpc_peer.substr(kRelay.size());
+    auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+    if (ec != std::errc() || ptr != digits.data() + digits.size()) return std::nullopt;
+    std::lock_guard lock(mutex_);
+    auto it = tcp_by_port_.find(port);
+    if (it == tcp_by_port_.end()) return std::nullopt;
     PeerIdentity peer;
     peer.transport = PeerIdentity::Transport::kTcp;
-    peer.address = std::string(grpc_peer);
+    peer.address = it->second;
     peer.user = "tcp";
     return peer;
   }
   return std::nullopt;
+}
+
+void ConnectionRegistry::record_tcp(uint16_t relay_port, std::string peer) {
+  std::lock_guard lock(mutex_);
+  tcp_by_port_[relay_port] = std::move(peer);
+}
+
+void ConnectionRegistry::forget_tcp(uint16_t relay_port) {
+  std::lock_guard lock(mutex_);
+  tcp_by_port_.erase(relay_port);
 }
 
 }  // namespace daqiri::control

@@ -54,17 +54,21 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(ControlServerOptions
   if (!options.interceptors.empty()) {
     builder.experimental().SetInterceptorCreators(std::move(options.interceptors));
   }
-  int tcp_port = 0;
+  // TLS is gRPC's, on a loopback port only the gate (tcp_gate.hpp) relays to.
+  int tls_port = 0;
   if (options.tcp) {
     auto creds = tls_credentials(*options.tcp);
     if (!creds) return std::unexpected(creds.error());
-    builder.AddListeningPort(options.tcp->address, *creds, &tcp_port);
+    builder.AddListeningPort("127.0.0.1:0", *creds, &tls_port);
   }
   s->server_ = builder.BuildAndStart();
   if (!s->server_) return fail(ErrorCode::kInternal, "the gRPC server failed to start");
-  if (options.tcp && tcp_port == 0) {
-    return fail(ErrorCode::kUnavailable,
-                "daemon.tcp.address: cannot listen on " + options.tcp->address);
+  if (options.tcp) {
+    if (tls_port == 0) return fail(ErrorCode::kUnavailable, "the TLS listener did not start");
+    auto gate = TcpGate::start(options.tcp->address, static_cast<uint16_t>(tls_port),
+                               options.tcp_limits, s->connections_);
+    if (!gate) return fail(ErrorCode::kUnavailable, gate.error().message);
+    s->tcp_gate_ = std::move(*gate);
   }
 
   auto listener = UnixListener::bind(options.socket_path, 0660, options.socket_group);
@@ -117,6 +121,7 @@ void ControlServer::shutdown(std::chrono::milliseconds grace) {
     server_->Shutdown(std::chrono::system_clock::now());
     server_->Wait();
   }
+  tcp_gate_.reset();
   listener_.reset();  // removes the socket file
 }
 

@@ -1,6 +1,6 @@
 // The control plane: the gRPC server (daqiri.v1.Control, grpc.health.v1, reflection) fed by
 // our own Unix listener (so every connection carries its kernel identity), plus an optional
-// TCP listener that only speaks TLS.
+// TCP listener that only speaks TLS, behind a gate that counts connections per peer.
 #pragma once
 
 #include <grpcpp/server.h>
@@ -13,6 +13,7 @@
 #include "control/access_policy.hpp"
 #include "control/connection_registry.hpp"
 #include "control/control_service.hpp"
+#include "control/tcp_gate.hpp"
 #include "control/unix_listener.hpp"
 #include "core/model.hpp"
 
@@ -26,6 +27,7 @@ struct ControlServerOptions {
   std::optional<config::TcpListenerConfig> tcp;
   // Unix-socket connections one uid may hold open at once; 0: no limit.
   uint32_t connections_per_user = 0;
+  TcpGate::Limits tcp_limits;
 };
 
 class ControlServer {
@@ -49,6 +51,7 @@ class ControlServer {
   std::unique_ptr<ControlService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<UnixListener> listener_;
+  std::unique_ptr<TcpGate> tcp_gate_;
   bool shut_down_ = false;
 };
 

@@ -70,9 +70,25 @@ TEST(ConnectionRegistry, ResolvesOnlyKnownFdPeers) {
   EXPECT_FALSE(reg.lookup("fd:8"));
   EXPECT_FALSE(reg.lookup("fd:7x"));
   EXPECT_FALSE(reg.lookup("unix:/x"));
-  EXPECT_EQ(reg.lookup("ipv4:10.0.0.1:5")->transport, PeerIdentity::Transport::kTcp);
   reg.record(7, peer(2000, 2000));  // fd reused by a new connection
   EXPECT_EQ(reg.lookup("fd:7")->uid, 2000u);
+}
+
+// TCP callers reach gRPC through the gate's relay on loopback: the relay's port names the
+// real peer; a TCP peer string that the gate did not record (another route to the TLS
+// listener, or an address gRPC reports directly) resolves to nobody.
+TEST(ConnectionRegistry, ResolvesTcpPeersOnlyThroughTheGatesRelays) {
+  ConnectionRegistry reg;
+  EXPECT_FALSE(reg.lookup("ipv4:10.0.0.1:5"));
+  EXPECT_FALSE(reg.lookup("ipv4:127.0.0.1:40000"));
+  reg.record_tcp(40000, "ipv4:10.0.0.1:5");
+  auto p = reg.lookup("ipv4:127.0.0.1:40000");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->transport, PeerIdentity::Transport::kTcp);
+  EXPECT_EQ(p->address, "ipv4:10.0.0.1:5");
+  EXPECT_FALSE(reg.lookup("ipv4:127.0.0.1:40000x"));
+  reg.forget_tcp(40000);
+  EXPECT_FALSE(reg.lookup("ipv4:127.0.0.1:40000"));
 }
 
 // gRPC closes the connections it was given without telling the registry, and their numbers

@@ -90,7 +90,7 @@ TEST(Config, ReadsEveryKeyOfOurSchema) {
       "    clients: {users: ['1000']}\n"
       "  limits: {sessions_per_user: 4, attachments_per_user: 9, control_connections_per_user: "
       "5, memory_mb_per_user: 64, memory_mb_total: 256, gpu_memory_mb_per_user: 512, "
-      "gpu_memory_mb_total: 2048}\n"
+      "gpu_memory_mb_total: 2048, tcp_connections_per_peer: 3, tcp_connections_total: 7}\n"
       "memory_regions:\n"
       "  - {name: hdr, kind: huge, buf_size: 256, num_bufs: 8192}\n"
       "  - {name: pay, kind: device, buf_size: 8192, num_bufs: 8192, gpu: 0, gpu_copy: batch}\n"
@@ -133,6 +133,8 @@ TEST(Config, ReadsEveryKeyOfOurSchema) {
   EXPECT_EQ(c.daemon.limits.memory_mb_total, 256u);
   EXPECT_EQ(c.daemon.limits.gpu_memory_mb_per_user, 512u);
   EXPECT_EQ(c.daemon.limits.gpu_memory_mb_total, 2048u);
+  EXPECT_EQ(c.daemon.limits.tcp_connections_per_peer, 3u);
+  EXPECT_EQ(c.daemon.limits.tcp_connections_total, 7u);
   EXPECT_EQ(c.memory_regions[1].gpu, 0);
   EXPECT_EQ(c.memory_regions[1].gpu_copy, GpuCopy::kBatch);
   EXPECT_FALSE(c.memory_regions[0].gpu_copy.has_value());
@@ -399,7 +401,8 @@ TEST(Config, LimitsAreCountsOfAtLeastOne) {
   EXPECT_EQ(only_error("daemon:\n  limits: {attachments: 3}\n"),
             "t.yaml:2:12: error: daemon.limits.attachments: unknown key; valid keys here: "
             "attachments_per_user, control_connections_per_user, gpu_memory_mb_per_user, "
-            "gpu_memory_mb_total, memory_mb_per_user, memory_mb_total, sessions_per_user");
+            "gpu_memory_mb_total, memory_mb_per_user, memory_mb_total, sessions_per_user, "
+            "tcp_connections_per_peer, tcp_connections_total");
 }
 
 TEST(Config, RelativeSocketPath) {
