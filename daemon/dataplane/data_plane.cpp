@@ -818,19 +818,35 @@ void DataPlane::remove_rx(Attachment& a, size_t flows) {
     a.await(p->unwatch(a.rx->kick_fd()));
 }
 
+DataPlane::ReleaseWait::ReleaseWait(const std::vector<Poller*>& pollers)
+    : deadline_(std::chrono::steady_clock::now() + kReleaseWait) {
+  for (Poller* p : pollers)
+    counts_.emplace_back(&p->epoch(), p->epoch().count());
+}
+
+bool DataPlane::ReleaseWait::over() {
+  if (std::any_of(counts_.begin(), counts_.end(), [](const auto& c) { return c.first->stuck(); })) {
+    return true;
+  }
+  if (std::chrono::steady_clock::now() <= deadline_) return false;
+  for (const auto& [epoch, then] : counts_)
+    epoch->mark_stuck_if_still(then);
+  return true;
+}
+
 void DataPlane::close(uint64_t id) {
-  auto deadline = std::chrono::steady_clock::now() + kReleaseWait;
   std::unique_lock lock(mutex_);
   reap_parked_locked();
   auto it = attachments_.find(id);
   if (it == attachments_.end() || it->second.closing) return;  // gone, or another closes it
   if (erased_unclaimed(it)) return;
   begin_close(id, it->second);
+  ReleaseWait wait(pollers_of(it->second));
   // The wait is outside the lock, a look under it at a time: stats, scrapes and other clients'
   // calls go on meanwhile, and a flow removal that finishes this close first is seen.
   for (;;) {
     bool released = it->second.lifecycle().released.load(std::memory_order_acquire);
-    if (released || std::chrono::steady_clock::now() > deadline) {
+    if (released || wait.over()) {
       finish_close(it, released);
       return;
     }
@@ -846,7 +862,12 @@ void DataPlane::close_locked(uint64_t id) {
   auto it = attachments_.find(id);
   if (it == attachments_.end() || erased_unclaimed(it)) return;
   if (!it->second.closing) begin_close(id, it->second);
-  finish_close(it, wait_released(it->second.lifecycle()));
+  const AttachmentLifecycle& life = it->second.lifecycle();
+  ReleaseWait wait(pollers_of(it->second));
+  bool released = false;
+  while (!(released = life.released.load(std::memory_order_acquire)) && !wait.over())
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  finish_close(it, released);
 }
 
 bool DataPlane::erased_unclaimed(std::map<uint64_t, Attachment>::iterator it) {
@@ -871,15 +892,6 @@ void DataPlane::drop(std::map<uint64_t, Attachment>::iterator it, const char* wh
     parked_.push_back(std::move(a));
   }
   attachments_.erase(it);
-}
-
-bool DataPlane::wait_released(const AttachmentLifecycle& life) {
-  auto deadline = std::chrono::steady_clock::now() + kReleaseWait;
-  while (!life.released.load(std::memory_order_acquire)) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  return true;
 }
 
 void DataPlane::begin_close(uint64_t id, Attachment& a) {

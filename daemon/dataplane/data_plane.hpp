@@ -272,7 +272,18 @@ class DataPlane {
   // close() in steps: asks its pollers to let go; waits for it (up to kReleaseWait); takes it
   // out of their sets and frees it, or parks it if not let go.
   void begin_close(uint64_t id, Attachment& a);
-  static bool wait_released(const AttachmentLifecycle& life);
+  // The bound on waiting for an attachment's pollers to let go: kReleaseWait, or none at all
+  // while one of them is known stuck; a poller that did not come round once in the whole wait
+  // is marked stuck, so that the next close does not wait for it again.
+  class ReleaseWait {
+   public:
+    explicit ReleaseWait(const std::vector<Poller*>& pollers);
+    [[nodiscard]] bool over();
+
+   private:
+    std::chrono::steady_clock::time_point deadline_;
+    std::vector<std::pair<const Epoch*, uint64_t>> counts_;
+  };
   // Erases it if it was never claimed (nothing to wait for); whether it did.
   bool erased_unclaimed(std::map<uint64_t, Attachment>::iterator it);
   // Out of the table: freed, or parked while a poller may still see it (`why`, logged).

@@ -95,6 +95,15 @@ class Epoch {
     }
     return g;
   }
+  // Whether a wait found the poller stuck and it has not moved since.
+  [[nodiscard]] bool stuck() const {
+    return !stopped() && stuck_at_.load(std::memory_order_relaxed) == count();
+  }
+  // For other waits on the poller (an attachment's release): it has not moved since `then`,
+  // a count read before the wait, woken meanwhile: it is stuck.
+  void mark_stuck_if_still(uint64_t then) const {
+    if (count() == then && !stopped()) stuck_at_.store(then, std::memory_order_relaxed);
+  }
   // Keeps `garbage` until the poller has passed `g`'s point (frees it now if it has).
   void keep(const Grace& g, std::shared_ptr<const void> garbage) const {
     if (g.passed || reached(g.point)) return;  // `garbage` goes with this frame
