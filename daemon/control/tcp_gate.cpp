@@ -14,6 +14,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "system/fd_headroom.hpp"
+
 namespace daqiri::control {
 
 // One direction of a relayed connection: bytes read from one socket, not yet written to the
@@ -105,6 +107,7 @@ TcpGate::TcpGate(UniqueFd listener, UniqueFd epoll, UniqueFd wake, uint16_t inne
     : listener_(std::move(listener)),
       epoll_(std::move(epoll)),
       wake_(std::move(wake)),
+      acceptor_("TCP control listener", listener_.get(), SOCK_CLOEXEC | SOCK_NONBLOCK),
       inner_port_(inner_port),
       limits_(limits),
       registry_(registry) {}
@@ -136,15 +139,25 @@ void TcpGate::run() {
 
 void TcpGate::accept_all() {
   for (;;) {
-    sockaddr_storage from{};
-    socklen_t len = sizeof from;
-    UniqueFd fd(::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&from), &len,
-                          SOCK_CLOEXEC | SOCK_NONBLOCK));
+    // Out of fds, the acceptor takes the connection with its reserve and closes it: the
+    // listener never stays readable with a connection nobody takes (a spinning gate thread).
+    UniqueFd fd = acceptor_.accept();
     if (!fd) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno != EAGAIN) spdlog::warn("TCP control listener: accept: {}", std::strerror(errno));
-      return;  // EMFILE and the like: the connection waits in the backlog for the next event
+      if (errno != EAGAIN && errno != EMFILE && errno != ENFILE) {
+        spdlog::warn("TCP control listener: accept: {}", std::strerror(errno));
+      }
+      return;  // the next readable event brings it back
     }
+    // The relay's socket and gRPC's end of it, beside the fds gRPC needs of its own.
+    if (!system::fds_to_spare(2)) {
+      acceptor_.count_refused();
+      continue;
+    }
+    acceptor_.kept();
+    sockaddr_storage from{};
+    socklen_t len = sizeof from;
+    if (::getpeername(fd.get(), reinterpret_cast<sockaddr*>(&from), &len) != 0) continue;
     auto [peer, ip] = describe(from);
     auto counted = per_ip_.find(ip);
     uint32_t held = counted == per_ip_.end() ? 0 : counted->second;

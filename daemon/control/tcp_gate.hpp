@@ -16,6 +16,7 @@
 #include "control/connection_registry.hpp"
 #include "daqiri/common/result.hpp"
 #include "daqiri/common/unique_fd.hpp"
+#include "system/connection_acceptor.hpp"
 
 namespace daqiri::control {
 
@@ -46,6 +47,7 @@ class TcpGate {
   void close(uint64_t id);
 
   UniqueFd listener_, epoll_, wake_;
+  system::ConnectionAcceptor acceptor_;  // gate thread only
   uint16_t inner_port_;
   Limits limits_;
   ConnectionRegistry& registry_;

@@ -3,8 +3,12 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -28,7 +32,8 @@ std::string slurp(const std::string& path) {
 struct TlsDaemon {
   TempDir dir;
   std::string cert = dir.file("cert.pem");
-  std::string address = "127.0.0.1:" + std::to_string(free_tcp_port());
+  uint16_t port = free_tcp_port();
+  std::string address = "127.0.0.1:" + std::to_string(port);
   std::optional<DaemonProcess> daemon;
 
   explicit TlsDaemon(const std::string& limits = "") {
@@ -115,6 +120,49 @@ TEST(TcpTls, APeerHoldsAtMostItsShareOfConnections) {
   }
   EXPECT_TRUE(served);
   EXPECT_TRUE(second->GetInfo(ctx().get(), {}, &info).ok());  // held all along
+  EXPECT_EQ(d.daemon->stop(), 0);
+}
+
+// The gate out of fds: connections past what the daemon can spare (beside gRPC's own
+// headroom) are taken and closed at once, the log says so once, the gate does not spin on a
+// listener it cannot accept from, and TLS calls work again once fds are back.
+TEST(TcpTls, TheGateOutOfFdsRefusesAndRecovers) {
+  if (::access("/usr/bin/openssl", X_OK) != 0) GTEST_SKIP() << "no openssl to make a certificate";
+  TlsDaemon d;
+  ASSERT_TRUE(d.daemon->wait_ready()) << d.daemon->log();
+  pid_t pid = d.daemon->pid();
+  size_t open_now =
+      std::distance(std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd"),
+                    std::filesystem::directory_iterator{});
+  rlimit before{};
+  ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, nullptr, &before), 0);
+  rlimit low{open_now + 22, before.rlim_max};  // the 16 kept for gRPC, and a few relays
+  ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, &low, nullptr), 0) << std::strerror(errno);
+  sockaddr_in to = loopback(d.port);
+  std::vector<UniqueFd> conns;
+  int refused = 0;
+  for (int i = 0; i < 12; ++i) {
+    UniqueFd c(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_EQ(::connect(c.get(), reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+    pollfd p{c.get(), POLLIN, 0};
+    char byte = 0;
+    // Admitted ones stay quiet (no TLS hello is sent); a refused one is closed at once.
+    if (::poll(&p, 1, 300) == 1 && ::recv(c.get(), &byte, 1, 0) == 0) ++refused;
+    conns.push_back(std::move(c));
+  }
+  EXPECT_GE(refused, 4);
+  EXPECT_THAT(d.daemon->log(), ::testing::HasSubstr("TCP control listener: out of file "
+                                                    "descriptors"));
+  EXPECT_THAT(d.daemon->log(), ::testing::Not(::testing::HasSubstr("accept: Too many")));
+  conns.clear();
+  ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, &before, nullptr), 0);
+  v1::Info info;
+  bool served = false;
+  for (int i = 0; i < 50 && !served; ++i) {
+    served = d.stub(i)->GetInfo(ctx().get(), {}, &info).ok();
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(served) << d.daemon->log();
   EXPECT_EQ(d.daemon->stop(), 0);
 }
 
