@@ -167,6 +167,8 @@ struct Config {
   DpdkConfig dpdk;
 };
 
+// A dotted IPv4 address in host order, or nullopt.
+std::optional<uint32_t> parse_ipv4(const std::string& text);
 // The address the interface's frames go out from, host order (dpdk: source_ipv4; 0 unset).
 uint32_t sending_ipv4(const InterfaceConfig& itf);
 

@@ -258,8 +258,7 @@ class Validator {
                   std::string(to_string(itf.backend)) +
                       " interfaces send from their address: source_ipv4 is for dpdk ones");
           }
-          in_addr a{};
-          if (inet_pton(AF_INET, itf.address.c_str(), &a) != 1) {
+          if (!parse_ipv4(itf.address)) {
             error(itf.where.at("address"), std::string("a ") + to_string(itf.backend) +
                                                " interface binds an IPv4 address, got \"" +
                                                itf.address + "\"");
@@ -293,8 +292,7 @@ class Validator {
       error(itf.where.at("address"),
             "DPDK device \"" + address->name + "\" is used by another interface");
     }
-    if (in_addr a{};
-        !itf.source_ipv4.empty() && inet_pton(AF_INET, itf.source_ipv4.c_str(), &a) != 1) {
+    if (!itf.source_ipv4.empty() && !parse_ipv4(itf.source_ipv4)) {
       error(itf.where.at("source_ipv4"),
             "source_ipv4 is an IPv4 address, got \"" + itf.source_ipv4 + "\"");
     }
@@ -373,19 +371,20 @@ class Validator {
     }
   }
 
-  // What the data plane will take from hugetlbfs: a pool per flow (each flow owns its pool,
-  // so clients map nothing of other flows) rounded up to whole pages, and a TX pool for the
-  // first client of each TX queue. Pools are packed across flows only in share_pages regions.
   // Who holds hugepages of daqirid memory, for a shortfall's message: after a daemon was
   // killed, its clients keep the pools they mapped until they exit.
   [[nodiscard]] std::string held_by() const {
-    if (facts_.hugepage_holders.empty()) return "";
+    auto holders = facts_.hugepage_holders ? facts_.hugepage_holders() : std::vector<std::string>{};
+    if (holders.empty()) return "";
     std::string text = "; daqirid memory in hugepages is still mapped by ";
-    for (size_t i = 0; i < facts_.hugepage_holders.size(); ++i)
-      text += (i ? ", " : "") + facts_.hugepage_holders[i];
+    for (size_t i = 0; i < holders.size(); ++i)
+      text += (i ? ", " : "") + holders[i];
     return text + " (clients of a daqirid that ended keep theirs until they exit)";
   }
 
+  // What the data plane will take from hugetlbfs: a pool per flow (each flow owns its pool,
+  // so clients map nothing of other flows) rounded up to whole pages, and a TX pool for the
+  // first client of each TX queue. Pools are packed across flows only in share_pages regions.
   void check_hugepages() {
     auto pages_of = [this](const MemoryRegionConfig& r) {
       return (r.total_bytes() + facts_.hugepage_size - 1) / facts_.hugepage_size;
@@ -567,11 +566,14 @@ const char* to_string(Backend backend) {
   return "?";
 }
 
-uint32_t sending_ipv4(const InterfaceConfig& itf) {
-  const std::string& text = itf.backend == Backend::kDpdk ? itf.source_ipv4 : itf.address;
+std::optional<uint32_t> parse_ipv4(const std::string& text) {
   in_addr a{};
-  if (inet_pton(AF_INET, text.c_str(), &a) != 1) return 0;
+  if (inet_pton(AF_INET, text.c_str(), &a) != 1) return std::nullopt;
   return ntohl(a.s_addr);
+}
+
+uint32_t sending_ipv4(const InterfaceConfig& itf) {
+  return parse_ipv4(itf.backend == Backend::kDpdk ? itf.source_ipv4 : itf.address).value_or(0);
 }
 
 }  // namespace daqiri::config

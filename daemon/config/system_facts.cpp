@@ -78,7 +78,7 @@ SystemFacts SystemFacts::probe() {
       "/sys/kernel/mm/hugepages/hugepages-" + std::to_string(f.hugepage_size / 1024) + "kB/";
   f.hugepages_free = read_number(dir + "free_hugepages");
   f.hugepages_total = read_number(dir + "nr_hugepages");
-  f.hugepage_holders = find_hugepage_holders();
+  f.hugepage_holders = &find_hugepage_holders;
   f.have_dpdk = build::kHaveDpdk;
   f.have_rdma = build::kHaveRdma;
   f.have_cuda = build::kHaveCuda;

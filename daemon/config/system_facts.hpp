@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -15,8 +16,9 @@ struct SystemFacts {
   uint64_t hugepages_free = 0;        // free pages of that size
   uint64_t hugepages_total = 0;
   // Processes that map daqirid memory in hugepages ("pid 1234 (tap, uid 1000): 64 MiB"): a
-  // daemon's clients keep theirs mapped after it is gone, until they exit.
-  std::vector<std::string> hugepage_holders;
+  // daemon's clients keep theirs mapped after it is gone, until they exit. Asked only for a
+  // hugepage shortfall's message (it reads every process's smaps); unset: none known.
+  std::function<std::vector<std::string>()> hugepage_holders;
   // Backends and region kinds this build can serve.
   bool have_dpdk = false;
   bool have_rdma = false;
