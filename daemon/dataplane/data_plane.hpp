@@ -162,7 +162,7 @@ class DataPlane {
   // let go by then is parked (kept, out of the table, never freed under the poller) until it
   // does. Unknown ids (already closed) are ignored.
   void close(uint64_t id);
-  static constexpr std::chrono::milliseconds kReleaseWait{500};
+  static constexpr std::chrono::milliseconds kReleaseWait = Epoch::kGraceWait;
   // How long a stop waits for each poller to leave its loop, and the exit code when one does
   // not (the daemon then exits without cleanup).
   static constexpr std::chrono::seconds kStopWait{5};

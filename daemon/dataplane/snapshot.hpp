@@ -79,7 +79,7 @@ class Epoch {
     // before this thread reads it (a wasted park, a second long when no task needs a timer).
     uint64_t start = value_.load(std::memory_order_acquire);
     Grace g{this, start + 2, true};
-    if (stuck_at_.load(std::memory_order_relaxed) == start && !reached(g.point)) {
+    if (stuck()) {
       g.passed = false;
       return g;
     }
@@ -106,12 +106,12 @@ class Epoch {
   }
   // Keeps `garbage` until the poller has passed `g`'s point (frees it now if it has).
   void keep(const Grace& g, std::shared_ptr<const void> garbage) const {
-    if (g.passed || reached(g.point)) return;  // `garbage` goes with this frame
+    if (reached(g.point)) return;  // `garbage` goes with this frame
     std::lock_guard lock(kept_mutex_);
     kept_.emplace_back(g.point, std::move(garbage));
   }
-  // Frees what keep() holds that the poller has since passed; returns how many it still holds.
-  size_t reap() const {
+  // Frees what keep() holds that the poller has since passed.
+  void reap() const {
     std::vector<std::shared_ptr<const void>> freed;  // destroyed outside the lock
     std::lock_guard lock(kept_mutex_);
     auto still = std::partition(kept_.begin(), kept_.end(),
@@ -119,7 +119,6 @@ class Epoch {
     for (auto it = still; it != kept_.end(); ++it)
       freed.push_back(std::move(it->second));
     kept_.erase(still, kept_.end());
-    return kept_.size();
   }
 
  private:

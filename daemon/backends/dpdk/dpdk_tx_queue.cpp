@@ -9,19 +9,30 @@
 #include "dataplane/tx_frame_policy.hpp"
 
 namespace daqiri::backends::dpdk {
+namespace {
+
+// Checked: the bytes copied into the daemon's mbuf (the headers where the port chains the rest
+// behind them, else the whole frame). Raw: none.
+uint32_t copy_length_of(const TxQueueSetup& s) {
+  if (s.policy == config::TxPolicy::kRaw) return 0;
+  return s.multi_segment ? uint32_t{dataplane::kCheckedHeaders} : s.max_frame;
+}
+
+// The most mbufs one frame takes: two where a checked frame's payload is chained.
+uint32_t mbufs_per_frame_of(const TxQueueSetup& s) {
+  return copy_length_of(s) != 0 && s.multi_segment ? 2 : 1;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<DpdkTxQueue>> DpdkTxQueue::create(const TxQueueSetup& setup) {
   uint32_t batch = std::min(setup.batch, kMaxBatch);
-  // Enough mbufs for a full NIC ring, a stash and some pending frames (two a frame when
-  // checked frames chain their payload); running dry is handled (see the header comment), so
-  // this is about throughput, not correctness.
-  uint32_t count = setup.descriptors + 4 * batch + 512;
-  uint32_t room = 0;
-  if (setup.policy == config::TxPolicy::kChecked) {
-    count *= setup.multi_segment ? 2 : 1;
-    room = RTE_PKTMBUF_HEADROOM +
-           (setup.multi_segment ? uint32_t{dataplane::kCheckedHeaders} : setup.max_frame);
-  }
+  // Enough mbufs for a full NIC ring, a stash and some pending frames, of each frame's mbufs;
+  // running dry is handled (see the header comment), so this is about throughput, not
+  // correctness.
+  uint32_t count = (setup.descriptors + 4 * batch + 512) * mbufs_per_frame_of(setup);
+  uint32_t copy = copy_length_of(setup);
+  uint32_t room = copy == 0 ? 0 : RTE_PKTMBUF_HEADROOM + copy;
   rte_mempool* headers =
       rte_pktmbuf_pool_create(setup.pool_name.c_str(), count, mempool_cache_size(count), 0,
                               static_cast<uint16_t>(room), setup.socket);
@@ -45,8 +56,8 @@ DpdkTxQueue::DpdkTxQueue(const TxQueueSetup& setup, rte_mempool* headers)
       policy_(setup.policy),
       source_ipv4_(setup.source_ipv4),
       mac_(setup.mac),
-      copy_length_(setup.multi_segment ? uint32_t{dataplane::kCheckedHeaders} : setup.max_frame),
-      mbufs_per_frame_(setup.policy == config::TxPolicy::kChecked && setup.multi_segment ? 2 : 1),
+      copy_length_(copy_length_of(setup)),
+      mbufs_per_frame_(mbufs_per_frame_of(setup)),
       set_(std::make_unique<const Set>()) {}
 
 DpdkTxQueue::~DpdkTxQueue() {

@@ -108,8 +108,9 @@ class DpdkTxQueue final : public dataplane::PollTask {
   config::TxPolicy policy_;
   uint32_t source_ipv4_;
   rte_ether_addr mac_;
-  // checked: bytes copied into the daemon's mbuf (the headers, or the whole frame where the
+  // Checked: bytes copied into the daemon's mbuf (the headers, or the whole frame where the
   // port cannot chain); a frame longer than that has its payload chained behind, zero-copy.
+  // Raw: 0.
   uint32_t copy_length_;
   uint32_t mbufs_per_frame_;  // at most: 2 where checked frames chain their payload
   dataplane::Published<Set> set_;
