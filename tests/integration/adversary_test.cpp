@@ -374,10 +374,7 @@ TEST_P(AdversaryDpdkTxTest, ACheckedTxQueueSendsOnlyWhatItChecked) {
   if (veth_end) {
     veth.emplace();
     address = "net_af_packet0,iface=" + veth->host();
-    mac.emplace();
-    ASSERT_EQ(std::sscanf(veth->host_mac().c_str(), "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &(*mac)[0],
-                          &(*mac)[1], &(*mac)[2], &(*mac)[3], &(*mac)[4], &(*mac)[5]),
-              6);
+    mac = veth->host_mac_bytes();
   }
   socket_ = dir_.file("d.sock");
   start_config("daemon:\n  socket: " + socket_ +

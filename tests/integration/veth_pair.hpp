@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
+#include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -42,6 +45,13 @@ class VethPair {
     sh("ip netns del " + ns_);
   }
   [[nodiscard]] const std::string& host_mac() const { return host_mac_; }
+  // The host end's MAC as bytes (what a frame the daemon sends there carries as its source).
+  [[nodiscard]] std::array<uint8_t, 6> host_mac_bytes() const {
+    std::array<uint8_t, 6> mac{};
+    std::sscanf(host_mac_.c_str(), "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &mac[0], &mac[1], &mac[2],
+                &mac[3], &mac[4], &mac[5]);
+    return mac;
+  }
   [[nodiscard]] const std::string& peer() const { return peer_; }
   [[nodiscard]] const std::string& netns() const { return ns_; }
   // After the PMD took the interface (af_packet cycles it, which drops neighbour entries).
