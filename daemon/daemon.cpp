@@ -139,8 +139,9 @@ int Daemon::run() {
   notifier_.ready(status);
   spdlog::info("daqirid {} ready: {} (config: {})", build::kVersion, status, c.source);
 
-  // A health tick: NOT_SERVING while attachments are parked or a poller is stalled, and the
-  // systemd watchdog unfed while a poller is stalled (systemd then restarts the daemon).
+  // A health tick: NOT_SERVING while attachments are parked, flows linger or a poller is
+  // stalled, and the systemd watchdog unfed while a poller is stalled (systemd then restarts
+  // the daemon).
   auto watchdog = notifier_.watchdog_interval();
   auto tick = std::min(watchdog.value_or(kHealthTick), kHealthTick);
   auto last_ping = std::chrono::steady_clock::now();
@@ -151,7 +152,8 @@ int Daemon::run() {
       auto stalled = data_plane_->stalled_pollers(kPollerStallLimit);
       data_plane_->reap_parked();
       size_t parked = data_plane_->parked();
-      bool healthy = stalled.empty() && parked == 0;
+      size_t lingering = data_plane_->lingering_flows();
+      bool healthy = stalled.empty() && parked == 0 && lingering == 0;
       if (healthy != serving) {
         serving = healthy;
         control_->set_serving(healthy);
@@ -161,8 +163,10 @@ int Daemon::run() {
           std::string names;
           for (const auto& n : stalled)
             names += (names.empty() ? "" : ", ") + n;
-          spdlog::error("NOT_SERVING: {} attachment(s) parked; poller(s) stalled for over {} s: {}",
-                        parked, kPollerStallLimit.count() / 1000, names.empty() ? "none" : names);
+          spdlog::error(
+              "NOT_SERVING: {} attachment(s) parked; {} flow(s) lingering; poller(s) stalled for "
+              "over {} s: {}",
+              parked, lingering, kPollerStallLimit.count() / 1000, names.empty() ? "none" : names);
         }
       }
       auto now = std::chrono::steady_clock::now();

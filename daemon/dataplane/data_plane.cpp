@@ -177,6 +177,7 @@ DataPlane::~DataPlane() {
   pinned_pools_.clear();  // before the pools they pin
 #endif
   flows_.clear();
+  lingering_.clear();
 #ifdef DAQIRI_HAVE_DPDK
   dpdk_.reset();  // a parked TX attachment's frames are freed with its port
 #endif
@@ -224,6 +225,11 @@ Result<> DataPlane::add_flow(const core::Flow& flow) {
     return fail(ErrorCode::kNotFound, "no RX queue " + flow.interface + "/" + flow.queue);
   }
   const RxQueueHome& h = home->second;
+  if (lingers(flow.name)) {
+    return fail(ErrorCode::kAlreadyExists,
+                "flow \"" + flow.name +
+                    "\" is still being removed: its poller has not let go of it (see the log)");
+  }
 #ifdef DAQIRI_HAVE_DPDK
   if (dpdk_ && h.itf->backend == config::Backend::kDpdk) {
     auto f = dpdk_->add_flow(flow, h.poller->epoch());
@@ -302,26 +308,66 @@ Result<> DataPlane::remove_flow(std::string_view name) {
 #endif
 #ifdef DAQIRI_HAVE_RDMA
   if (auto* rdma = this->rdma(it->second.flow->flow().interface)) {
-    rdma->remove_flow(static_cast<backends::rdma::RdmaRxFlow*>(it->second.flow.get()),
-                      poller.epoch());
-    flows_.erase(it);
-    return {};
+    // Its poller closes its connections first; one that does not come round leaves the flow
+    // published and alive, lingering, until it does (reap_lingering_locked).
+    auto* flow = static_cast<backends::rdma::RdmaRxFlow*>(it->second.flow.get());
+    rdma->close_flow(flow, poller.epoch());
+    ReleaseWait wait({&poller});
+    while (!flow->released.load(std::memory_order_acquire) && !wait.over())
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (!flow->released.load(std::memory_order_acquire)) {
+      spdlog::error(
+          "flow {}: its poller ({}) has not closed its connections within {} ms: it lingers, "
+          "{} lingering now; daqirid reports NOT_SERVING until the poller lets go of it",
+          name, poller.name(), kReleaseWait.count(), lingering_.size() + 1);
+      lingering_.emplace_back(std::string(name), std::move(it->second));
+      flows_.erase(it);
+      return {};
+    }
+    g = rdma->remove_closed_flow(flow, poller.epoch());
   }
 #endif
   if (g.epoch == nullptr) g = poller.remove_task(it->second.flow.get(), it->second.flow->fds());
   dispose(g, std::move(it->second.flow));
   flows_.erase(it);
-  // Its attachments that a stuck poller never let go of: the poller can no longer reach them
-  // through this flow once `g` has passed, and will not come to let them go through it.
+  let_parked_go(name, poller, g);
+  return {};
+}
+
+void DataPlane::let_parked_go(std::string_view flow, Poller& poller, const Grace& removal) {
+  // The poller can no longer reach these attachments through the flow once `removal` has
+  // passed, and will not come to let them go through it.
   for (Attachment& a : parked_) {
-    auto f = a.rx && !a.retired ? std::find(a.flows.begin(), a.flows.end(), name) : a.flows.end();
+    auto f = a.rx && !a.retired ? std::find(a.flows.begin(), a.flows.end(), flow) : a.flows.end();
     if (f == a.flows.end()) continue;
     a.await(poller.unwatch(a.rx->kick_fd()));
-    a.await(g);
+    a.await(removal);
     a.flows.erase(f);
     a.retired = a.flows.empty();
   }
-  return {};
+}
+
+bool DataPlane::lingers(std::string_view flow) const {
+  return std::any_of(lingering_.begin(), lingering_.end(),
+                     [flow](const auto& l) { return l.first == flow; });
+}
+
+void DataPlane::reap_lingering_locked() {
+#ifdef DAQIRI_HAVE_RDMA
+  for (auto l = lingering_.begin(); l != lingering_.end();) {
+    auto* flow = static_cast<backends::rdma::RdmaRxFlow*>(l->second.flow.get());
+    if (!flow->released.load(std::memory_order_acquire)) {
+      ++l;
+      continue;
+    }
+    Poller& poller = *l->second.poller;
+    Grace g = rdma(flow->flow().interface)->remove_closed_flow(flow, poller.epoch());
+    dispose(g, std::move(l->second.flow));
+    let_parked_go(l->first, poller, g);
+    spdlog::info("flow {}: its poller let go of it at last: removed", l->first);
+    l = lingering_.erase(l);
+  }
+#endif
 }
 
 Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptions& options,
@@ -960,11 +1006,18 @@ void DataPlane::retire(Attachment& a) {
 }
 
 void DataPlane::reap_parked_locked() {
+  // Lingering flows first: their removal decides when their parked attachments may go.
+  reap_lingering_locked();
   for (const auto& p : pollers_)
     p->epoch().reap();
   bool any = false;
   for (Attachment& a : parked_) {
     if (a.retired || !a.lifecycle().released.load(std::memory_order_acquire)) continue;
+    // Still in a lingering flow's published set: it goes with the flow's removal.
+    if (a.rx && std::any_of(a.flows.begin(), a.flows.end(),
+                            [this](const std::string& f) { return lingers(f); })) {
+      continue;
+    }
     retire(a);
     any = true;
   }
@@ -997,6 +1050,11 @@ std::vector<std::string> DataPlane::stalled_pollers(std::chrono::milliseconds li
 size_t DataPlane::parked() const {
   std::lock_guard lock(mutex_);
   return parked_.size();
+}
+
+size_t DataPlane::lingering_flows() const {
+  std::lock_guard lock(mutex_);
+  return lingering_.size();
 }
 
 void DataPlane::reap_parked() {

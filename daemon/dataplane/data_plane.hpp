@@ -169,7 +169,11 @@ class DataPlane {
   static constexpr int kExitPollerStuck = 3;
   // Attachments closed whose pollers have not let them go yet.
   [[nodiscard]] size_t parked() const;
-  // Frees the parked attachments whose pollers have let go since (close() does too).
+  // RDMA flows removed whose poller has not closed their connections yet (they linger,
+  // published and alive, until it does; reap_parked() finishes their removal).
+  [[nodiscard]] size_t lingering_flows() const;
+  // Frees the parked attachments whose pollers have let go since (close() does too), and
+  // finishes the removal of lingering flows let go since.
   void reap_parked();
   // Pollers whose loop has not come round for longer than `limit` (an idle one parks for a
   // second at most), by name. Called now and then (the daemon's health tick): it compares
@@ -294,6 +298,12 @@ class DataPlane {
   void retire(Attachment& a);
   // Frees the parked attachments whose pollers have let go since.
   void reap_parked_locked();
+  // Finishes the removal of lingering flows whose poller has let go of them since.
+  void reap_lingering_locked();
+  [[nodiscard]] bool lingers(std::string_view flow) const;
+  // A flow's removal has been published (its Grace, `removal`): its parked attachments stop
+  // waiting for a release through it.
+  void let_parked_go(std::string_view flow, Poller& poller, const Grace& removal);
   [[nodiscard]] std::vector<Poller*> pollers_of(const Attachment& a) const;
   // RX: the pollers of its flows, each once.
   [[nodiscard]] std::vector<Poller*> rx_pollers(const Attachment& a) const;
@@ -352,6 +362,7 @@ class DataPlane {
   std::map<std::string, memory::PageArena> arenas_;  // per share_pages region: its slabs
   std::map<uint64_t, Attachment> attachments_;
   std::vector<Attachment> parked_;  // closed, not yet let go by their pollers
+  std::vector<std::pair<std::string, FlowEntry>> lingering_;  // removed, not yet let go
   struct Progress {
     uint64_t count = 0;
     std::chrono::steady_clock::time_point since;

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <thread>
 
 #include "dataplane/receive_clock.hpp"
 
@@ -238,16 +237,19 @@ Result<std::unique_ptr<RdmaRxFlow>> RdmaInterface::add_flow(
   return f;
 }
 
-void RdmaInterface::remove_flow(RdmaRxFlow* flow, const dataplane::Epoch& epoch) {
-  auto it = flow_records_.find(flow);
-  if (it == flow_records_.end()) return;
+void RdmaInterface::close_flow(RdmaRxFlow* flow, const dataplane::Epoch& epoch) {
   flow->closing.store(true, std::memory_order_release);
   epoch.wake();  // its poller may be asleep for up to a second
-  while (!flow->released.load(std::memory_order_acquire)) {
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  dataplane::publish_removed(flows_, it->second.get(), epoch);
+}
+
+dataplane::Grace RdmaInterface::remove_closed_flow(RdmaRxFlow* flow,
+                                                   const dataplane::Epoch& epoch) {
+  auto it = flow_records_.find(flow);
+  if (it == flow_records_.end()) return {};
+  dataplane::Grace g = dataplane::publish_removed(flows_, it->second.get(), epoch);
+  dataplane::dispose(g, std::move(it->second));
   flow_records_.erase(it);
+  return g;
 }
 
 Result<> RdmaInterface::add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {

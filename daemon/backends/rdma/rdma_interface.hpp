@@ -87,8 +87,12 @@ class RdmaInterface final : public dataplane::TxQueueTask {
                                                memory::PageArena* arena,
                                                const dataplane::Epoch& epoch,
                                                const memory::DeviceMemory* device = nullptr);
-  // Closes the flow's connections (every buffer they held comes back) and forgets it.
-  void remove_flow(RdmaRxFlow* flow, const dataplane::Epoch& epoch);
+  // Removal in two steps, so that the caller bounds the wait between them: close_flow asks
+  // the poller to close the flow's connections (every buffer they held comes back) and let go
+  // of it (`flow->released`); once it has, remove_closed_flow forgets it, and its Grace says
+  // when the flow may be freed. Until then the flow stays published and alive.
+  void close_flow(RdmaRxFlow* flow, const dataplane::Epoch& epoch);
+  dataplane::Grace remove_closed_flow(RdmaRxFlow* flow, const dataplane::Epoch& epoch);
   [[nodiscard]] dataplane::NicStats stats() const;
   // "N connections" (established now).
   [[nodiscard]] std::string state() const;
