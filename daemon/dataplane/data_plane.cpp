@@ -296,42 +296,70 @@ Result<> DataPlane::remove_flow(std::string_view name) {
   }
   for (uint64_t id : ids)
     close_locked(id);
-#ifdef DAQIRI_HAVE_CUDA
-  if (!is_dpdk(it->second.flow->flow().interface)) pinned_pools_.erase(&it->second.flow->pool());
+  FlowEntry& e = it->second;
+#ifdef DAQIRI_HAVE_RDMA
+  if (auto* rdma = this->rdma(e.flow->flow().interface)) {
+    rdma->close_flow(static_cast<backends::rdma::RdmaRxFlow*>(e.flow.get()), e.poller->epoch());
+  }
 #endif
-  Poller& poller = *it->second.poller;
+  ReleaseWait wait({e.poller});
+  while (!let_go(name, e) && !wait.over())
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  if (!let_go(name, e)) {
+    spdlog::error(
+        "flow {}: not let go within {} ms (its poller, {}, has not closed its connections, or "
+        "copies into a GPU ring still read its buffers): it lingers, {} lingering now; daqirid "
+        "reports NOT_SERVING until it is let go",
+        name, kReleaseWait.count(), e.poller->name(), lingering_.size() + 1);
+    lingering_.emplace_back(std::string(name), std::move(e));
+    flows_.erase(it);
+    return {};
+  }
+  finish_removal(name, e);
+  flows_.erase(it);
+  return {};
+}
+
+bool DataPlane::let_go(std::string_view name, const FlowEntry& e) {
+#ifdef DAQIRI_HAVE_RDMA
+  if (rdma(e.flow->flow().interface) != nullptr &&
+      !static_cast<backends::rdma::RdmaRxFlow*>(e.flow.get())
+           ->released.load(std::memory_order_acquire)) {
+    return false;
+  }
+#endif
+#ifdef DAQIRI_HAVE_CUDA
+  for (Attachment& a : parked_) {
+    if (a.gpu && !a.retired && std::find(a.flows.begin(), a.flows.end(), name) != a.flows.end() &&
+        !hand_back_when_quiet(a)) {
+      return false;
+    }
+  }
+#else
+  (void)name;
+#endif
+  return true;
+}
+
+void DataPlane::finish_removal(std::string_view name, FlowEntry& e) {
+  Poller& poller = *e.poller;
+#ifdef DAQIRI_HAVE_CUDA
+  if (!is_dpdk(e.flow->flow().interface)) pinned_pools_.erase(&e.flow->pool());
+#endif
   Grace g;
 #ifdef DAQIRI_HAVE_DPDK
-  if (dpdk_ && is_dpdk(it->second.flow->flow().interface)) {
-    g = dpdk_->remove_flow(it->second.flow.get(), poller.epoch());
-  }
+  if (dpdk_ && is_dpdk(e.flow->flow().interface))
+    g = dpdk_->remove_flow(e.flow.get(), poller.epoch());
 #endif
 #ifdef DAQIRI_HAVE_RDMA
-  if (auto* rdma = this->rdma(it->second.flow->flow().interface)) {
-    // Its poller closes its connections first; one that does not come round leaves the flow
-    // published and alive, lingering, until it does (reap_lingering_locked).
-    auto* flow = static_cast<backends::rdma::RdmaRxFlow*>(it->second.flow.get());
-    rdma->close_flow(flow, poller.epoch());
-    ReleaseWait wait({&poller});
-    while (!flow->released.load(std::memory_order_acquire) && !wait.over())
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    if (!flow->released.load(std::memory_order_acquire)) {
-      spdlog::error(
-          "flow {}: its poller ({}) has not closed its connections within {} ms: it lingers, "
-          "{} lingering now; daqirid reports NOT_SERVING until the poller lets go of it",
-          name, poller.name(), kReleaseWait.count(), lingering_.size() + 1);
-      lingering_.emplace_back(std::string(name), std::move(it->second));
-      flows_.erase(it);
-      return {};
-    }
-    g = rdma->remove_closed_flow(flow, poller.epoch());
+  if (auto* rdma = this->rdma(e.flow->flow().interface)) {
+    g = rdma->remove_closed_flow(static_cast<backends::rdma::RdmaRxFlow*>(e.flow.get()),
+                                 poller.epoch());
   }
 #endif
-  if (g.epoch == nullptr) g = poller.remove_task(it->second.flow.get(), it->second.flow->fds());
-  dispose(g, std::move(it->second.flow));
-  flows_.erase(it);
+  if (g.epoch == nullptr) g = poller.remove_task(e.flow.get(), e.flow->fds());
+  dispose(g, std::move(e.flow));
   let_parked_go(name, poller, g);
-  return {};
 }
 
 void DataPlane::let_parked_go(std::string_view flow, Poller& poller, const Grace& removal) {
@@ -353,21 +381,15 @@ bool DataPlane::lingers(std::string_view flow) const {
 }
 
 void DataPlane::reap_lingering_locked() {
-#ifdef DAQIRI_HAVE_RDMA
   for (auto l = lingering_.begin(); l != lingering_.end();) {
-    auto* flow = static_cast<backends::rdma::RdmaRxFlow*>(l->second.flow.get());
-    if (!flow->released.load(std::memory_order_acquire)) {
+    if (!let_go(l->first, l->second)) {
       ++l;
       continue;
     }
-    Poller& poller = *l->second.poller;
-    Grace g = rdma(flow->flow().interface)->remove_closed_flow(flow, poller.epoch());
-    dispose(g, std::move(l->second.flow));
-    let_parked_go(l->first, poller, g);
-    spdlog::info("flow {}: its poller let go of it at last: removed", l->first);
+    finish_removal(l->first, l->second);
+    spdlog::info("flow {}: let go at last: removed", l->first);
     l = lingering_.erase(l);
   }
-#endif
 }
 
 Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptions& options,
@@ -891,6 +913,7 @@ void DataPlane::close(uint64_t id) {
   // The wait is outside the lock, a look under it at a time: stats, scrapes and other clients'
   // calls go on meanwhile, and a flow removal that finishes this close first is seen.
   for (;;) {
+    hand_back_when_quiet(it->second);
     bool released = it->second.lifecycle().released.load(std::memory_order_acquire);
     if (released || wait.over()) {
       finish_close(it, released);
@@ -911,8 +934,11 @@ void DataPlane::close_locked(uint64_t id) {
   const AttachmentLifecycle& life = it->second.lifecycle();
   ReleaseWait wait(pollers_of(it->second));
   bool released = false;
-  while (!(released = life.released.load(std::memory_order_acquire)) && !wait.over())
+  while (!(hand_back_when_quiet(it->second) &&
+           (released = life.released.load(std::memory_order_acquire))) &&
+         !wait.over()) {
     std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
   finish_close(it, released);
 }
 
@@ -943,10 +969,9 @@ void DataPlane::drop(std::map<uint64_t, Attachment>::iterator it, const char* wh
 void DataPlane::begin_close(uint64_t id, Attachment& a) {
   a.closing = true;
 #ifdef DAQIRI_HAVE_CUDA
-  // The engine first: no copy may still read a buffer the RX poller is about to take back.
   if (a.gpu) {
-    a.await(a.gpu_poller->remove_task(a.gpu.get(), {a.gpu->wake_fd()}));
-    a.gpu->quiesce();
+    a.gpu_removal = a.gpu_poller->remove_task(a.gpu.get(), {a.gpu->wake_fd()});
+    a.await(a.gpu_removal);
     const gpu::GpuCopyCounters& c = a.gpu->counters;
     spdlog::info("gpu ring of attachment {} closed: {} frames, {} of them in {} copy-engine runs",
                  id, c.packets.load(), c.dma_frames.load(), c.dma_copies.load());
@@ -954,15 +979,31 @@ void DataPlane::begin_close(uint64_t id, Attachment& a) {
 #else
   (void)id;
 #endif
-  a.lifecycle().closing.store(true, std::memory_order_release);
+  hand_back_when_quiet(a);
+}
+
+bool DataPlane::hand_back_when_quiet(Attachment& a) {
+  AttachmentLifecycle& life = a.lifecycle();
+  if (life.closing.load(std::memory_order_relaxed)) return true;
+#ifdef DAQIRI_HAVE_CUDA
+  // The engine first: no copy may still read a buffer the RX poller is about to take back,
+  // and its poller, once past the removal, launches no more.
+  if (a.gpu && (!a.gpu_removal.reached() || !a.gpu->quiesced())) return false;
+#endif
+  life.closing.store(true, std::memory_order_release);
   // The poller returns every buffer and lets go; woken, a sleeping one need not finish its
   // park (up to 1 ms) first.
   for (Poller* p : pollers_of(a))
     p->epoch().wake();
+  return true;
 }
 
 std::vector<Poller*> DataPlane::pollers_of(const Attachment& a) const {
-  return a.rx ? rx_pollers(a) : std::vector<Poller*>{a.tx_home->poller};
+  std::vector<Poller*> pollers = a.rx ? rx_pollers(a) : std::vector<Poller*>{a.tx_home->poller};
+#ifdef DAQIRI_HAVE_CUDA
+  if (a.gpu) pollers.push_back(a.gpu_poller);
+#endif
+  return pollers;
 }
 
 void DataPlane::finish_close(std::map<uint64_t, Attachment>::iterator it, bool released) {
@@ -1012,7 +1053,10 @@ void DataPlane::reap_parked_locked() {
     p->epoch().reap();
   bool any = false;
   for (Attachment& a : parked_) {
-    if (a.retired || !a.lifecycle().released.load(std::memory_order_acquire)) continue;
+    if (a.retired || !hand_back_when_quiet(a) ||
+        !a.lifecycle().released.load(std::memory_order_acquire)) {
+      continue;
+    }
     // Still in a lingering flow's published set: it goes with the flow's removal.
     if (a.rx && std::any_of(a.flows.begin(), a.flows.end(),
                             [this](const std::string& f) { return lingers(f); })) {

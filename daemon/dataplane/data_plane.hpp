@@ -169,8 +169,9 @@ class DataPlane {
   static constexpr int kExitPollerStuck = 3;
   // Attachments closed whose pollers have not let them go yet.
   [[nodiscard]] size_t parked() const;
-  // RDMA flows removed whose poller has not closed their connections yet (they linger,
-  // published and alive, until it does; reap_parked() finishes their removal).
+  // Flows removed that could not be let go within kReleaseWait (an RDMA flow's poller has not
+  // closed its connections, a GPU ring's copies still read its buffers): they linger, alive
+  // and still polled, until they are; reap_parked() finishes their removal.
   [[nodiscard]] size_t lingering_flows() const;
   // Frees the parked attachments whose pollers have let go since (close() does too), and
   // finishes the removal of lingering flows let go since.
@@ -228,6 +229,7 @@ class DataPlane {
 #ifdef DAQIRI_HAVE_CUDA
     std::unique_ptr<gpu::GpuRxTask> gpu;  // drains `rx` into a GPU ring
     Poller* gpu_poller = nullptr;
+    Grace gpu_removal;  // closing: `gpu` out of its poller's tasks
 #endif
     std::vector<std::string> flows;  // RX: the flows feeding it, in region order
     std::string target;
@@ -243,7 +245,7 @@ class DataPlane {
     }
     [[nodiscard]] bool unseen() const {
       return std::all_of(awaiting.begin(), awaiting.end(),
-                         [](const Grace& g) { return g.epoch->reached(g.point); });
+                         [](const Grace& g) { return g.reached(); });
     }
     [[nodiscard]] AttachmentLifecycle& lifecycle() const {
       return rx ? rx->lifecycle : tx->lifecycle;
@@ -298,12 +300,22 @@ class DataPlane {
   void retire(Attachment& a);
   // Frees the parked attachments whose pollers have let go since.
   void reap_parked_locked();
-  // Finishes the removal of lingering flows whose poller has let go of them since.
+  // Asks its RX pollers to give back what it holds and let go, once nothing else reads its
+  // buffers (a GPU ring: its copy task off its poller, no copy in flight); whether it has.
+  // Never waits: close() and reap_parked_locked() ask again.
+  bool hand_back_when_quiet(Attachment& a);
+  // Whether a flow being removed may be taken from its poller now: an RDMA flow's poller has
+  // closed its connections, and no copy into a GPU ring reads its buffers any more.
+  bool let_go(std::string_view name, const FlowEntry& e);
+  // Takes a flow that was let go from its poller (or backend) and frees it after the grace.
+  void finish_removal(std::string_view name, FlowEntry& e);
+  // Finishes the removal of lingering flows let go since.
   void reap_lingering_locked();
   [[nodiscard]] bool lingers(std::string_view flow) const;
   // A flow's removal has been published (its Grace, `removal`): its parked attachments stop
   // waiting for a release through it.
   void let_parked_go(std::string_view flow, Poller& poller, const Grace& removal);
+  // Every poller it is on: its flows' (RX) or its queue's (TX), and its GPU ring's.
   [[nodiscard]] std::vector<Poller*> pollers_of(const Attachment& a) const;
   // RX: the pollers of its flows, each once.
   [[nodiscard]] std::vector<Poller*> rx_pollers(const Attachment& a) const;

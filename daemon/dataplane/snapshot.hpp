@@ -36,6 +36,8 @@ struct Grace {
     passed = passed && other.passed;
     return *this;
   }
+  // Whether the poller has come round past it (always, for no wait at all).
+  [[nodiscard]] bool reached() const;
 };
 
 // Counts a poller's loop iterations. One writer (the poller); control threads wait on it.
@@ -130,6 +132,10 @@ class Epoch {
   mutable std::mutex kept_mutex_;
   mutable std::vector<std::pair<uint64_t, std::shared_ptr<const void>>> kept_;
 };
+
+inline bool Grace::reached() const {
+  return epoch == nullptr || epoch->reached(point);
+}
 
 // Frees `garbage` once the poller can no longer see it: now if the wait that unpublished it
 // passed, else when the poller has come round (Epoch::reap).

@@ -146,15 +146,19 @@ GpuRxTask::~GpuRxTask() {
   }
 }
 
-void GpuRxTask::quiesce() {
+bool GpuRxTask::quiesced() {
+  if (detached_) return true;
   if (gpu_.make_current()) {
     // Both streams: after a failed launch the copy engines may still read source buffers.
-    if (stream_ != nullptr) cudaStreamSynchronize(stream_);
-    if (copy_stream_ != nullptr) cudaStreamSynchronize(copy_stream_);
+    for (cudaStream_t s : {stream_, copy_stream_}) {
+      if (s != nullptr && cudaStreamQuery(s) == cudaErrorNotReady) return false;
+    }
   }
+  detached_ = true;
   control_ring_.set_state(DAQIRI_RING_DETACHED);
   uint64_t one = 1;
   [[maybe_unused]] auto w = ::write(client_eventfd_.get(), &one, sizeof one);
+  return true;
 }
 
 void GpuRxTask::fail_attachment() {

@@ -74,9 +74,11 @@ class GpuRxTask : public dataplane::PollTask {
   [[nodiscard]] const DeviceRing& ring() const { return ring_; }
   // The client's side of its GPU ring (producer mirror, consumer index): occupancy.
   [[nodiscard]] const abi::RingView& control_ring() const { return control_ring_; }
-  // After the task left its poller: waits for copies in flight and tells the client the ring
-  // is detached. The source's buffers are then the RX poller's to take back.
-  void quiesce();
+  // After the task left its poller (and the poller came round past that): whether no copy is
+  // in flight any more, its streams idle or failed. Asks, never waits: a stream that does not
+  // answer must not hold up a control call. The first time it is, tells the client the ring
+  // is detached; the source's buffers are then the RX poller's to take back.
+  [[nodiscard]] bool quiesced();
   GpuCopyCounters counters;
 
  private:
@@ -146,6 +148,7 @@ class GpuRxTask : public dataplane::PollTask {
   bool backlog_ = false;   // source descriptors waiting for GPU ring room
   bool sleeping_ = false;  // NEED_WAKEUP set on the source ring
   bool failed_ = false;
+  bool detached_ = false;  // control side: quiesced() said so to the client
 };
 
 }  // namespace daqiri::gpu

@@ -30,6 +30,7 @@
 #include "harness.hpp"
 #include "pcap_frames.hpp"
 #include "stats_client.hpp"
+#include "thread_stop.hpp"
 
 namespace daqiri::test {
 namespace {
@@ -682,6 +683,46 @@ TEST_F(GpuRingTest, KilledClientGivesBackItsGpuMemoryAndOthersLoseNothing) {
   ASSERT_EQ(gen(4097, 2000, 512).exit_code, 0);
   EXPECT_EQ(survivor->wait(60s), 0) << survivor->output();
   EXPECT_EQ(parse(survivor->output()), expected(4097, 2000, 512)) << survivor->output();
+}
+
+// The copy engine's poller stuck (ptrace) while packets wait for it and its client is killed:
+// the ring's source buffers stay on loan, since a copy it launched may still read them, and
+// the attachment is parked, GetStats answering meanwhile; once the poller moves, all is given
+// back and the flow serves a new ring exactly.
+TEST_F(GpuRingTest, AStuckCopyPollerKeepsAClosedRingsBuffersUntilItMoves) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs ptrace (root)";
+  auto victim = receive("stream0", 1'000'000);
+  pid_t tid = ThreadStop::find(daemon_->pid(), "poll:gpu:0");
+  ASSERT_GT(tid, 0) << "no thread poll:gpu:0";
+  auto on_loan = [](const v1::Stats& st) -> int64_t {
+    for (const auto& f : st.flows()) {
+      if (f.name() == "stream0") return int64_t(f.buffers_on_loan());
+    }
+    return -1;
+  };
+  {
+    ThreadStop stuck(tid);
+    ASSERT_TRUE(stuck.ok()) << std::strerror(errno);
+    ASSERT_EQ(gen(4096, 500, 1000).exit_code, 0);
+    ASSERT_TRUE(control_->eventually([&](const v1::Stats& st) { return on_loan(st) == 500; }, 5s))
+        << control_->get().DebugString();
+    victim->kill(SIGKILL);
+    EXPECT_EQ(victim->wait(10s), 128 + SIGKILL);
+    auto before = std::chrono::steady_clock::now();
+    ASSERT_TRUE(
+        control_->eventually([](const v1::Stats& st) { return st.attachments_parked() == 1; }, 10s))
+        << daemon_->log();
+    EXPECT_LT(std::chrono::steady_clock::now() - before, 5s);
+    std::this_thread::sleep_for(300ms);  // time for a wrong hand-back to show
+    EXPECT_EQ(on_loan(control_->get()), 500) << "buffers a copy may still read were taken back";
+  }
+  EXPECT_TRUE(control_->eventually(
+      [&](const v1::Stats& st) { return st.attachments_parked() == 0 && on_loan(st) == 0; }, 10s))
+      << control_->get().DebugString() << daemon_->log();
+  auto rx = receive("stream0", 2000);
+  ASSERT_EQ(gen(4096, 2000, 512).exit_code, 0);
+  EXPECT_EQ(rx->wait(60s), 0) << rx->output();
+  EXPECT_EQ(parse(rx->output()), expected(4096, 2000, 512)) << rx->output();
 }
 
 // A daemon restart under a GPU client: the client library reconnects, GpuRxRing::reattach()
