@@ -6,7 +6,16 @@ if(DAQIRI_WERROR)
   target_compile_options(daqiri_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
 endif()
 
-set(DAQIRI_SANITIZE "" CACHE STRING "Sanitizer build: '', 'address' (ASan+UBSan) or 'thread' (TSan)")
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  # clang 16 implements what libstdc++ 12's <expected> needs (P0848) but does not advertise it
+  # through __cpp_concepts, so <expected> would look empty without the override.
+  target_compile_options(daqiri_build_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wno-builtin-macro-redefined -U__cpp_concepts
+    -D__cpp_concepts=202002L>)
+endif()
+
+set(DAQIRI_SANITIZE "" CACHE STRING
+  "Sanitizer build: '', 'address' (ASan+UBSan), 'thread' (TSan) or 'fuzz' (libFuzzer, clang)")
 if(DAQIRI_SANITIZE STREQUAL "address")
   set(san -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
 elseif(DAQIRI_SANITIZE STREQUAL "thread")
@@ -18,8 +27,13 @@ elseif(DAQIRI_SANITIZE STREQUAL "thread")
   # the rest of it (tests/tsan.supp).
   target_link_options(daqiri_build_flags INTERFACE
     -Wl,--version-script=${CMAKE_CURRENT_LIST_DIR}/tsan-exports.map)
+elseif(DAQIRI_SANITIZE STREQUAL "fuzz")
+  # The fuzz targets (tests/fuzz, with clang): everything instrumented for libFuzzer's coverage
+  # and under ASan+UBSan; only the targets themselves link libFuzzer's main.
+  set(san -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+          -fno-omit-frame-pointer)
 elseif(NOT DAQIRI_SANITIZE STREQUAL "")
-  message(FATAL_ERROR "DAQIRI_SANITIZE=${DAQIRI_SANITIZE}: expected '', address or thread")
+  message(FATAL_ERROR "DAQIRI_SANITIZE=${DAQIRI_SANITIZE}: expected '', address, thread or fuzz")
 endif()
 if(san)
   target_compile_options(daqiri_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:${san}>)

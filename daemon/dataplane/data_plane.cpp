@@ -320,7 +320,7 @@ Result<> DataPlane::remove_flow(std::string_view name) {
   return {};
 }
 
-bool DataPlane::let_go(std::string_view name, const FlowEntry& e) {
+bool DataPlane::let_go(std::string_view name, [[maybe_unused]] const FlowEntry& e) {
 #ifdef DAQIRI_HAVE_RDMA
   if (rdma(e.flow->flow().interface) != nullptr &&
       !static_cast<backends::rdma::RdmaRxFlow*>(e.flow.get())
