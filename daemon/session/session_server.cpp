@@ -13,6 +13,7 @@
 
 #include "control/status_code.hpp"
 #include "daqiri/common/fd_passing.hpp"
+#include "session/session_message.hpp"
 #include "system/fd_headroom.hpp"
 #include "system/socket_node.hpp"
 
@@ -68,16 +69,6 @@ void refuse(int conn, int code, const std::string& why) {
 }
 
 }  // namespace
-
-std::string printable_name(std::string_view raw) {
-  raw = raw.substr(0, std::min(raw.find('\0'), sizeof(daqiri_msg_hello::name) - 1));
-  std::string out(raw);
-  for (char& c : out) {
-    bool plain = c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
-    if (!plain) c = '?';
-  }
-  return out;
-}
 
 std::string session_socket_path(const std::string& control_socket) {
   const std::string suffix = ".sock";
@@ -251,46 +242,28 @@ void SessionServer::on_message(uint64_t session_id) {
     end_session(session_id, "it disconnected");
     return;
   }
-  if (!fds.empty()) {
-    cut_off(session_id, "it sent file descriptors");  // clients never send any
-    return;
-  }
-  daqiri_msg_header h{};
-  if (*n < sizeof h) {
-    cut_off(session_id, "it sent a short message");
-    return;
-  }
-  std::memcpy(&h, buf, sizeof h);
-  if (h.magic != DAQIRI_MSG_MAGIC || h.version != DAQIRI_ABI_VERSION || h.length != *n) {
-    cut_off(session_id, "it speaks another protocol version (ABI " + std::to_string(h.version) +
-                            ", daemon " + std::to_string(DAQIRI_ABI_VERSION) + ")");
-    return;
-  }
-  switch (h.type) {
-    case DAQIRI_MSG_HELLO:
-      handle_hello(*s, buf, *n);
-      break;
-    case DAQIRI_MSG_CLAIM:
-      handle_claim(*s, buf, *n);
-      break;
-    case DAQIRI_MSG_DETACH:
-      handle_detach(*s, buf, *n);
-      break;
-    default:
-      end_session(session_id, "it sent message type " + std::to_string(h.type));
+  auto message = decode_session_message({reinterpret_cast<const std::byte*>(buf), *n}, fds.size(),
+                                        s->welcomed);
+  if (auto* hello = std::get_if<Hello>(&message)) {
+    handle_hello(*s, std::move(hello->name));
+  } else if (auto* claim = std::get_if<Claim>(&message)) {
+    handle_claim(*s, claim->msg);
+  } else if (auto* detach = std::get_if<Detach>(&message)) {
+    handle_detach(*s, detach->msg);
+  } else {
+    const auto& refusal = std::get<Refusal>(message);
+    if (refusal.end) {
+      end_session(session_id, refusal.why);
+    } else {
+      cut_off(session_id, refusal.why);
+    }
   }
 }
 
-void SessionServer::handle_hello(Session& s, const void* msg, size_t len) {
-  if (len != sizeof(daqiri_msg_hello) || s.welcomed) {
-    cut_off(s.id, "it sent a malformed HELLO");
-    return;
-  }
-  daqiri_msg_hello hello{};
-  std::memcpy(&hello, msg, sizeof hello);
+void SessionServer::handle_hello(Session& s, std::string name) {
   {
     std::lock_guard lock(mutex_);
-    s.name = printable_name({hello.name, sizeof hello.name});
+    s.name = std::move(name);
     s.welcomed = true;
   }
   daqiri_msg_welcome w{header(DAQIRI_MSG_WELCOME, sizeof(daqiri_msg_welcome)), s.id};
@@ -298,13 +271,7 @@ void SessionServer::handle_hello(Session& s, const void* msg, size_t len) {
   spdlog::info("session {} opened: {} pid {} \"{}\"", s.id, s.peer.describe(), s.peer.pid, s.name);
 }
 
-void SessionServer::handle_claim(Session& s, const void* msg, size_t len) {
-  if (len != sizeof(daqiri_msg_claim)) {
-    cut_off(s.id, "it sent a malformed CLAIM");
-    return;
-  }
-  daqiri_msg_claim claim{};
-  std::memcpy(&claim, msg, sizeof claim);
+void SessionServer::handle_claim(Session& s, const daqiri_msg_claim& claim) {
   {
     std::lock_guard lock(mutex_);
     auto it = s.attachments.find(claim.attachment_id);
@@ -353,13 +320,7 @@ void SessionServer::handle_claim(Session& s, const void* msg, size_t len) {
   }
 }
 
-void SessionServer::handle_detach(Session& s, const void* msg, size_t len) {
-  if (len != sizeof(daqiri_msg_detach)) {
-    cut_off(s.id, "it sent a malformed DETACH");
-    return;
-  }
-  daqiri_msg_detach d{};
-  std::memcpy(&d, msg, sizeof d);
+void SessionServer::handle_detach(Session& s, const daqiri_msg_detach& d) {
   std::optional<Attachment> known;
   {
     std::lock_guard lock(mutex_);

@@ -104,9 +104,10 @@ class SessionServer {
   void run();
   void accept_one();
   void on_message(uint64_t session_id);
-  void handle_hello(Session& s, const void* msg, size_t len);
-  void handle_claim(Session& s, const void* msg, size_t len);
-  void handle_detach(Session& s, const void* msg, size_t len);
+  // Each message, decoded (session_message.hpp): acts on it.
+  void handle_hello(Session& s, std::string name);
+  void handle_claim(Session& s, const daqiri_msg_claim& claim);
+  void handle_detach(Session& s, const daqiri_msg_detach& d);
   // Sessions, welcomed or not, held by `uid`.
   uint32_t sessions_of(uid_t uid) const;
   // RESOURCE_EXHAUSTED when the caller's uid holds attachments_per_user already. Under mutex_.
@@ -143,10 +144,6 @@ class SessionServer {
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
-
-// A client's name as logs, listings and metric labels show it: up to the first NUL, at most
-// 63 bytes, every byte outside printable ASCII (controls, quotes, backslash, UTF-8) as '?'.
-std::string printable_name(std::string_view raw);
 
 // "/run/daqiri/daqiri.sock" -> "/run/daqiri/daqiri.session.sock"
 std::string session_socket_path(const std::string& control_socket);
