@@ -10,6 +10,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -19,10 +21,12 @@
 #include <set>
 #include <thread>
 
+#include "daqiri/abi.h"
 #include "dataplane_fixture.hpp"
 #include "frame_capture.hpp"
 #include "harness.hpp"
 #include "pcap_frames.hpp"
+#include "thread_stop.hpp"
 #include "veth_pair.hpp"
 
 namespace daqiri::test {
@@ -455,6 +459,91 @@ TEST_F(AdversaryTest, ASessionsNameIsBoundedAndPrintable) {
       [&](const v1::Stats&) { return daemon_->log().find(shown) != std::string::npos; }));
   EXPECT_THAT(daemon_->log(), Not(HasSubstr("evil\n")));
   EXPECT_THAT(daemon_->log(), Not(HasSubstr("\x1b")));
+}
+
+// A session-socket connection that has said HELLO (fd, or -1). Async-signal-safe: a forked
+// child of this threaded test calls it.
+int open_session(const sockaddr_un& addr, const daqiri_msg_hello& hello) {
+  int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::write(fd, &hello, sizeof hello) != ssize_t(sizeof hello)) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// WELCOME's session id, or 0 when none came within `timeout`.
+uint64_t welcome(int fd, int timeout_ms) {
+  pollfd p{fd, POLLIN, 0};
+  daqiri_msg_welcome w{};
+  if (::poll(&p, 1, timeout_ms) != 1 || ::read(fd, &w, sizeof w) != ssize_t(sizeof w)) return 0;
+  return w.h.type == DAQIRI_MSG_WELCOME ? w.session_id : 0;
+}
+
+// One epoll batch holding a stale event: with the session server's thread stopped (ptrace),
+// client A closes its session socket, client B connects, then A's process exits, so that the
+// batch holds A's socket event, B's connection and A's pidfd event, in that order. Ending A
+// frees A's fd numbers and B's accept takes them; A's pidfd event, handled last, must not end
+// B's session.
+TEST_F(AdversaryTest, AStaleEventOfAnEndedSessionNeverActsOnTheNextOne) {
+  if (!is_root()) GTEST_SKIP() << "needs ptrace (root)";
+  start();
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::string path = dir_.file("d.session.sock");
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  daqiri_msg_hello hello{};
+  hello.h = {DAQIRI_MSG_MAGIC, DAQIRI_ABI_VERSION, DAQIRI_MSG_HELLO, sizeof hello, 0};
+  std::strncpy(hello.name, "stale-event", sizeof hello.name - 1);
+  int cmd[2];
+  ASSERT_EQ(::pipe2(cmd, O_CLOEXEC), 0);
+  int ready[2];
+  ASSERT_EQ(::pipe2(ready, O_CLOEXEC), 0);
+  pid_t a = ::fork();
+  ASSERT_GE(a, 0);
+  if (a == 0) {  // client A: a session, closed on the first byte, the process gone on the next
+    int fd = open_session(addr, hello);
+    char c = welcome(fd, 10'000) != 0 ? 'w' : '-';
+    [[maybe_unused]] auto w = ::write(ready[1], &c, 1);
+    [[maybe_unused]] auto r = ::read(cmd[0], &c, 1);
+    ::close(fd);
+    r = ::read(cmd[0], &c, 1);
+    ::_exit(0);
+  }
+  ::close(cmd[0]);
+  ::close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  ASSERT_EQ(c, 'w') << "client A got no WELCOME" << daemon_->log();
+  pid_t tid = ThreadStop::find(daemon_->pid(), "sessions");
+  ASSERT_GT(tid, 0);
+  int b = -1;
+  {
+    ThreadStop stuck(tid);
+    ASSERT_TRUE(stuck.ok()) << std::strerror(errno);
+    ASSERT_EQ(::write(cmd[1], "c", 1), 1);  // A's socket event first
+    std::this_thread::sleep_for(100ms);
+    b = open_session(addr, hello);  // then B's connection (its HELLO waits in the socket)
+    ASSERT_GE(b, 0);
+    std::this_thread::sleep_for(100ms);
+    ASSERT_EQ(::write(cmd[1], "x", 1), 1);  // then A's pidfd event
+    int status = 0;
+    ASSERT_EQ(::waitpid(a, &status, 0), a);
+    std::this_thread::sleep_for(100ms);
+  }
+  ::close(cmd[1]);
+  uint64_t id = welcome(b, 10'000);
+  ASSERT_NE(id, 0u) << daemon_->log();
+  // B's session lives on: the daemon does not close its socket.
+  pollfd p{b, POLLIN | POLLRDHUP, 0};
+  EXPECT_EQ(::poll(&p, 1, 1000), 0) << "B's session ended:\n" << daemon_->log();
+  EXPECT_THAT(daemon_->log(), Not(HasSubstr("session " + std::to_string(id) + " (")));
+  auto sessions = run({ctl_path(), "--socket", socket_, "sessions"});
+  EXPECT_THAT(sessions.out, HasSubstr("stale-event"));
+  ::close(b);
 }
 
 }  // namespace
