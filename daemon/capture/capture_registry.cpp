@@ -9,33 +9,10 @@
 
 #include <optional>
 
+#include "capture/capture_path.hpp"
 #include "system/acting_as.hpp"
 
 namespace daqiri::capture_service {
-namespace {
-
-// The part of `path` beneath `dir`, or empty when it is not beneath it (lexically: no "."
-// or ".." component, no empty one).
-std::string beneath(const std::string& path, std::string dir) {
-  while (dir.size() > 1 && dir.back() == '/')
-    dir.pop_back();
-  if (path.size() <= dir.size() + 1 || path.compare(0, dir.size(), dir) != 0 ||
-      path[dir.size()] != '/') {
-    return {};
-  }
-  std::string rel = path.substr(dir.size() + 1);
-  size_t start = 0;
-  while (start <= rel.size()) {
-    size_t end = rel.find('/', start);
-    if (end == std::string::npos) end = rel.size();
-    std::string part = rel.substr(start, end - start);
-    if (part.empty() || part == "." || part == "..") return {};
-    start = end + 1;
-  }
-  return rel;
-}
-
-}  // namespace
 
 CaptureRegistry::CaptureRegistry(dataplane::DataPlane& data_plane,
                                  std::vector<std::string> allowed_dirs)
@@ -50,7 +27,7 @@ CaptureRegistry::~CaptureRegistry() {
 Result<UniqueFd> CaptureRegistry::open_beneath(const std::string& path, int flags, uid_t uid,
                                                gid_t gid, const std::vector<gid_t>& groups) const {
   for (const auto& dir : allowed_dirs_) {
-    std::string rel = beneath(path, dir);
+    std::string rel = path_beneath(path, dir);
     if (rel.empty()) continue;
     UniqueFd base(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (!base) return fail_errno("capture folder " + dir);
