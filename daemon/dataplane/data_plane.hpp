@@ -305,7 +305,9 @@ class DataPlane {
   // Never waits: close() and reap_parked_locked() ask again.
   bool hand_back_when_quiet(Attachment& a);
   // Whether a flow being removed may be taken from its poller now: an RDMA flow's poller has
-  // closed its connections, and no copy into a GPU ring reads its buffers any more.
+  // closed its connections, and no copy into a GPU ring reads its buffers any more. Asks its
+  // parked GPU rings to hand back (hand_back_when_quiet) on the way, so that a loop on it
+  // makes progress.
   bool let_go(std::string_view name, const FlowEntry& e);
   // Takes a flow that was let go from its poller (or backend) and frees it after the grace.
   void finish_removal(std::string_view name, FlowEntry& e);
