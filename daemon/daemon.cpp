@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "build_info.hpp"
+#include "system/fd_table.hpp"
 #include "system/signal_watch.hpp"
 
 namespace daqiri {
@@ -74,6 +75,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(config::Config config) {
     }
   }
   if (auto ok = pin_control_thread(config); !ok) return std::unexpected(ok.error());
+  if (auto ok = system::open_fd_table(); !ok) return std::unexpected(ok.error());
 
   auto lock = system::InstanceLock::acquire(dc.socket_path, group);
   if (!lock) return std::unexpected(lock.error());

@@ -48,13 +48,13 @@ bool same_token(const uint8_t* a, const uint8_t* b) {
   return diff == 0;
 }
 
-void send_error(int conn, uint64_t attachment, int code, const std::string& text) {
+daqiri_msg_error error_message(uint64_t attachment, int code, const std::string& text) {
   daqiri_msg_error e{};
   e.h = header(DAQIRI_MSG_ERROR, sizeof e);
   e.code = code;
   e.attachment_id = attachment;
   std::strncpy(e.message, text.c_str(), sizeof e.message - 1);
-  (void)send_with_fds(conn, &e, sizeof e, {});
+  return e;
 }
 
 // Tells a connection why it is not taken, before the caller closes it. What it sent so far
@@ -62,7 +62,8 @@ void send_error(int conn, uint64_t attachment, int code, const std::string& text
 // with ECONNRESET instead of returning the reason. A few messages at most: a client that
 // keeps sending does not hold the session thread here.
 void refuse(int conn, int code, const std::string& why) {
-  send_error(conn, 0, code, why);
+  auto e = error_message(0, code, why);
+  (void)send_with_fds(conn, &e, sizeof e, {});
   alignas(8) unsigned char drain[sizeof(daqiri_msg_hello)];
   for (int i = 0; i < 4 && ::recv(conn, drain, sizeof drain, MSG_DONTWAIT) > 0; ++i) {
   }
@@ -100,7 +101,7 @@ Result<std::unique_ptr<SessionServer>> SessionServer::start(
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = tag;
-    ::epoll_ctl(ep.get(), EPOLL_CTL_ADD, f, &ev);
+    if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, f, &ev) != 0) return undo("epoll_ctl for");
   }
   std::unique_ptr<SessionServer> s(
       new SessionServer(path, limits, std::move(fd), std::move(ep), std::move(wake), data_plane));
@@ -210,8 +211,15 @@ void SessionServer::accept_one() {
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP;
   ev.data.u64 = conn_tag(s->id);
-  ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, conn.get(), &ev);
-  pidfd.watch(epoll_.get(), pidfd_tag(s->id));
+  // Unwatched, the session would never be served nor ended: refuse it instead.
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, conn.get(), &ev) != 0 ||
+      pidfd.watch(epoll_.get(), pidfd_tag(s->id)) != 0) {
+    std::string why = std::string("daqirid cannot watch the session: ") + std::strerror(errno);
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, conn.get(), nullptr);
+    spdlog::warn("session socket: {}", why);
+    refuse(conn.get(), kGrpcUnavailable, why);
+    return;
+  }
   acceptor_.kept();
   s->conn = std::move(conn);
   s->pidfd = std::move(pidfd);
@@ -257,7 +265,21 @@ void SessionServer::on_message(uint64_t session_id) {
     } else {
       cut_off(session_id, refusal.why);
     }
+    return;
   }
+  // The client waits for the answer that was lost: ending the session tells it.
+  if (!s->unanswered.empty()) end_session(session_id, s->unanswered);
+}
+
+void SessionServer::answer(Session& s, const void* message, size_t size, std::span<const int> fds) {
+  auto ok = send_with_fds(s.conn.get(), message, size, fds);
+  if (!ok && s.unanswered.empty()) s.unanswered = "its answer was lost: " + ok.error().message;
+}
+
+void SessionServer::answer_error(Session& s, uint64_t attachment, int code,
+                                 const std::string& text) {
+  auto e = error_message(attachment, code, text);
+  answer(s, &e, sizeof e, {});
 }
 
 void SessionServer::handle_hello(Session& s, std::string name) {
@@ -267,7 +289,7 @@ void SessionServer::handle_hello(Session& s, std::string name) {
     s.welcomed = true;
   }
   daqiri_msg_welcome w{header(DAQIRI_MSG_WELCOME, sizeof(daqiri_msg_welcome)), s.id};
-  (void)send_with_fds(s.conn.get(), &w, sizeof w, {});
+  answer(s, &w, sizeof w, {});
   spdlog::info("session {} opened: {} pid {} \"{}\"", s.id, s.peer.describe(), s.peer.pid, s.name);
 }
 
@@ -278,16 +300,16 @@ void SessionServer::handle_claim(Session& s, const daqiri_msg_claim& claim) {
     if (it == s.attachments.end() || it->second.claimed ||
         !same_token(it->second.token.data(), claim.token)) {
       // Unknown, already claimed, or a wrong token: nothing is revealed about which.
-      send_error(s.conn.get(), claim.attachment_id, kGrpcNotFound,
-                 "no such attachment for this session");
+      answer_error(s, claim.attachment_id, kGrpcNotFound, "no such attachment for this session");
       return;
     }
     it->second.claimed = true;  // one time only, right or wrong later on
   }
   auto share = dp_.activate(claim.attachment_id);
   if (!share) {
-    send_error(s.conn.get(), claim.attachment_id,
-               static_cast<int>(control::to_grpc_code(share.error().code)), share.error().message);
+    answer_error(s, claim.attachment_id,
+                 static_cast<int>(control::to_grpc_code(share.error().code)),
+                 share.error().message);
     return;
   }
   daqiri_msg_attached_gpu message{};
@@ -314,10 +336,7 @@ void SessionServer::handle_claim(Session& s, const daqiri_msg_claim& claim) {
     message.gpu = share->gpu;
     if (share->gpu_fd) fds.push_back(share->gpu_fd.get());  // none for a cuda_ipc ring
   }
-  if (auto ok = send_with_fds(s.conn.get(), &message, size, fds); !ok) {
-    spdlog::warn("session {}: sending attachment {}: {}", s.id, a.attachment_id,
-                 ok.error().message);
-  }
+  answer(s, &message, size, fds);
 }
 
 void SessionServer::handle_detach(Session& s, const daqiri_msg_detach& d) {
@@ -330,12 +349,12 @@ void SessionServer::handle_detach(Session& s, const daqiri_msg_detach& d) {
     }
   }
   if (!known) {
-    send_error(s.conn.get(), d.attachment_id, kGrpcNotFound, "no such attachment for this session");
+    answer_error(s, d.attachment_id, kGrpcNotFound, "no such attachment for this session");
     return;
   }
   close_attachment(s.peer.uid, *known);
   daqiri_msg_detach reply{header(DAQIRI_MSG_DETACHED, sizeof reply), d.attachment_id};
-  (void)send_with_fds(s.conn.get(), &reply, sizeof reply, {});
+  answer(s, &reply, sizeof reply, {});
 }
 
 void SessionServer::cut_off(uint64_t session_id, const std::string& why) {

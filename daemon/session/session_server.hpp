@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -97,6 +98,7 @@ class SessionServer {
     bool welcomed = false;
     std::chrono::steady_clock::time_point started;
     std::map<uint64_t, Attachment> attachments;
+    std::string unanswered;  // why an answer could not be sent: the session ends for it
   };
 
   SessionServer(std::string path, const config::ClientLimitsConfig& limits, UniqueFd listen,
@@ -108,6 +110,10 @@ class SessionServer {
   void handle_hello(Session& s, std::string name);
   void handle_claim(Session& s, const daqiri_msg_claim& claim);
   void handle_detach(Session& s, const daqiri_msg_detach& d);
+  // Sends an answer (an ERROR) to the session's client; one that cannot be sent is noted in
+  // s.unanswered, and on_message ends the session after the handler.
+  void answer(Session& s, const void* message, size_t size, std::span<const int> fds);
+  void answer_error(Session& s, uint64_t attachment, int code, const std::string& text);
   // Sessions, welcomed or not, held by `uid`.
   uint32_t sessions_of(uid_t uid) const;
   // RESOURCE_EXHAUSTED when the caller's uid holds attachments_per_user already. Under mutex_.

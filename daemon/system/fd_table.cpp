@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +21,7 @@ namespace {
 
 struct ProcFdDir {
   UniqueFd dir{::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  int error = dir ? 0 : errno;
   std::mutex reading;  // one read position
 };
 
@@ -29,6 +31,12 @@ ProcFdDir& proc_fd_dir() {
 }
 
 }  // namespace
+
+Result<> open_fd_table() {
+  ProcFdDir& d = proc_fd_dir();
+  if (!d.dir) return fail_errno("open /proc/self/fd", d.error);
+  return {};
+}
 
 std::optional<size_t> open_fd_count() {
   ProcFdDir& d = proc_fd_dir();

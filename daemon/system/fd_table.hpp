@@ -10,7 +10,13 @@
 #include <cstdint>
 #include <optional>
 
+#include "daqiri/common/result.hpp"
+
 namespace daqiri::system {
+
+// Opens the directory fd, once for the process's life: at start, so that a daemon that cannot
+// count its fds (and would refuse every client for want of them) does not start.
+Result<> open_fd_table();
 
 // Open fds, the table's own among them; nullopt when /proc/self/fd cannot be read.
 std::optional<size_t> open_fd_count();

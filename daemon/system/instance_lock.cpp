@@ -62,7 +62,9 @@ Result<std::unique_ptr<InstanceLock>> InstanceLock::acquire(const std::string& s
     std::string pid = std::to_string(::getpid()) + "\n";
     if (::ftruncate(fd.get(), 0) != 0 ||
         ::pwrite(fd.get(), pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
-      return fail_errno("write " + path);
+      int e = errno;
+      ::unlink(path.c_str());  // ours while we hold the lock, as in the destructor
+      return fail_errno("write " + path, e);
     }
     return std::unique_ptr<InstanceLock>(new InstanceLock(path, std::move(fd)));
   }

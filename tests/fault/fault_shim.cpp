@@ -1,0 +1,308 @@
+// libdaqiri-fault.so: preloaded into daqirid by the fault-injection tests only. It stands in
+// front of the C library for the calls in fault_state.hpp, counts the uses daqirid's own code
+// makes of them while the test has armed it, and makes the chosen use fail with the chosen
+// errno. Calls from shared libraries (DPDK, gRPC, libstdc++) and from the shim itself pass
+// through untouched, so a fault always lands on a call site of ours.
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdarg.h>
+#include <sys/auxv.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "fault_state.hpp"
+
+namespace {
+
+using daqiri::fault::Call;
+using daqiri::fault::State;
+
+State* state = nullptr;
+uintptr_t exe_base = 0;
+uintptr_t exe_text_begin = UINTPTR_MAX;
+uintptr_t exe_text_end = 0;
+
+// The executable's code, from its program headers in the aux vector: no call a sanitizer
+// intercepts (the shim's constructor runs before the sanitizer runtime is up).
+void find_executable() {
+  auto* phdr = reinterpret_cast<const ElfW(Phdr)*>(getauxval(AT_PHDR));
+  auto count = static_cast<size_t>(getauxval(AT_PHNUM));
+  for (size_t i = 0; i < count; ++i) {
+    if (phdr[i].p_type == PT_PHDR) exe_base = reinterpret_cast<uintptr_t>(phdr) - phdr[i].p_vaddr;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const auto& ph = phdr[i];
+    if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
+    uintptr_t begin = exe_base + ph.p_vaddr;
+    if (begin < exe_text_begin) exe_text_begin = begin;
+    if (begin + ph.p_memsz > exe_text_end) exe_text_end = begin + ph.p_memsz;
+  }
+}
+
+template <typename F>
+F real(const char* name) {
+  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+}
+
+__attribute__((constructor)) void attach_state() {
+  find_executable();
+  const char* path = getenv("DAQIRI_FAULT_STATE");
+  if (path == nullptr) return;
+  int fd = static_cast<int>(::syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC));
+  if (fd < 0) abort();
+  void* p = reinterpret_cast<void*>(
+      ::syscall(SYS_mmap, nullptr, sizeof(State), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  ::syscall(SYS_close, fd);
+  if (p == MAP_FAILED) abort();
+  state = static_cast<State*>(p);
+}
+
+void count_site(Call call, uint64_t offset, uint64_t& site_uses) {
+  uint64_t key = daqiri::fault::site_key(static_cast<uint32_t>(call), offset);
+  size_t slot = (offset * 0x9E3779B97F4A7C15ULL >> 32) % daqiri::fault::kMaxSites;
+  for (size_t probe = 0; probe < daqiri::fault::kMaxSites; ++probe) {
+    auto& s = state->sites[(slot + probe) % daqiri::fault::kMaxSites];
+    uint64_t seen = s.key.load(std::memory_order_acquire);
+    if (seen == 0 && s.key.compare_exchange_strong(seen, key)) seen = key;
+    if (seen == key) {
+      site_uses = s.uses.fetch_add(1) + 1;
+      return;
+    }
+  }
+  site_uses = 0;  // table full: the site goes uncounted
+}
+
+// The errno this use must fail with, or 0 to let it through.
+int fault_for(Call call, void* return_address) {
+  auto ra = reinterpret_cast<uintptr_t>(return_address);
+  if (state == nullptr || ra < exe_text_begin || ra >= exe_text_end) return 0;
+  if (state->armed.load(std::memory_order_acquire) == 0) return 0;
+  auto index = static_cast<uint32_t>(call);
+  uint64_t offset = ra - exe_base;
+  uint64_t call_uses = state->uses[index].fetch_add(1) + 1;
+  uint64_t site_uses = 0;
+  count_site(call, offset, site_uses);
+  if (state->call.load() != index) return 0;
+  uint64_t site = state->site.load();
+  if (site != 0 && site != offset) return 0;
+  uint64_t n = site != 0 ? site_uses : call_uses;
+  uint64_t first = state->nth.load();
+  if (n < first || n >= first + state->times.load()) return 0;
+  state->fired.fetch_add(1);
+  state->fired_site.store(offset);
+  return state->error.load();
+}
+
+bool is_regular_file(int fd) {
+  struct stat st {};
+  return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+Call call_of_syscall(long number) {
+  switch (number) {
+    case SYS_recvmmsg:
+      return Call::kRecvmmsg;
+    case SYS_sendmmsg:
+      return Call::kSendmmsg;
+    case SYS_pidfd_open:
+      return Call::kPidfdOpen;
+    case SYS_epoll_ctl:
+      return Call::kEpollCtl;
+    case SYS_openat2:
+      return Call::kOpen;
+    case SYS_memfd_create:
+      return Call::kMemfdCreate;
+    default:
+      return Call::kCount;
+  }
+}
+
+}  // namespace
+
+// Each hook asks fault_for() with its own return address: the call site in daqirid.
+#define DAQIRI_FAULT(call, failed)                                    \
+  if (int e = fault_for(call, __builtin_return_address(0)); e != 0) { \
+    errno = e;                                                        \
+    return failed;                                                    \
+  }
+
+extern "C" {
+
+int memfd_create(const char* name, unsigned flags) {
+  DAQIRI_FAULT(Call::kMemfdCreate, -1);
+  static auto next = real<int (*)(const char*, unsigned)>("memfd_create");
+  return next(name, flags);
+}
+
+void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  DAQIRI_FAULT(Call::kMmap, MAP_FAILED);
+  static auto next = real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap");
+  return next(addr, len, prot, flags, fd, off);
+}
+
+void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  DAQIRI_FAULT(Call::kMmap, MAP_FAILED);
+  static auto next = real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap64");
+  return next(addr, len, prot, flags, fd, off);
+}
+
+int ftruncate(int fd, off_t len) {
+  DAQIRI_FAULT(Call::kFtruncate, -1);
+  static auto next = real<int (*)(int, off_t)>("ftruncate");
+  return next(fd, len);
+}
+
+int ftruncate64(int fd, off_t len) {
+  DAQIRI_FAULT(Call::kFtruncate, -1);
+  static auto next = real<int (*)(int, off_t)>("ftruncate64");
+  return next(fd, len);
+}
+
+int fallocate(int fd, int mode, off_t off, off_t len) {
+  DAQIRI_FAULT(Call::kFallocate, -1);
+  static auto next = real<int (*)(int, int, off_t, off_t)>("fallocate");
+  return next(fd, mode, off, len);
+}
+
+int fallocate64(int fd, int mode, off_t off, off_t len) {
+  DAQIRI_FAULT(Call::kFallocate, -1);
+  static auto next = real<int (*)(int, int, off_t, off_t)>("fallocate64");
+  return next(fd, mode, off, len);
+}
+
+int dup(int fd) {
+  DAQIRI_FAULT(Call::kDup, -1);
+  static auto next = real<int (*)(int)>("dup");
+  return next(fd);
+}
+
+// fcntl's third argument is an int or a pointer; both travel in one register.
+#define DAQIRI_FCNTL(name)                                                      \
+  int name(int fd, int cmd, ...) {                                              \
+    va_list ap;                                                                 \
+    va_start(ap, cmd);                                                          \
+    void* arg = va_arg(ap, void*);                                              \
+    va_end(ap);                                                                 \
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) DAQIRI_FAULT(Call::kDup, -1); \
+    static auto next = real<int (*)(int, int, void*)>(#name);                   \
+    return next(fd, cmd, arg);                                                  \
+  }
+DAQIRI_FCNTL(fcntl)
+DAQIRI_FCNTL(fcntl64)
+
+int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
+  DAQIRI_FAULT(Call::kAccept4, -1);
+  static auto next = real<int (*)(int, sockaddr*, socklen_t*, int)>("accept4");
+  return next(fd, addr, len, flags);
+}
+
+ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
+  DAQIRI_FAULT(Call::kSendmsg, -1);
+  static auto next = real<ssize_t (*)(int, const msghdr*, int)>("sendmsg");
+  return next(fd, msg, flags);
+}
+
+int sendmmsg(int fd, mmsghdr* msgs, unsigned n, int flags) {
+  DAQIRI_FAULT(Call::kSendmmsg, -1);
+  static auto next = real<int (*)(int, mmsghdr*, unsigned, int)>("sendmmsg");
+  return next(fd, msgs, n, flags);
+}
+
+int recvmmsg(int fd, mmsghdr* msgs, unsigned n, int flags, timespec* timeout) {
+  DAQIRI_FAULT(Call::kRecvmmsg, -1);
+  static auto next = real<int (*)(int, mmsghdr*, unsigned, int, timespec*)>("recvmmsg");
+  return next(fd, msgs, n, flags, timeout);
+}
+
+ssize_t write(int fd, const void* buf, size_t n) {
+  if (state != nullptr && state->armed.load() != 0 && is_regular_file(fd)) {
+    DAQIRI_FAULT(Call::kWrite, -1);
+  }
+  static auto next = real<ssize_t (*)(int, const void*, size_t)>("write");
+  return next(fd, buf, n);
+}
+
+int fsync(int fd) {
+  DAQIRI_FAULT(Call::kFsync, -1);
+  static auto next = real<int (*)(int)>("fsync");
+  return next(fd);
+}
+
+int fdatasync(int fd) {
+  DAQIRI_FAULT(Call::kFsync, -1);
+  static auto next = real<int (*)(int)>("fdatasync");
+  return next(fd);
+}
+
+int epoll_ctl(int ep, int op, int fd, epoll_event* ev) {
+  DAQIRI_FAULT(Call::kEpollCtl, -1);
+  static auto next = real<int (*)(int, int, int, epoll_event*)>("epoll_ctl");
+  return next(ep, op, fd, ev);
+}
+
+// open's mode is there only with O_CREAT or O_TMPFILE; reading it regardless is harmless.
+int open(const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  auto mode = static_cast<mode_t>(va_arg(ap, unsigned));
+  va_end(ap);
+  DAQIRI_FAULT(Call::kOpen, -1);
+  static auto next = real<int (*)(const char*, int, mode_t)>("open");
+  return next(path, flags, mode);
+}
+
+int open64(const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  auto mode = static_cast<mode_t>(va_arg(ap, unsigned));
+  va_end(ap);
+  DAQIRI_FAULT(Call::kOpen, -1);
+  static auto next = real<int (*)(const char*, int, mode_t)>("open64");
+  return next(path, flags, mode);
+}
+
+int openat(int dir, const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  auto mode = static_cast<mode_t>(va_arg(ap, unsigned));
+  va_end(ap);
+  DAQIRI_FAULT(Call::kOpen, -1);
+  static auto next = real<int (*)(int, const char*, int, mode_t)>("openat");
+  return next(dir, path, flags, mode);
+}
+
+int openat64(int dir, const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  auto mode = static_cast<mode_t>(va_arg(ap, unsigned));
+  va_end(ap);
+  DAQIRI_FAULT(Call::kOpen, -1);
+  static auto next = real<int (*)(int, const char*, int, mode_t)>("openat64");
+  return next(dir, path, flags, mode);
+}
+
+// daqirid reaches some calls through syscall(2) (the pollers' recvmmsg and sendmmsg, pidfds,
+// openat2); six register arguments cover every call it makes that way.
+long syscall(long number, ...) {
+  va_list ap;
+  va_start(ap, number);
+  long a[6];
+  for (long& x : a)
+    x = va_arg(ap, long);
+  va_end(ap);
+  if (Call call = call_of_syscall(number); call != Call::kCount) {
+    DAQIRI_FAULT(call, -1);
+  }
+  static auto next = real<long (*)(long, ...)>("syscall");
+  return next(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+}  // extern "C"

@@ -1,0 +1,345 @@
+// Fault injection: daqirid with libdaqiri-fault.so preloaded, each call site of ours that a
+// scenario reaches failed in turn, with the errno the kernel gives when that call really fails.
+// A failure at start must end the daemon non-zero, saying why, leaving nothing behind; a
+// failure while serving must give its client a clean refusal or a counted drop, leak nothing,
+// and cost the other clients nothing.
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "daqiri/common/unique_fd.hpp"
+#include "daqiri/v1/control.grpc.pb.h"
+#include "fault_injector.hpp"
+#include "harness.hpp"
+#include "stats_client.hpp"
+
+namespace daqiri::fault {
+namespace {
+
+using namespace std::chrono_literals;
+using test::CommandResult;
+using test::DaemonProcess;
+using test::Spawned;
+
+class FaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#ifdef DAQIRI_FAULT_SWEEPS_SKIP
+    GTEST_SKIP() << "the fault shim cannot run in front of " << DAQIRI_FAULT_SWEEPS_SKIP
+                 << "'s runtime";
+#endif
+  }
+  FaultTest() {
+    socket_ = dir_.file("d.sock");
+    captures_ = dir_.file("captures");
+    std::filesystem::create_directory(captures_);
+    config_ =
+        dir_.write("d.yaml", test::test_config(socket_, "  capture_dirs: [" + captures_ + "]\n"));
+  }
+  std::unique_ptr<DaemonProcess> daemon() {
+    return std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config_},
+                                           faults_.env());
+  }
+  std::vector<std::string> ctl(std::vector<std::string> args) {
+    args.insert(args.begin(), {test::ctl_path(), "--socket", socket_});
+    return args;
+  }
+  CommandResult gen(uint16_t port, uint64_t count) {
+    return test::run({test::gen_path(), "--dest", "127.0.0.1:" + std::to_string(port), "--size",
+                      "200", "--count", std::to_string(count), "--rate", "20000"});
+  }
+  static void print_sites(const std::string& title, const std::vector<SiteUse>& sites) {
+    std::printf("%s: %zu call sites\n", title.c_str(), sites.size());
+    for (const auto& s : sites) {
+      std::printf("  %-12s %6lu uses  %s\n", name_of(s.call), static_cast<unsigned long>(s.uses),
+                  describe_site(s.offset).c_str());
+    }
+  }
+
+  test::TempDir dir_;
+  FaultInjector faults_{dir_};
+  std::string socket_;
+  std::string captures_;
+  std::string config_;
+};
+
+// The errnos a call gives when it really fails, the likeliest first.
+std::vector<int> errors_of(Call c) {
+  switch (c) {
+    case Call::kMemfdCreate:
+      return {EMFILE, ENOMEM};
+    case Call::kMmap:
+      return {ENOMEM};
+    case Call::kFtruncate:
+      return {ENOMEM, EIO};
+    case Call::kFallocate:
+      return {ENOSPC};
+    case Call::kDup:
+      return {EMFILE};
+    case Call::kAccept4:
+      return {EMFILE, ECONNABORTED};
+    case Call::kSendmsg:
+      return {ENOBUFS, EAGAIN};
+    case Call::kSendmmsg:
+      return {ENOBUFS, EAGAIN, EINTR};
+    case Call::kRecvmmsg:
+      return {EINTR, EAGAIN, ENOBUFS, ENOMEM};
+    case Call::kWrite:
+      return {ENOSPC, EIO};
+    case Call::kFsync:
+      return {EIO};
+    case Call::kEpollCtl:
+      return {ENOMEM, ENOSPC};
+    case Call::kPidfdOpen:
+      return {EMFILE};
+    case Call::kOpen:
+      return {EMFILE, ENOSPC};
+    case Call::kCount:
+      break;
+  }
+  return {};
+}
+
+// What the sweep tries at each site: its first, second and last use with the likeliest errno,
+// and its first use with each other one.
+std::vector<Fault> trials_for(const std::vector<SiteUse>& sites) {
+  std::vector<Fault> out;
+  for (const auto& s : sites) {
+    auto errors = errors_of(s.call);
+    std::set<uint64_t> uses{1, std::min<uint64_t>(2, s.uses), s.uses};
+    for (uint64_t n : uses)
+      out.push_back({s.call, s.offset, n, 1, errors[0]});
+    for (size_t e = 1; e < errors.size(); ++e)
+      out.push_back({s.call, s.offset, 1, 1, errors[e]});
+  }
+  return out;
+}
+
+std::string describe(const Fault& f) {
+  return std::string(name_of(f.call)) + " use " + std::to_string(f.nth) + " " +
+         strerrorname_np(f.error) + " at " + describe_site(f.site);
+}
+
+// Entries of a folder but the logs, outputs and notify sockets each run adds.
+std::set<std::string> leftovers(const std::string& dir) {
+  std::set<std::string> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    std::string name = e.path().filename().string();
+    if (name.starts_with("daqirid-") || name.starts_with("notify-") ||
+        name.starts_with("spawned-")) {
+      continue;
+    }
+    out.insert(e.path().string());
+  }
+  return out;
+}
+
+// Every site the census found must have been failed at least once by the sweep.
+void report(const std::vector<SiteUse>& sites, const std::set<uint64_t>& failed, const char* phase,
+            size_t trials) {
+  std::printf("%s: %zu of %zu call sites failed in %zu trials\n", phase, failed.size(),
+              sites.size(), trials);
+  for (const auto& s : sites) {
+    EXPECT_TRUE(failed.contains(s.offset))
+        << "never failed: " << name_of(s.call) << " at " << describe_site(s.offset);
+  }
+}
+
+// A failed client's output gives a reason after `prefix`.
+bool says_why(const std::string& output, const std::string& prefix) {
+  auto at = output.find(prefix);
+  return at != std::string::npos && output.size() > at + prefix.size() + 1;
+}
+
+class FaultSweepTest : public FaultTest {
+ protected:
+  // Attach, receive, capture, send: a client session that reaches the serving call sites.
+  // Returns what went wrong that a clean refusal or a counted drop cannot explain.
+  std::string exercise(uint64_t round) {
+    std::string wrong;
+    auto note = [&](const std::string& what) { wrong += what + "\n"; };
+    Spawned tap(dir_, ctl({"tap", "stream0", "--count", "50", "--verify", "--quiet", "--block",
+                           "--timeout", "10"}));
+    bool attached = false;
+    control_->eventually(  // until it claimed its ring, or gave up
+        [&](const v1::Stats& s) {
+          attached = test::claimed(s) == base_attachments_ + 1;
+          return attached || tap.wait(0ms) != -1;
+        },
+        5s);
+    if (attached) {
+      EXPECT_EQ(gen(4096, 50).exit_code, 0);
+    }
+    int tap_exit = tap.wait(20s);
+    if (attached &&
+        (tap_exit != 0 || tap.output().find("received 50 packets") == std::string::npos)) {
+      note("tap attached but did not receive 50 packets: " + tap.output());
+    }
+    if (tap_exit != 0 && !says_why(tap.output(), "daqiri-ctl: tap: ")) {
+      note("tap failed without saying why: " + tap.output());
+    }
+
+    std::string file = captures_ + "/c" + std::to_string(round) + ".pcap";
+    auto cap = test::run(ctl({"capture", "stream0", "--out", file, "--detach"}));
+    if (cap.exit_code == 0) {
+      EXPECT_EQ(gen(4096, 10).exit_code, 0);
+      auto id = cap.out.substr(cap.out.find("capture ") + 8);
+      id = id.substr(0, id.find(' '));
+      auto stop = test::run(ctl({"stop-capture", id}));
+      if (stop.out.find("10 packets") == std::string::npos &&
+          stop.out.find("ended early") == std::string::npos) {
+        note("capture neither recorded 10 packets nor said why not: " + stop.out + stop.err);
+      }
+    } else if (!says_why(cap.err, "daqiri-ctl: ")) {
+      note("capture refused without saying why: " + cap.out + cap.err);
+    }
+
+    UniqueFd sink(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    sockaddr_in at = test::loopback();
+    socklen_t len = sizeof at;
+    ::bind(sink.get(), reinterpret_cast<sockaddr*>(&at), sizeof at);
+    ::getsockname(sink.get(), reinterpret_cast<sockaddr*>(&at), &len);
+    auto tx = test::run({test::test_client_path(), "tx", socket_, "lo", "5000",
+                         std::to_string(ntohs(at.sin_port)), "20", "200"});
+    unsigned long long sent = 0;
+    unsigned long long failed = 0;
+    if (tx.exit_code == 0 &&
+        std::sscanf(tx.out.c_str(), "sent %llu, %llu failed", &sent, &failed) == 2) {
+      uint64_t got = 0;
+      char buf[2048];
+      while (got + failed < 20 &&
+             ::poll(std::array{pollfd{sink.get(), POLLIN, 0}}.data(), 1, 500) > 0 &&
+             ::recv(sink.get(), buf, sizeof buf, 0) > 0)
+        ++got;
+      if (got + failed != 20) {
+        note("TX: " + std::to_string(got) + " arrived and " + std::to_string(failed) +
+             " failed of 20");
+      }
+    } else if (!says_why(tx.out, " failed: ")) {
+      note("TX client failed without saying why: " + tx.out + tx.err);
+    }
+    return wrong;
+  }
+
+  std::unique_ptr<DaemonProcess> daemon_;
+  std::optional<test::StatsClient> control_;
+  int base_attachments_ = 0;
+};
+
+// Every call site of ours that starting daqirid reaches, failed in turn: the daemon either
+// ends non-zero saying why (the errno's text in its log) and leaves nothing behind, or it
+// starts and serves.
+TEST_F(FaultSweepTest, AFailedCallAtStartEndsTheDaemonSayingWhyOrItServes) {
+  faults_.arm();
+  {
+    auto d = daemon();
+    ASSERT_TRUE(d->wait_ready()) << d->log();
+    faults_.disarm();
+    ASSERT_EQ(d->stop(), 0) << d->log();
+  }
+  auto sites = faults_.sites();
+  print_sites("starting daqirid", sites);
+  auto clean = leftovers(dir_.path().string());
+  std::set<uint64_t> failed_sites;
+  int exited = 0;
+  auto trials = trials_for(sites);
+  for (const Fault& f : trials) {
+    SCOPED_TRACE(describe(f));
+    faults_.arm(f);
+    auto d = daemon();
+    bool ready = d->wait_ready(15s);
+    faults_.disarm();
+    if (faults_.fired() > 0) failed_sites.insert(f.site);
+    if (ready) {
+      Spawned tap(dir_, ctl({"tap", "stream0", "--count", "20", "--verify", "--quiet", "--block",
+                             "--timeout", "10"}));
+      test::StatsClient stats(socket_);
+      EXPECT_TRUE(stats.eventually([](const v1::Stats& s) { return test::claimed(s) == 1; }, 5s));
+      EXPECT_EQ(gen(4096, 20).exit_code, 0);
+      EXPECT_EQ(tap.wait(), 0) << tap.output();
+      EXPECT_EQ(d->stop(), 0) << d->log();
+      continue;
+    }
+    ++exited;
+    int code = d->wait_exit(10s);
+    EXPECT_GT(code, 0) << d->log();
+    EXPECT_LT(code, 128) << "killed by a signal\n" << d->log();
+    EXPECT_THAT(d->log(), ::testing::HasSubstr(std::strerror(f.error)));
+    EXPECT_EQ(leftovers(dir_.path().string()), clean);
+  }
+  std::printf("start: %d runs ended the daemon\n", exited);
+  report(sites, failed_sites, "start", trials.size());
+}
+
+// Every call site of ours that a client session reaches (attach, receive, capture, send,
+// detach), failed in turn while another client receives a flow throughout: each failure is a
+// clean refusal or a counted drop, the daemon gets back every fd and attachment, and the other
+// client loses nothing.
+TEST_F(FaultSweepTest, AFailedCallWhileServingRefusesOrCountsAndCostsOthersNothing) {
+  daemon_ = daemon();
+  ASSERT_TRUE(daemon_->wait_ready()) << daemon_->log();
+  control_.emplace(socket_);
+  faults_.arm();
+  EXPECT_EQ(exercise(0), "");
+  faults_.disarm();
+  auto sites = faults_.sites();
+  print_sites("a client session", sites);
+  auto trials = trials_for(sites);
+
+  const uint64_t per_round = 20;
+  const uint64_t total = per_round * (trials.size() + 1);  // the last round after the sweep
+  Spawned bystander(dir_, ctl({"tap", "stream1", "--count", std::to_string(total), "--verify",
+                               "--quiet", "--block", "--timeout", "900"}));
+  ASSERT_TRUE(control_->eventually([](const v1::Stats& s) { return test::claimed(s) == 1; }, 5s));
+  base_attachments_ = 1;
+  auto settled = [&](size_t fds) {
+    return control_->eventually(
+        [&](const v1::Stats& s) {
+          // gRPC's idle connections come and go: fewer fds than before is no leak.
+          return s.attachments_size() == 1 && test::open_fds(daemon_->pid()) <= fds;
+        },
+        10s);
+  };
+  size_t base_fds = test::open_fds(daemon_->pid());
+  std::set<uint64_t> failed_sites;
+  uint64_t round = 1;
+  for (const Fault& f : trials) {
+    SCOPED_TRACE(describe(f));
+    faults_.arm(f);
+    std::string wrong = exercise(round++);
+    faults_.disarm();
+    EXPECT_EQ(wrong, "");
+    if (faults_.fired() > 0) failed_sites.insert(f.site);
+    EXPECT_EQ(gen(4097, per_round).exit_code, 0);
+    EXPECT_TRUE(settled(base_fds))
+        << "fds " << test::open_fds(daemon_->pid()) << " (were " << base_fds << ")\n"
+        << control_->get().DebugString();
+    ASSERT_EQ(::kill(daemon_->pid(), 0), 0) << daemon_->log();
+  }
+  EXPECT_EQ(gen(4097, per_round).exit_code, 0);
+  ASSERT_EQ(bystander.wait(60s), 0) << bystander.output();
+  EXPECT_THAT(bystander.output(),
+              ::testing::HasSubstr("received " + std::to_string(total) + " packets"));
+  EXPECT_THAT(bystander.output(), ::testing::HasSubstr("lost 0, reordered 0, duplicate 0, "
+                                                       "corrupt 0"));
+  report(sites, failed_sites, "serving", trials.size());
+  EXPECT_EQ(daemon_->stop(), 0) << daemon_->log();
+}
+
+}  // namespace
+}  // namespace daqiri::fault
