@@ -135,6 +135,12 @@ struct Client::Impl {
     c->set_deadline(std::chrono::system_clock::now() + options.timeout);
     return c;
   }
+  // A new channel: one that saw its daemon go waits out gRPC's reconnect backoff (a second,
+  // then longer each time) before it tries again, long after a restarted daemon is back.
+  void open_channel() {
+    channel = grpc::CreateChannel("unix:" + options.socket, grpc::InsecureChannelCredentials());
+    stub = v1::Control::NewStub(channel);
+  }
   Result<> open_session();
   // Attach + CLAIM: the ATTACHED message (host or GPU) and its fds.
   struct Claimed {
@@ -483,9 +489,7 @@ Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options) {
     const char* env = std::getenv("DAQIRI_SOCKET");
     impl->options.socket = env ? env : "/run/daqiri/daqiri.sock";
   }
-  impl->channel =
-      grpc::CreateChannel("unix:" + impl->options.socket, grpc::InsecureChannelCredentials());
-  impl->stub = v1::Control::NewStub(impl->channel);
+  impl->open_channel();
   if (auto ok = impl->open_session(); !ok) return std::unexpected(ok.error());
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
@@ -581,6 +585,7 @@ void Client::detach(TxStream* stream) {
 
 Result<> Client::reconnect() {
   impl_->session.reset();
+  impl_->open_channel();
   if (auto ok = impl_->open_session(); !ok) return ok;
   for (auto& rx : impl_->rx) {
     auto a = impl_->attach(rx_request(rx->options_));

@@ -5,6 +5,9 @@
 //   write-rx SOCKET FLOW          receive one packet, then try to write into it (must fault)
 //   tx SOCKET IF SRCPORT DSTPORT COUNT SIZE   send COUNT daqiri-gen frames through the daemon
 //   reconnect SOCKET FLOW COUNT   receive COUNT packets, reconnecting across daemon restarts
+//   resume SOCKET FLOW COUNT      receive a daqiri-gen stream of COUNT packets until its last,
+//                                 reconnecting across daemon restarts; print what came in each
+//                                 session and what was lost, reordered, duplicated or corrupt
 //   stream-rx SOCKET FLOW BYTES   receive a TCP flow's streams; print bytes and FNV-1a of each
 //   queue-rx SOCKET IF QUEUE COUNT [full|compact]
 //                                 receive every flow of an RX queue through one ring
@@ -284,7 +287,8 @@ int tx(const std::string& socket, const std::string& itf, uint16_t src_port, uin
     say("flush failed: %s", ok.error().message.c_str());
     return 1;
   }
-  say("sent %llu", static_cast<unsigned long long>(count));
+  say("sent %llu, %llu failed", static_cast<unsigned long long>(count),
+      static_cast<unsigned long long>(s.failed()));
   return 0;
 }
 
@@ -314,6 +318,53 @@ int reconnect(const std::string& socket, const std::string& flow, uint64_t count
 }
 
 // Receives TCP stream bytes until `total` have arrived; prints bytes and FNV-1a per stream.
+int resume(const std::string& socket, const std::string& flow, uint64_t count) {
+  auto c = connect(socket, "test-resume");
+  auto* rx = &attach(*c, flow);
+  say("attached");
+  std::vector<bool> seen(count);
+  std::vector<uint64_t> per_session{0};
+  uint64_t received = 0, reordered = 0, duplicate = 0, corrupt = 0, last = 0;
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!seen[count - 1] && std::chrono::steady_clock::now() < deadline) {
+    auto b = rx->wait_burst(200ms);
+    if (!b) {
+      say("detached after %llu packets", static_cast<unsigned long long>(received));
+      while (!c->reconnect() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(20ms);
+      say("reconnected");
+      per_session.push_back(0);
+      continue;
+    }
+    for (const daqiri::Packet& p : *b) {
+      daqiri::pattern::Header h{};
+      if (daqiri::pattern::check(p.payload, h) != daqiri::pattern::Check::kOk ||
+          h.sequence >= count) {
+        ++corrupt;
+        continue;
+      }
+      if (seen[h.sequence]) {
+        ++duplicate;
+        continue;
+      }
+      seen[h.sequence] = true;
+      reordered += received > 0 && h.sequence < last ? 1 : 0;
+      last = h.sequence;
+      ++received;
+      ++per_session.back();
+    }
+    rx->release(*b);
+  }
+  std::string sessions;
+  for (uint64_t n : per_session)
+    sessions += " " + std::to_string(n);
+  say("received %llu, lost %llu, reordered %llu, duplicate %llu, corrupt %llu; per session:%s",
+      static_cast<unsigned long long>(received), static_cast<unsigned long long>(count - received),
+      static_cast<unsigned long long>(reordered), static_cast<unsigned long long>(duplicate),
+      static_cast<unsigned long long>(corrupt), sessions.c_str());
+  return seen[count - 1] ? 0 : 1;
+}
+
 int stream_rx(const std::string& socket, const std::string& flow, uint64_t total) {
   auto c = connect(socket, "test-stream");
   daqiri::RxOptions o;
@@ -632,6 +683,7 @@ int main(int argc, char** argv) {
               static_cast<uint16_t>(std::stoi(a[4])), std::stoull(a[5]), std::stoul(a[6]));
   }
   if (a.size() == 4 && a[0] == "reconnect") return reconnect(a[1], a[2], std::stoull(a[3]));
+  if (a.size() == 4 && a[0] == "resume") return resume(a[1], a[2], std::stoull(a[3]));
   if (a.size() == 4 && a[0] == "stream-rx") return stream_rx(a[1], a[2], std::stoull(a[3]));
   // An optional last word: the RX descriptors' layout.
   bool layout = a.back() == "compact" || a.back() == "full";

@@ -41,6 +41,8 @@ class Client(Control):
         bursts taken before do not. GPU rings stay detached (arrays made from them may still be
         in use): attach them again. Raises what attaching raises (the flow may be gone)."""
         self._session.close()
+        self._channel.close()
+        self._open_channel()
         self._open_session()
         for s in list(self._streams):
             s._reattach(self)

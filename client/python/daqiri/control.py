@@ -49,12 +49,20 @@ class Control:
 
     def __init__(self, socket=None, timeout=5.0, target=None, credentials=None):
         self.timeout = timeout
-        if target is not None:
-            if credentials is None:
-                raise ValueError("daqirid's TCP listener is TLS only: pass credentials")
-            self._channel = grpc.secure_channel(target, credentials)
-        else:
+        if target is not None and credentials is None:
+            raise ValueError("daqirid's TCP listener is TLS only: pass credentials")
+        self._target = target
+        self._credentials = credentials
+        if target is None:
             self.socket = socket or default_socket()
+        self._open_channel()
+
+    def _open_channel(self):
+        # Also after the daemon restarted: a channel that saw it go waits out gRPC's reconnect
+        # backoff (a second, then longer each time) before it tries again.
+        if self._target is not None:
+            self._channel = grpc.secure_channel(self._target, self._credentials)
+        else:
             self._channel = grpc.insecure_channel("unix:" + self.socket)
         self._stub = pb_grpc.ControlStub(self._channel)
         self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check",

@@ -145,6 +145,8 @@ def test_reconnect_after_a_daemon_restart(start_daemon):
         with pytest.raises(daqiri.Detached):
             rx.wait_burst(5.0)
         assert rx.detached and tx.detached and not client.connected
+        with pytest.raises(daqiri.Unavailable):
+            client.reconnect()  # no daemon yet: the channel has seen it gone
         start_daemon()  # the same socket path
         client.reconnect()
         assert client.connected and not rx.detached and not tx.detached
