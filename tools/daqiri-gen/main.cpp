@@ -1,6 +1,7 @@
 // daqiri-gen: a UDP traffic generator with sequence numbers and a checkable payload
 // (daqiri/test_pattern.hpp), so a receiver can prove nothing was lost, reordered or corrupted.
 //   daqiri-gen --dest HOST:PORT --size BYTES --count N [--rate PPS | --gbps G] [--ports K]
+//              [--source ADDRESS[:PORT]]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -67,7 +68,9 @@ int main(int argc, char** argv) {
   app.add_option("--ports", o.ports, "spread over PORT..PORT+K-1, a sequence per port")
       ->capture_default_str();
   app.add_option("--batch", o.batch, "datagrams per sendmmsg (1-256)")->capture_default_str();
-  app.add_option("--source", o.source, "bind this local IPv4 address");
+  app.add_option("--source", o.source,
+                 "bind this local IPv4 address, or ADDRESS:PORT (a receiver tells streams apart "
+                 "by source port)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -98,8 +101,10 @@ int main(int argc, char** argv) {
   if (!o.source.empty()) {
     sockaddr_in src{};
     src.sin_family = AF_INET;
-    if (inet_pton(AF_INET, o.source.c_str(), &src.sin_addr) != 1 ||
-        ::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0) {
+    bool parsed = o.source.find(':') != std::string::npos
+                      ? parse_dest(o.source, src)
+                      : inet_pton(AF_INET, o.source.c_str(), &src.sin_addr) == 1;
+    if (!parsed || ::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0) {
       std::fprintf(stderr, "daqiri-gen: cannot bind %s: %s\n", o.source.c_str(),
                    std::strerror(errno));
       return 1;
