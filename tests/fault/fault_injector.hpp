@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <map>
 #include <stdexcept>
@@ -101,13 +102,11 @@ inline const char* name_of(Call c) {
 inline std::string describe_site(uint64_t offset) {
   static std::map<uint64_t, std::string> known;
   if (auto it = known.find(offset); it != known.end()) return it->second;
+  char hex[20];  // of the call instruction: the byte before the return address
+  std::string at(hex, std::to_chars(hex, hex + sizeof hex, offset - 1, 16).ptr);
   auto r =
-      test::run({"/usr/bin/addr2line", "-f", "-C", "-s", "-e", test::daqirid_path(), "0x" + [&] {
-                   char b[32];
-                   std::snprintf(b, sizeof b, "%lx", static_cast<unsigned long>(offset - 1));
-                   return std::string(b);
-                 }()});
-  if (r.exit_code != 0) return "+0x" + std::to_string(offset);
+      test::run({"/usr/bin/addr2line", "-f", "-C", "-s", "-e", test::daqirid_path(), "0x" + at});
+  if (r.exit_code != 0) return "+0x" + at;
   auto nl = r.out.find('\n');
   std::string fn = r.out.substr(0, nl);
   std::string where = nl == std::string::npos ? "" : r.out.substr(nl + 1);

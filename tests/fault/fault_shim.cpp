@@ -80,11 +80,18 @@ void count_site(Call call, uint64_t offset, uint64_t& site_uses) {
   site_uses = 0;  // table full: the site goes uncounted
 }
 
-// The errno this use must fail with, or 0 to let it through.
-int fault_for(Call call, void* return_address) {
+bool is_regular_file(int fd) {
+  struct stat st {};
+  return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// The errno this use must fail with, or 0 to let it through. `regular_fd`: a call on an fd
+// that counts only when the fd is a regular file.
+int fault_for(Call call, void* return_address, int regular_fd = -1) {
   auto ra = reinterpret_cast<uintptr_t>(return_address);
   if (state == nullptr || ra < exe_text_begin || ra >= exe_text_end) return 0;
   if (state->armed.load(std::memory_order_acquire) == 0) return 0;
+  if (regular_fd >= 0 && !is_regular_file(regular_fd)) return 0;
   auto index = static_cast<uint32_t>(call);
   uint64_t offset = ra - exe_base;
   uint64_t call_uses = state->uses[index].fetch_add(1) + 1;
@@ -99,11 +106,6 @@ int fault_for(Call call, void* return_address) {
   state->fired.fetch_add(1);
   state->fired_site.store(offset);
   return state->error.load();
-}
-
-bool is_regular_file(int fd) {
-  struct stat st {};
-  return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 Call call_of_syscall(long number) {
@@ -136,52 +138,51 @@ Call call_of_syscall(long number) {
 
 extern "C" {
 
-int memfd_create(const char* name, unsigned flags) {
-  DAQIRI_FAULT(Call::kMemfdCreate, -1);
-  static auto next = real<int (*)(const char*, unsigned)>("memfd_create");
-  return next(name, flags);
-}
+// A hook: `params` and `args` in parentheses; the next definition of `name` does the work.
+#define DAQIRI_HOOK(ret, name, call, failed, params, args) \
+  ret name params {                                        \
+    DAQIRI_FAULT(call, failed);                            \
+    static auto next = real<ret(*) params>(#name);         \
+    return next args;                                      \
+  }
 
-void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
-  DAQIRI_FAULT(Call::kMmap, MAP_FAILED);
-  static auto next = real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap");
-  return next(addr, len, prot, flags, fd, off);
-}
+DAQIRI_HOOK(int, memfd_create, Call::kMemfdCreate, -1, (const char* name, unsigned flags),
+            (name, flags))
+DAQIRI_HOOK(void*, mmap, Call::kMmap, MAP_FAILED,
+            (void* addr, size_t len, int prot, int flags, int fd, off_t off),
+            (addr, len, prot, flags, fd, off))
+DAQIRI_HOOK(void*, mmap64, Call::kMmap, MAP_FAILED,
+            (void* addr, size_t len, int prot, int flags, int fd, off_t off),
+            (addr, len, prot, flags, fd, off))
+DAQIRI_HOOK(int, ftruncate, Call::kFtruncate, -1, (int fd, off_t len), (fd, len))
+DAQIRI_HOOK(int, ftruncate64, Call::kFtruncate, -1, (int fd, off_t len), (fd, len))
+DAQIRI_HOOK(int, fallocate, Call::kFallocate, -1, (int fd, int mode, off_t off, off_t len),
+            (fd, mode, off, len))
+DAQIRI_HOOK(int, fallocate64, Call::kFallocate, -1, (int fd, int mode, off_t off, off_t len),
+            (fd, mode, off, len))
+DAQIRI_HOOK(int, dup, Call::kDup, -1, (int fd), (fd))
+DAQIRI_HOOK(int, accept4, Call::kAccept4, -1, (int fd, sockaddr* addr, socklen_t* len, int flags),
+            (fd, addr, len, flags))
+DAQIRI_HOOK(ssize_t, sendmsg, Call::kSendmsg, -1, (int fd, const msghdr* msg, int flags),
+            (fd, msg, flags))
+DAQIRI_HOOK(int, sendmmsg, Call::kSendmmsg, -1, (int fd, mmsghdr* msgs, unsigned n, int flags),
+            (fd, msgs, n, flags))
+DAQIRI_HOOK(int, recvmmsg, Call::kRecvmmsg, -1,
+            (int fd, mmsghdr* msgs, unsigned n, int flags, timespec* timeout),
+            (fd, msgs, n, flags, timeout))
+DAQIRI_HOOK(int, fsync, Call::kFsync, -1, (int fd), (fd))
+DAQIRI_HOOK(int, fdatasync, Call::kFsync, -1, (int fd), (fd))
+DAQIRI_HOOK(int, epoll_ctl, Call::kEpollCtl, -1, (int ep, int op, int fd, epoll_event* ev),
+            (ep, op, fd, ev))
 
-void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
-  DAQIRI_FAULT(Call::kMmap, MAP_FAILED);
-  static auto next = real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap64");
-  return next(addr, len, prot, flags, fd, off);
-}
-
-int ftruncate(int fd, off_t len) {
-  DAQIRI_FAULT(Call::kFtruncate, -1);
-  static auto next = real<int (*)(int, off_t)>("ftruncate");
-  return next(fd, len);
-}
-
-int ftruncate64(int fd, off_t len) {
-  DAQIRI_FAULT(Call::kFtruncate, -1);
-  static auto next = real<int (*)(int, off_t)>("ftruncate64");
-  return next(fd, len);
-}
-
-int fallocate(int fd, int mode, off_t off, off_t len) {
-  DAQIRI_FAULT(Call::kFallocate, -1);
-  static auto next = real<int (*)(int, int, off_t, off_t)>("fallocate");
-  return next(fd, mode, off, len);
-}
-
-int fallocate64(int fd, int mode, off_t off, off_t len) {
-  DAQIRI_FAULT(Call::kFallocate, -1);
-  static auto next = real<int (*)(int, int, off_t, off_t)>("fallocate64");
-  return next(fd, mode, off, len);
-}
-
-int dup(int fd) {
-  DAQIRI_FAULT(Call::kDup, -1);
-  static auto next = real<int (*)(int)>("dup");
-  return next(fd);
+// Only writes to regular files (captures) fail: an eventfd wakeup cannot fail that way.
+ssize_t write(int fd, const void* buf, size_t n) {
+  if (int e = fault_for(Call::kWrite, __builtin_return_address(0), fd); e != 0) {
+    errno = e;
+    return -1;
+  }
+  static auto next = real<ssize_t (*)(int, const void*, size_t)>("write");
+  return next(fd, buf, n);
 }
 
 // fcntl's third argument is an int or a pointer; both travel in one register.
@@ -198,96 +199,26 @@ int dup(int fd) {
 DAQIRI_FCNTL(fcntl)
 DAQIRI_FCNTL(fcntl64)
 
-int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
-  DAQIRI_FAULT(Call::kAccept4, -1);
-  static auto next = real<int (*)(int, sockaddr*, socklen_t*, int)>("accept4");
-  return next(fd, addr, len, flags);
-}
-
-ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
-  DAQIRI_FAULT(Call::kSendmsg, -1);
-  static auto next = real<ssize_t (*)(int, const msghdr*, int)>("sendmsg");
-  return next(fd, msg, flags);
-}
-
-int sendmmsg(int fd, mmsghdr* msgs, unsigned n, int flags) {
-  DAQIRI_FAULT(Call::kSendmmsg, -1);
-  static auto next = real<int (*)(int, mmsghdr*, unsigned, int)>("sendmmsg");
-  return next(fd, msgs, n, flags);
-}
-
-int recvmmsg(int fd, mmsghdr* msgs, unsigned n, int flags, timespec* timeout) {
-  DAQIRI_FAULT(Call::kRecvmmsg, -1);
-  static auto next = real<int (*)(int, mmsghdr*, unsigned, int, timespec*)>("recvmmsg");
-  return next(fd, msgs, n, flags, timeout);
-}
-
-ssize_t write(int fd, const void* buf, size_t n) {
-  if (state != nullptr && state->armed.load() != 0 && is_regular_file(fd)) {
-    DAQIRI_FAULT(Call::kWrite, -1);
-  }
-  static auto next = real<ssize_t (*)(int, const void*, size_t)>("write");
-  return next(fd, buf, n);
-}
-
-int fsync(int fd) {
-  DAQIRI_FAULT(Call::kFsync, -1);
-  static auto next = real<int (*)(int)>("fsync");
-  return next(fd);
-}
-
-int fdatasync(int fd) {
-  DAQIRI_FAULT(Call::kFsync, -1);
-  static auto next = real<int (*)(int)>("fdatasync");
-  return next(fd);
-}
-
-int epoll_ctl(int ep, int op, int fd, epoll_event* ev) {
-  DAQIRI_FAULT(Call::kEpollCtl, -1);
-  static auto next = real<int (*)(int, int, int, epoll_event*)>("epoll_ctl");
-  return next(ep, op, fd, ev);
-}
-
 // open's mode is there only with O_CREAT or O_TMPFILE; reading it regardless is harmless.
-int open(const char* path, int flags, ...) {
-  va_list ap;
-  va_start(ap, flags);
-  auto mode = static_cast<mode_t>(va_arg(ap, unsigned));
-  va_end(ap);
-  DAQIRI_FAULT(Call::kOpen, -1);
-  static auto next = real<int (*)(const char*, int, mode_t)>("open");
-  return next(path, flags, mode);
-}
-
-int open64(const char* path, int flags, ...) {
-  va_list ap;
-  va_start(ap, flags);
-  auto mode = static_cast<mode_t>(va_arg(ap, unsigned));
-  va_end(ap);
-  DAQIRI_FAULT(Call::kOpen, -1);
-  static auto next = real<int (*)(const char*, int, mode_t)>("open64");
-  return next(path, flags, mode);
-}
-
-int openat(int dir, const char* path, int flags, ...) {
-  va_list ap;
-  va_start(ap, flags);
-  auto mode = static_cast<mode_t>(va_arg(ap, unsigned));
-  va_end(ap);
-  DAQIRI_FAULT(Call::kOpen, -1);
-  static auto next = real<int (*)(int, const char*, int, mode_t)>("openat");
-  return next(dir, path, flags, mode);
-}
-
-int openat64(int dir, const char* path, int flags, ...) {
-  va_list ap;
-  va_start(ap, flags);
-  auto mode = static_cast<mode_t>(va_arg(ap, unsigned));
-  va_end(ap);
-  DAQIRI_FAULT(Call::kOpen, -1);
-  static auto next = real<int (*)(int, const char*, int, mode_t)>("openat64");
-  return next(dir, path, flags, mode);
-}
+// `params` end with `int flags, ...`; `args` hand on `mode`.
+#define DAQIRI_OPEN(name, params, type, args)              \
+  int name params {                                        \
+    va_list ap;                                            \
+    va_start(ap, flags);                                   \
+    auto mode = static_cast<mode_t>(va_arg(ap, unsigned)); \
+    va_end(ap);                                            \
+    DAQIRI_FAULT(Call::kOpen, -1);                         \
+    static auto next = real<type>(#name);                  \
+    return next args;                                      \
+  }
+DAQIRI_OPEN(open, (const char* path, int flags, ...), int (*)(const char*, int, mode_t),
+            (path, flags, mode))
+DAQIRI_OPEN(open64, (const char* path, int flags, ...), int (*)(const char*, int, mode_t),
+            (path, flags, mode))
+DAQIRI_OPEN(openat, (int dir, const char* path, int flags, ...),
+            int (*)(int, const char*, int, mode_t), (dir, path, flags, mode))
+DAQIRI_OPEN(openat64, (int dir, const char* path, int flags, ...),
+            int (*)(int, const char*, int, mode_t), (dir, path, flags, mode))
 
 // daqirid reaches some calls through syscall(2) (the pollers' recvmmsg and sendmmsg, pidfds,
 // openat2); six register arguments cover every call it makes that way.

@@ -90,49 +90,31 @@ class FaultTest : public ::testing::Test {
   std::string config_;
 };
 
-// The errnos a call gives when it really fails, the likeliest first.
-std::vector<int> errors_of(Call c) {
-  switch (c) {
-    case Call::kMemfdCreate:
-      return {EMFILE, ENOMEM};
-    case Call::kMmap:
-      return {ENOMEM};
-    case Call::kFtruncate:
-      return {ENOMEM, EIO};
-    case Call::kFallocate:
-      return {ENOSPC};
-    case Call::kDup:
-      return {EMFILE};
-    case Call::kAccept4:
-      return {EMFILE, ECONNABORTED};
-    case Call::kSendmsg:
-      return {ENOBUFS, EAGAIN};
-    case Call::kSendmmsg:
-      return {ENOBUFS, EAGAIN, EINTR};
-    case Call::kRecvmmsg:
-      return {EINTR, EAGAIN, ENOBUFS, ENOMEM};
-    case Call::kWrite:
-      return {ENOSPC, EIO};
-    case Call::kFsync:
-      return {EIO};
-    case Call::kEpollCtl:
-      return {ENOMEM, ENOSPC};
-    case Call::kPidfdOpen:
-      return {EMFILE};
-    case Call::kOpen:
-      return {EMFILE, ENOSPC};
-    case Call::kCount:
-      break;
-  }
-  return {};
-}
+// The errnos a call gives when it really fails, the likeliest first; in Call's order.
+const std::vector<int> kErrors[] = {
+    {EMFILE, ENOMEM},                  // memfd_create
+    {ENOMEM},                          // mmap
+    {ENOMEM, EIO},                     // ftruncate
+    {ENOSPC},                          // fallocate
+    {EMFILE},                          // dup
+    {EMFILE, ECONNABORTED},            // accept4
+    {ENOBUFS, EAGAIN},                 // sendmsg
+    {ENOBUFS, EAGAIN, EINTR},          // sendmmsg
+    {EINTR, EAGAIN, ENOBUFS, ENOMEM},  // recvmmsg
+    {ENOSPC, EIO},                     // write
+    {EIO},                             // fsync
+    {ENOMEM, ENOSPC},                  // epoll_ctl
+    {EMFILE},                          // pidfd_open
+    {EMFILE, ENOSPC},                  // open
+};
+static_assert(std::size(kErrors) == static_cast<size_t>(Call::kCount));
 
 // What the sweep tries at each site: its first, second and last use with the likeliest errno,
 // and its first use with each other one.
 std::vector<Fault> trials_for(const std::vector<SiteUse>& sites) {
   std::vector<Fault> out;
   for (const auto& s : sites) {
-    auto errors = errors_of(s.call);
+    const auto& errors = kErrors[static_cast<size_t>(s.call)];
     std::set<uint64_t> uses{1, std::min<uint64_t>(2, s.uses), s.uses};
     for (uint64_t n : uses)
       out.push_back({s.call, s.offset, n, 1, errors[0]});

@@ -761,9 +761,7 @@ TEST_F(DataPlaneTest, OutOfFdsRefusesSessionsSaysWhyAndRecovers) {
   start();
   Spawned steady(dir_, tap("stream1", 5, {"--block"}));
   ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
-  size_t open_now = std::distance(
-      std::filesystem::directory_iterator("/proc/" + std::to_string(daemon_->pid()) + "/fd"),
-      std::filesystem::directory_iterator{});
+  size_t open_now = open_fds(daemon_->pid());
   // Room for a few sessions (a connection and a pidfd each) beyond the 16 fds the control
   // socket keeps free for gRPC.
   rlimit low{open_now + 22, open_now + 22};

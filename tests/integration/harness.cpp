@@ -385,21 +385,13 @@ std::string test_config(const std::string& socket, const std::string& daemon_ext
 
 namespace daqiri::test {
 
-namespace {
-size_t entries(const std::string& dir) {
+size_t open_fds(pid_t pid) {
   std::error_code ec;
   size_t n = 0;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+  for (std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/fd", ec), end;
+       !ec && it != end; it.increment(ec))
     ++n;
   return n;
-}
-}  // namespace
-
-size_t open_fds(pid_t pid) {
-  return entries("/proc/" + std::to_string(pid) + "/fd");
-}
-size_t thread_count(pid_t pid) {
-  return entries("/proc/" + std::to_string(pid) + "/task");
 }
 
 sockaddr_in loopback(uint16_t port) {

@@ -151,9 +151,8 @@ std::string adversary_path();  // daqiri-adversary: the hostile client
 std::string source_dir();
 bool is_root();
 
-// A live process's open file descriptors and threads, from /proc (0 once it is gone).
+// A live process's open file descriptors, from /proc (0 once it is gone).
 size_t open_fds(pid_t pid);
-size_t thread_count(pid_t pid);
 
 // A daqirid config in our schema for tests: the embedded default with `socket` and extra
 // daemon keys (indented YAML lines under `daemon:`).

@@ -131,9 +131,7 @@ TEST(TcpTls, TheGateOutOfFdsRefusesAndRecovers) {
   TlsDaemon d;
   ASSERT_TRUE(d.daemon->wait_ready()) << d.daemon->log();
   pid_t pid = d.daemon->pid();
-  size_t open_now =
-      std::distance(std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd"),
-                    std::filesystem::directory_iterator{});
+  size_t open_now = open_fds(pid);
   rlimit before{};
   ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, nullptr, &before), 0);
   rlimit low{open_now + 22, before.rlim_max};  // the 16 kept for gRPC, and a few relays
