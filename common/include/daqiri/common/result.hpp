@@ -36,13 +36,30 @@ inline std::unexpected<Error> fail(ErrorCode code, std::string message, std::str
   return std::unexpected<Error>(Error{code, std::move(message), std::move(field)});
 }
 
+// The code for a failed system call's errno: running out of fds, memory, space or buffers is
+// exhaustion (a client may retry later, or with less), not a fault of ours.
+inline ErrorCode code_of_errno(int err) {
+  switch (err) {
+    case EACCES:
+    case EPERM:
+      return ErrorCode::kPermissionDenied;
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+    case ENOSPC:
+    case ENOBUFS:
+      return ErrorCode::kResourceExhausted;
+    default:
+      return ErrorCode::kInternal;
+  }
+}
+
 // For a failed system call: "what: strerror(errno)".
 inline std::unexpected<Error> fail_errno(std::string_view what, int err = errno) {
   std::string message(what);
   message += ": ";
   message += std::strerror(err);
-  return fail(err == EACCES || err == EPERM ? ErrorCode::kPermissionDenied : ErrorCode::kInternal,
-              std::move(message));
+  return fail(code_of_errno(err), std::move(message));
 }
 
 }  // namespace daqiri
