@@ -1,5 +1,7 @@
 #include "capture/capture_job.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 namespace daqiri::capture_service {
@@ -106,6 +108,12 @@ void CaptureJob::finish(std::string error) {
   auto closed = writer_->close();
   if (error.empty() && !closed) error = closed.error().message;
   data_plane_.close(status_.attachment);
+  // Said here, not only to whoever stops it: a capture may end with nobody to ask (a daemon
+  // stopping, a capture that hit its limit and was never stopped).
+  if (!error.empty()) {
+    spdlog::error("capture {} ended early ({} packets taken): {}", status_.id,
+                  packets_.load(std::memory_order_relaxed), error);
+  }
   std::lock_guard lock(mutex_);
   status_.running = false;
   status_.files = writer_->files();

@@ -53,7 +53,7 @@ class FaultInjector {
   [[nodiscard]] std::vector<std::string> env() const {
     const char* asan = std::getenv("ASAN_OPTIONS");
     return {
-        "LD_PRELOAD=" + std::string(DAQIRI_TEST_FAULT_SHIM), "DAQIRI_FAULT_STATE=" + path_,
+        "LD_PRELOAD=" + test::built_program(DAQIRI_TEST_FAULT_SHIM), "DAQIRI_FAULT_STATE=" + path_,
         "ASAN_OPTIONS=" + std::string(asan != nullptr ? asan : "") + ":verify_asan_link_order=0"};
   }
 

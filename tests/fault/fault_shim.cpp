@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 
 #include "fault_state.hpp"
@@ -47,9 +48,17 @@ void find_executable() {
   }
 }
 
+// The next definition of `name` (the C library's, or a sanitizer's interceptor), looked up on
+// first use into `slot`. Never a function-local static with a guard: TSan's runtime calls our
+// mmap while it starts, before it can take a guard (__cxa_guard_* are its interceptors).
 template <typename F>
-F real(const char* name) {
-  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+F real(std::atomic<F>& slot, const char* name) {
+  F fn = slot.load(std::memory_order_relaxed);
+  if (fn == nullptr) {
+    fn = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+    slot.store(fn, std::memory_order_relaxed);
+  }
+  return fn;
 }
 
 __attribute__((constructor)) void attach_state() {
@@ -142,8 +151,8 @@ extern "C" {
 #define DAQIRI_HOOK(ret, name, call, failed, params, args) \
   ret name params {                                        \
     DAQIRI_FAULT(call, failed);                            \
-    static auto next = real<ret(*) params>(#name);         \
-    return next args;                                      \
+    static std::atomic<ret(*) params> next{nullptr};       \
+    return real(next, #name) args;                         \
   }
 
 DAQIRI_HOOK(int, memfd_create, Call::kMemfdCreate, -1, (const char* name, unsigned flags),
@@ -181,8 +190,8 @@ ssize_t write(int fd, const void* buf, size_t n) {
     errno = e;
     return -1;
   }
-  static auto next = real<ssize_t (*)(int, const void*, size_t)>("write");
-  return next(fd, buf, n);
+  static std::atomic<ssize_t (*)(int, const void*, size_t)> next{nullptr};
+  return real(next, "write")(fd, buf, n);
 }
 
 // fcntl's third argument is an int or a pointer; both travel in one register.
@@ -193,8 +202,8 @@ ssize_t write(int fd, const void* buf, size_t n) {
     void* arg = va_arg(ap, void*);                                              \
     va_end(ap);                                                                 \
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) DAQIRI_FAULT(Call::kDup, -1); \
-    static auto next = real<int (*)(int, int, void*)>(#name);                   \
-    return next(fd, cmd, arg);                                                  \
+    static std::atomic<int (*)(int, int, void*)> next{nullptr};                 \
+    return real(next, #name)(fd, cmd, arg);                                     \
   }
 DAQIRI_FCNTL(fcntl)
 DAQIRI_FCNTL(fcntl64)
@@ -208,8 +217,8 @@ DAQIRI_FCNTL(fcntl64)
     auto mode = static_cast<mode_t>(va_arg(ap, unsigned)); \
     va_end(ap);                                            \
     DAQIRI_FAULT(Call::kOpen, -1);                         \
-    static auto next = real<type>(#name);                  \
-    return next args;                                      \
+    static std::atomic<type> next{nullptr};                \
+    return real(next, #name) args;                         \
   }
 DAQIRI_OPEN(open, (const char* path, int flags, ...), int (*)(const char*, int, mode_t),
             (path, flags, mode))
@@ -232,8 +241,129 @@ long syscall(long number, ...) {
   if (Call call = call_of_syscall(number); call != Call::kCount) {
     DAQIRI_FAULT(call, -1);
   }
-  static auto next = real<long (*)(long, ...)>("syscall");
-  return next(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+  static std::atomic<long (*)(long, ...)> next{nullptr};
+  return real(next, "syscall")(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 }  // extern "C"
+
+#ifdef DAQIRI_FAULT_CUDA
+// The CUDA driver's calls (libdaqiri-fault-cuda.so). daqirid links cudart statically, and cudart
+// reaches every driver entry point (ours through cudaGetDriverEntryPointByVersion too) through
+// cuGetProcAddress, which it looks up with dlsym in libcuda.so.1. The shim answers that dlsym
+// with a cuGetProcAddress of its own, which hands out wrappers for the calls it can fail.
+#include <cuda.h>
+
+#include <cstring>
+
+namespace {
+
+template <typename F>
+struct Next {
+  std::atomic<F> fn{nullptr};
+};
+Next<CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*)>
+    next_get_proc_address_v2;
+Next<CUresult (*)(const char*, void**, int, cuuint64_t)> next_get_proc_address;
+Next<decltype(&cuMemCreate)> next_mem_create;
+Next<decltype(&cuMemExportToShareableHandle)> next_mem_export;
+Next<CUresult (*)(CUdeviceptr*, size_t)> next_mem_alloc;
+
+#define DAQIRI_CU_FAULT(call)                                         \
+  if (int e = fault_for(call, __builtin_return_address(0)); e != 0) { \
+    return static_cast<CUresult>(e);                                  \
+  }
+
+CUresult mem_create(CUmemGenericAllocationHandle* handle, size_t size,
+                    const CUmemAllocationProp* prop, unsigned long long flags) {
+  DAQIRI_CU_FAULT(Call::kCuMemCreate);
+  return next_mem_create.fn.load()(handle, size, prop, flags);
+}
+CUresult mem_export(void* shareable, CUmemGenericAllocationHandle handle,
+                    CUmemAllocationHandleType type, unsigned long long flags) {
+  DAQIRI_CU_FAULT(Call::kCuMemExport);
+  return next_mem_export.fn.load()(shareable, handle, type, flags);
+}
+CUresult mem_alloc(CUdeviceptr* ptr, size_t size) {
+  DAQIRI_CU_FAULT(Call::kCuMemAlloc);
+  return next_mem_alloc.fn.load()(ptr, size);
+}
+
+// Takes the driver's entry point into `next` and hands out `wrapper` instead.
+template <typename F>
+bool substitute(const char* symbol, const char* name, void** pfn, Next<F>& next, F wrapper) {
+  if (std::strcmp(symbol, name) != 0) return false;
+  next.fn.store(reinterpret_cast<F>(*pfn));
+  *pfn = reinterpret_cast<void*>(wrapper);
+  return true;
+}
+
+CUresult get_proc_address_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult* status);
+CUresult get_proc_address(const char* symbol, void** pfn, int version, cuuint64_t flags);
+
+// cudart asks cuGetProcAddress for cuGetProcAddress itself (the CUDA 12 ABI, with a query
+// result, and the 11.3 one, without) and looks up everything else through what it got: those
+// are wrapped too.
+void wrap(const char* symbol, void** pfn, int version) {
+  if (symbol == nullptr || pfn == nullptr || *pfn == nullptr) return;
+  if (std::strcmp(symbol, "cuGetProcAddress") == 0) {
+    if (version >= 12000) {
+      substitute(symbol, "cuGetProcAddress", pfn, next_get_proc_address_v2, &get_proc_address_v2);
+    } else {
+      substitute(symbol, "cuGetProcAddress", pfn, next_get_proc_address, &get_proc_address);
+    }
+    return;
+  }
+  substitute(symbol, "cuMemCreate", pfn, next_mem_create, &mem_create) ||
+      substitute(symbol, "cuMemExportToShareableHandle", pfn, next_mem_export, &mem_export) ||
+      substitute(symbol, "cuMemAlloc", pfn, next_mem_alloc, &mem_alloc);
+}
+
+CUresult get_proc_address_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult* status) {
+  CUresult r = next_get_proc_address_v2.fn.load()(symbol, pfn, version, flags, status);
+  if (r == CUDA_SUCCESS) wrap(symbol, pfn, version);
+  return r;
+}
+CUresult get_proc_address(const char* symbol, void** pfn, int version, cuuint64_t flags) {
+  CUresult r = next_get_proc_address.fn.load()(symbol, pfn, version, flags);
+  if (r == CUDA_SUCCESS) wrap(symbol, pfn, version);
+  return r;
+}
+
+using Dlsym = void* (*)(void*, const char*);
+std::atomic<Dlsym> next_dlsym_slot{nullptr};
+Dlsym next_dlsym() {
+  Dlsym next = next_dlsym_slot.load(std::memory_order_relaxed);
+  if (next == nullptr) {
+    next = reinterpret_cast<Dlsym>(dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34"));
+    if (next == nullptr) next = reinterpret_cast<Dlsym>(dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5"));
+    next_dlsym_slot.store(next, std::memory_order_relaxed);
+  }
+  return next;
+}
+
+}  // namespace
+
+extern "C" void* dlsym(void* handle, const char* name) {
+  if (std::strncmp(name, "cuGetProcAddress", 16) == 0) {
+    void* fn = next_dlsym()(handle, name);
+    if (fn == nullptr) return fn;
+    if (std::strcmp(name, "cuGetProcAddress_v2") == 0) {
+      next_get_proc_address_v2.fn.store(
+          reinterpret_cast<decltype(next_get_proc_address_v2.fn.load())>(fn));
+      return reinterpret_cast<void*>(&get_proc_address_v2);
+    }
+    if (std::strcmp(name, "cuGetProcAddress") == 0) {
+      next_get_proc_address.fn.store(
+          reinterpret_cast<decltype(next_get_proc_address.fn.load())>(fn));
+      return reinterpret_cast<void*>(&get_proc_address);
+    }
+    return fn;
+  }
+  // A tail call (the shim is built with -O2): glibc resolves RTLD_NEXT from its caller's return
+  // address, which must stay the original caller's.
+  return next_dlsym()(handle, name);
+}
+#endif  // DAQIRI_FAULT_CUDA

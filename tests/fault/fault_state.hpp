@@ -25,12 +25,19 @@ enum class Call : uint32_t {
   kEpollCtl,
   kPidfdOpen,
   kOpen,  // open, openat, openat2 of regular files (captures, the instance lock)
+  // CUDA driver calls (libdaqiri-fault-cuda.so only); the fault's error is a CUresult.
+  kCuMemCreate,
+  kCuMemExport,  // cuMemExportToShareableHandle
+  kCuMemAlloc,   // what cudaMalloc comes down to
   kCount,
 };
 
 inline constexpr const char* kCallNames[] = {
-    "memfd_create", "mmap",     "ftruncate", "fallocate", "dup",       "accept4",    "sendmsg",
-    "sendmmsg",     "recvmmsg", "write",     "fsync",     "epoll_ctl", "pidfd_open", "open"};
+    "memfd_create", "mmap",    "ftruncate",   "fallocate",
+    "dup",          "accept4", "sendmsg",     "sendmmsg",
+    "recvmmsg",     "write",   "fsync",       "epoll_ctl",
+    "pidfd_open",   "open",    "cuMemCreate", "cuMemExportToShareableHandle",
+    "cuMemAlloc"};
 static_assert(sizeof kCallNames / sizeof kCallNames[0] == static_cast<size_t>(Call::kCount));
 
 inline constexpr uint32_t kNoCall = UINT32_MAX;
@@ -46,7 +53,8 @@ struct Site {
 struct State {
   std::atomic<uint32_t> armed;  // uses are counted, and faults fire, only while armed
   // The fault: the `nth` use (1-based, counted per site when `site` is set, else per call) of
-  // `call` fails with `error`, and so do the `times - 1` uses after it.
+  // `call` fails with `error` (an errno, or a CUresult for a CUDA call), and so do the
+  // `times - 1` uses after it.
   std::atomic<uint32_t> call;
   std::atomic<uint64_t> site;  // an offset from the sites table; 0 = any site
   std::atomic<uint64_t> nth;

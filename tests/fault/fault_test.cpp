@@ -16,6 +16,8 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -25,6 +27,7 @@
 #include "daqiri/common/unique_fd.hpp"
 #include "daqiri/v1/control.grpc.pb.h"
 #include "fault_injector.hpp"
+#include "fault_sweep.hpp"
 #include "harness.hpp"
 #include "stats_client.hpp"
 
@@ -38,12 +41,6 @@ using test::Spawned;
 
 class FaultTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-#ifdef DAQIRI_FAULT_SWEEPS_SKIP
-    GTEST_SKIP() << "the fault shim cannot run in front of " << DAQIRI_FAULT_SWEEPS_SKIP
-                 << "'s runtime";
-#endif
-  }
   FaultTest() {
     socket_ = dir_.file("d.sock");
     captures_ = dir_.file("captures");
@@ -75,13 +72,6 @@ class FaultTest : public ::testing::Test {
       argv.insert(argv.end(), {"--source", "127.0.0.1:" + std::to_string(source_port)});
     return test::run(argv);
   }
-  static void print_sites(const std::string& title, const std::vector<SiteUse>& sites) {
-    std::printf("%s: %zu call sites\n", title.c_str(), sites.size());
-    for (const auto& s : sites) {
-      std::printf("  %-12s %6lu uses  %s\n", name_of(s.call), static_cast<unsigned long>(s.uses),
-                  describe_site(s.offset).c_str());
-    }
-  }
 
   test::TempDir dir_;
   FaultInjector faults_{dir_};
@@ -89,76 +79,6 @@ class FaultTest : public ::testing::Test {
   std::string captures_;
   std::string config_;
 };
-
-// The errnos a call gives when it really fails, the likeliest first; in Call's order.
-const std::vector<int> kErrors[] = {
-    {EMFILE, ENOMEM},                  // memfd_create
-    {ENOMEM},                          // mmap
-    {ENOMEM, EIO},                     // ftruncate
-    {ENOSPC},                          // fallocate
-    {EMFILE},                          // dup
-    {EMFILE, ECONNABORTED},            // accept4
-    {ENOBUFS, EAGAIN},                 // sendmsg
-    {ENOBUFS, EAGAIN, EINTR},          // sendmmsg
-    {EINTR, EAGAIN, ENOBUFS, ENOMEM},  // recvmmsg
-    {ENOSPC, EIO},                     // write
-    {EIO},                             // fsync
-    {ENOMEM, ENOSPC},                  // epoll_ctl
-    {EMFILE},                          // pidfd_open
-    {EMFILE, ENOSPC},                  // open
-};
-static_assert(std::size(kErrors) == static_cast<size_t>(Call::kCount));
-
-// What the sweep tries at each site: its first, second and last use with the likeliest errno,
-// and its first use with each other one.
-std::vector<Fault> trials_for(const std::vector<SiteUse>& sites) {
-  std::vector<Fault> out;
-  for (const auto& s : sites) {
-    const auto& errors = kErrors[static_cast<size_t>(s.call)];
-    std::set<uint64_t> uses{1, std::min<uint64_t>(2, s.uses), s.uses};
-    for (uint64_t n : uses)
-      out.push_back({s.call, s.offset, n, 1, errors[0]});
-    for (size_t e = 1; e < errors.size(); ++e)
-      out.push_back({s.call, s.offset, 1, 1, errors[e]});
-  }
-  return out;
-}
-
-std::string describe(const Fault& f) {
-  return std::string(name_of(f.call)) + " use " + std::to_string(f.nth) + " " +
-         strerrorname_np(f.error) + " at " + describe_site(f.site);
-}
-
-// Entries of a folder but the logs, outputs and notify sockets each run adds.
-std::set<std::string> leftovers(const std::string& dir) {
-  std::set<std::string> out;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-    std::string name = e.path().filename().string();
-    if (name.starts_with("daqirid-") || name.starts_with("notify-") ||
-        name.starts_with("spawned-")) {
-      continue;
-    }
-    out.insert(e.path().string());
-  }
-  return out;
-}
-
-// Every site the census found must have been failed at least once by the sweep.
-void report(const std::vector<SiteUse>& sites, const std::set<uint64_t>& failed, const char* phase,
-            size_t trials) {
-  std::printf("%s: %zu of %zu call sites failed in %zu trials\n", phase, failed.size(),
-              sites.size(), trials);
-  for (const auto& s : sites) {
-    EXPECT_TRUE(failed.contains(s.offset))
-        << "never failed: " << name_of(s.call) << " at " << describe_site(s.offset);
-  }
-}
-
-// A failed client's output gives a reason after `prefix`.
-bool says_why(const std::string& output, const std::string& prefix) {
-  auto at = output.find(prefix);
-  return at != std::string::npos && output.size() > at + prefix.size() + 1;
-}
 
 class FaultSweepTest : public FaultTest {
  protected:
@@ -253,36 +173,19 @@ TEST_F(FaultSweepTest, AFailedCallAtStartEndsTheDaemonSayingWhyOrItServes) {
   }
   auto sites = faults_.sites();
   print_sites("starting daqirid", sites);
-  auto clean = leftovers(dir_.path().string());
-  std::set<uint64_t> failed_sites;
-  int exited = 0;
-  auto trials = trials_for(sites);
-  for (const Fault& f : trials) {
-    SCOPED_TRACE(describe(f));
-    faults_.arm(f);
-    auto d = daemon();
-    bool ready = d->wait_ready(15s);
-    faults_.disarm();
-    if (faults_.fired() > 0) failed_sites.insert(f.site);
-    if (ready) {
-      Spawned tap(dir_, ctl({"tap", "stream0", "--count", "20", "--verify", "--quiet", "--block",
-                             "--timeout", "10"}));
-      test::StatsClient stats(socket_);
-      EXPECT_TRUE(stats.eventually([](const v1::Stats& s) { return test::claimed(s) == 1; }, 5s));
-      EXPECT_EQ(gen(4096, 20).exit_code, 0);
-      EXPECT_EQ(tap.wait(), 0) << tap.output();
-      EXPECT_EQ(d->stop(), 0) << d->log();
-      continue;
-    }
-    ++exited;
-    int code = d->wait_exit(10s);
-    EXPECT_GT(code, 0) << d->log();
-    EXPECT_LT(code, 128) << "killed by a signal\n" << d->log();
-    EXPECT_THAT(d->log(), ::testing::HasSubstr(std::strerror(f.error)));
-    EXPECT_EQ(leftovers(dir_.path().string()), clean);
-  }
-  std::printf("start: %d runs ended the daemon\n", exited);
-  report(sites, failed_sites, "start", trials.size());
+  StartSweep how;
+  how.start = [&] { return daemon(); };
+  how.serves = [&](DaemonProcess& d) {
+    Spawned tap(dir_, ctl({"tap", "stream0", "--count", "20", "--verify", "--quiet", "--block",
+                           "--timeout", "10"}));
+    test::StatsClient stats(socket_);
+    EXPECT_TRUE(stats.eventually([](const v1::Stats& s) { return test::claimed(s) == 1; }, 5s));
+    EXPECT_EQ(gen(4096, 20).exit_code, 0);
+    EXPECT_EQ(tap.wait(), 0) << tap.output();
+    EXPECT_EQ(d.stop(), 0) << d.log();
+  };
+  how.error_text = [](const Fault& f) { return std::string(std::strerror(f.error)); };
+  sweep_start(faults_, sites, dir_.path().string(), how);
 }
 
 // Every call site of ours that a client session reaches (attach, receive, capture, send,
@@ -338,6 +241,87 @@ TEST_F(FaultSweepTest, AFailedCallWhileServingRefusesOrCountsAndCostsOthersNothi
                                                        "corrupt 0"));
   report(sites, failed_sites, "serving", trials.size());
   EXPECT_EQ(daemon_->stop(), 0) << daemon_->log();
+}
+
+// Records in a capture file (PCAP: a 24-byte header, then a 16-byte header and the bytes of
+// each record); -1 when it is not one.
+int pcap_records(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string f((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (f.size() < 24) return -1;
+  int n = 0;
+  for (size_t at = 24; at + 16 <= f.size(); ++n) {
+    uint32_t caplen = 0;
+    std::memcpy(&caplen, f.data() + at + 8, 4);
+    at += 16 + caplen;
+    if (at > f.size()) return -1;
+  }
+  return n;
+}
+
+// Every call site of ours that stopping daqirid reaches (a client attached, a capture of 10
+// packets running), failed in turn: the daemon still ends by itself within its drain, not by
+// a signal, leaves no socket or lock behind, its client is told, and the capture file holds
+// the 10 packets or the log says why not.
+TEST_F(FaultSweepTest, AFailedCallWhileStoppingStillEndsCleanly) {
+  auto outside_captures = [&] {
+    std::set<std::string> out;
+    for (const auto& p : leftovers(dir_.path().string())) {
+      if (!p.starts_with(captures_ + "/")) out.insert(p);
+    }
+    return out;
+  };
+  auto clean = outside_captures();
+  auto stop_under = [&](const Fault& f, int round) {
+    auto d = daemon();
+    ASSERT_TRUE(d->wait_ready()) << d->log();
+    Spawned tap(dir_, ctl({"tap", "stream0", "--count", "1000000", "--quiet", "--block",
+                           "--timeout", "60"}));
+    test::StatsClient stats(socket_);
+    ASSERT_TRUE(stats.eventually([](const v1::Stats& s) { return test::claimed(s) == 1; }, 5s));
+    std::string file = captures_ + "/s" + std::to_string(round) + ".pcap";
+    ASSERT_EQ(test::run(ctl({"capture", "stream0", "--out", file, "--detach"})).exit_code, 0);
+    EXPECT_EQ(gen(4096, 10).exit_code, 0);
+    EXPECT_TRUE(stats.eventually(
+        [](const v1::Stats& s) {
+          for (const auto& flow : s.flows()) {
+            if (flow.name() == "stream0") return flow.packets() == 10;
+          }
+          return false;
+        },
+        5s))
+        << stats.get().DebugString();
+    faults_.arm(f);
+    int code = d->stop(SIGTERM, 15s);
+    faults_.disarm();
+    EXPECT_GE(code, 0) << "did not stop within 15 s\n" << d->log();
+    EXPECT_LT(code, 128) << "killed by a signal\n" << d->log();
+    if (code != 0 && f.call != Call::kCount) {
+      EXPECT_THAT(d->log(), ::testing::HasSubstr(std::strerror(f.error)));
+    }
+    EXPECT_NE(tap.wait(10s), -1) << "the client was not told the daemon went";
+    int records = pcap_records(file);
+    if (f.call == Call::kCount) {
+      EXPECT_EQ(records, 10) << d->log();
+    } else if (records != 10) {
+      EXPECT_THAT(d->log(), ::testing::HasSubstr(std::strerror(f.error)))
+          << file << ": " << records << " records";
+    }
+    EXPECT_EQ(outside_captures(), clean);
+  };
+  stop_under({}, 0);
+  auto sites = faults_.sites();
+  print_sites("stopping daqirid", sites);
+  ASSERT_FALSE(sites.empty());
+  std::set<uint64_t> failed_sites;
+  auto trials = trials_for(sites);
+  int round = 1;
+  for (const Fault& f : trials) {
+    SCOPED_TRACE(describe(f));
+    stop_under(f, round++);
+    if (faults_.fired() > 0) failed_sites.insert(f.site);
+  }
+  report(sites, failed_sites, "stop", trials.size());
 }
 
 }  // namespace
