@@ -27,7 +27,7 @@ Result<core::PortRange> from_proto(const v1::PortRange& r, const char* field) {
 
 Result<core::Ipv4Prefix> from_proto(const v1::Ipv4Prefix& p, const char* field) {
   std::string text = p.address();
-  if (p.prefix_length() != 0) text += "/" + std::to_string(p.prefix_length());
+  if (p.has_prefix_length()) text += "/" + std::to_string(p.prefix_length());
   auto prefix = core::parse_ipv4_prefix(text);
   if (!prefix) {
     return fail(ErrorCode::kInvalidArgument,

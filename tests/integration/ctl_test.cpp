@@ -7,11 +7,13 @@
 #include <csignal>
 
 #include "harness.hpp"
+#include "stats_client.hpp"
 
 namespace daqiri::test {
 namespace {
 
 using ::testing::HasSubstr;
+using namespace std::chrono_literals;
 
 class CtlTest : public ::testing::Test {
  protected:
@@ -83,6 +85,21 @@ TEST_F(CtlTest, JsonIsTheProtoMessage) {
   EXPECT_EQ(r.out.front(), '{');
 }
 
+// Global options after the command, as other CLIs take them.
+TEST_F(CtlTest, GlobalOptionsComeBeforeOrAfterTheCommand) {
+  start();
+  auto r = run({ctl_path(), "flows", "list", "--json", "--socket", socket_});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"name\": \"stream0\""));
+  EXPECT_EQ(r.out.front(), '{');
+  r = run({ctl_path(), "info", "-s", socket_, "--json", "--timeout", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.front(), '{');
+  // A command's own option of that name stays the command's.
+  r = run({ctl_path(), "--socket", socket_, "tap", "stream0", "-n", "1", "--timeout", "0.2"});
+  EXPECT_THAT(r.out + r.err, HasSubstr("received 0 packets")) << r.out << r.err;
+}
+
 TEST_F(CtlTest, AddsAndDeletesFlowsWithDistinctExitCodes) {
   if (!is_root()) GTEST_SKIP() << "needs root for the admin role";
   start();
@@ -105,6 +122,36 @@ TEST_F(CtlTest, AddsAndDeletesFlowsWithDistinctExitCodes) {
   EXPECT_EQ(r.err, "daqiri-ctl: not found: no flow named \"extra\"\n");
   r = ctl({"flows", "bogus"});
   EXPECT_EQ(r.exit_code, 2);
+}
+
+// A /0 prefix matches every address (it once became /32 on its way to the daemon and matched
+// none); a prefix length that is not a number is refused, not read as 32.
+TEST_F(CtlTest, AZeroLengthPrefixMatchesEverySourceAndABadLengthIsRefused) {
+  if (!is_root()) GTEST_SKIP() << "needs root for the admin role";
+  start();
+  auto r =
+      ctl({"flows", "add", "anysrc", "-i", "lo", "--udp-dst", "5100", "--ipv4-src", "0.0.0.0/0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "flow anysrc (id 2) created: udp_dst=5100 ipv4_src=0.0.0.0/0 -> lo/rx0\n");
+  Spawned tap(
+      dir_, {ctl_path(), "--socket", socket_, "tap", "anysrc", "-n", "20", "--verify", "-t", "10"});
+  StatsClient stats(socket_);
+  ASSERT_TRUE(stats.eventually([](const v1::Stats& s) { return claimed(s) == 1; }, 5s));
+  EXPECT_EQ(
+      run({gen_path(), "--dest", "127.0.0.1:5100", "--count", "20", "--rate", "10000"}).exit_code,
+      0);
+  EXPECT_EQ(tap.wait(), 0) << tap.output();
+  EXPECT_THAT(tap.output(), HasSubstr("received 20 packets"));
+  for (const char* bad : {"10.0.0.0/x", "10.0.0.0/", "10.0.0.0/24x"}) {
+    r = ctl({"flows", "add", "bad", "-i", "lo", "--udp-dst", "5101", "--ipv4-dst", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_EQ(r.err, std::string("daqiri-ctl: --ipv4-dst: expected an address or a prefix like "
+                                 "10.0.0.0/24, got \"") +
+                         bad + "\"\n");
+  }
+  r = ctl({"flows", "add", "bad", "-i", "lo", "--udp-dst", "5101", "--ipv4-dst", "10.0.0.0/33"});
+  EXPECT_EQ(r.exit_code, 5);
+  EXPECT_THAT(r.err, HasSubstr("prefix length must be 0 to 32"));
 }
 
 TEST_F(CtlTest, StatsWatchPrintsRatesFromDeltas) {

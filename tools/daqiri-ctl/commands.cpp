@@ -67,11 +67,13 @@ std::string match_text(const v1::FlowMatch& m) {
   return out;
 }
 
+// The whole of `s` as a number.
+bool num(std::string_view s, uint32_t& v) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return !s.empty() && ec == std::errc() && p == s.data() + s.size();
+}
+
 bool parse_ports(const std::string& text, v1::PortRange& out) {
-  auto num = [](std::string_view s, uint32_t& v) {
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    return !s.empty() && ec == std::errc() && p == s.data() + s.size();
-  };
   uint32_t first = 0;
   uint32_t last = 0;
   auto dash = text.find('-');
@@ -84,14 +86,16 @@ bool parse_ports(const std::string& text, v1::PortRange& out) {
   return ok;
 }
 
-void parse_prefix(const std::string& text, v1::Ipv4Prefix& out) {
+// "10.0.0.0/24" or an address; false when what follows a slash is not a number. The daemon
+// checks the rest (the address, a length up to 32, no host bits) and says why.
+bool parse_prefix(const std::string& text, v1::Ipv4Prefix& out) {
   auto slash = text.find('/');
   out.set_address(text.substr(0, slash));
-  if (slash != std::string::npos) {
-    uint32_t len = 0;
-    std::from_chars(text.data() + slash + 1, text.data() + text.size(), len);
-    out.set_prefix_length(len);
-  }
+  if (slash == std::string::npos) return true;
+  uint32_t len = 0;
+  if (!num(std::string_view(text).substr(slash + 1), len)) return false;
+  out.set_prefix_length(len);
+  return true;
 }
 
 }  // namespace
@@ -240,8 +244,17 @@ int run_flows_add(ControlClient& client, const Options& opts, const FlowAddArgs&
               << args.udp_dst << "\"\n";
     return kUsage;
   }
-  if (!args.ipv4_src.empty()) parse_prefix(args.ipv4_src, *m->mutable_ipv4_src());
-  if (!args.ipv4_dst.empty()) parse_prefix(args.ipv4_dst, *m->mutable_ipv4_dst());
+  auto bad_prefix = [](const char* option, const std::string& text) {
+    std::cerr << "daqiri-ctl: " << option
+              << ": expected an address or a prefix like 10.0.0.0/24, got \"" << text << "\"\n";
+    return kUsage;
+  };
+  if (!args.ipv4_src.empty() && !parse_prefix(args.ipv4_src, *m->mutable_ipv4_src())) {
+    return bad_prefix("--ipv4-src", args.ipv4_src);
+  }
+  if (!args.ipv4_dst.empty() && !parse_prefix(args.ipv4_dst, *m->mutable_ipv4_dst())) {
+    return bad_prefix("--ipv4-dst", args.ipv4_dst);
+  }
   if (!args.tcp_dst.empty() && !parse_ports(args.tcp_dst, *m->mutable_tcp_dst())) {
     std::cerr << "daqiri-ctl: --tcp-dst: expected a port, got \"" << args.tcp_dst << "\"\n";
     return kUsage;

@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
 
   CLI::App app{"daqiri-ctl: inspect and change a running daqirid", "daqiri-ctl"};
   app.require_subcommand(1);
+  // Global options may come after the subcommand too (`flows list --json`): a subcommand hands
+  // on what it does not know (each inherits this). Its own options of one name come first.
+  app.fallthrough();
   app.add_option("-s,--socket", opts.socket, "daemon control socket (env DAQIRI_SOCKET)")
       ->capture_default_str();
   app.add_flag("--json", opts.json, "print JSON for scripts instead of tables");

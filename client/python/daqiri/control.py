@@ -29,7 +29,7 @@ def _port_range(value):
 def _prefix(value):
     if value is None:
         return None
-    net = ipaddress.IPv4Network(value, strict=False)
+    net = ipaddress.IPv4Network(value)  # host bits after the prefix: ValueError, not dropped
     return pb.Ipv4Prefix(address=str(net.network_address), prefix_length=net.prefixlen)
 
 

@@ -55,6 +55,18 @@ def test_create_and_delete_a_flow(daemon):
             c.delete_flow("radio")
 
 
+def test_a_zero_length_prefix_crosses_the_api_and_host_bits_are_refused(daemon):
+    with daemon.control() as c:
+        f = c.create_flow("anysrc", "lo", "rx0", udp_dst=5200, ipv4_src="0.0.0.0/0")
+        assert (f.match.ipv4_src.address, f.match.ipv4_src.prefix_length) == ("0.0.0.0", 0)
+        f = c.create_flow("onesrc", "lo", "rx0", udp_dst=5201, ipv4_src="127.0.0.1")
+        assert (f.match.ipv4_src.address, f.match.ipv4_src.prefix_length) == ("127.0.0.1", 32)
+        with pytest.raises(ValueError):
+            c.create_flow("hostbits", "lo", "rx0", udp_dst=5202, ipv4_src="127.0.0.1/8")
+        c.delete_flow("anysrc")
+        c.delete_flow("onesrc")
+
+
 def test_block_backpressure_is_the_flows_to_allow(daemon):
     with daemon.control() as c:
         c.create_flow("strict", "lo", "rx0", udp_dst=5100)
