@@ -258,16 +258,12 @@ long syscall(long number, ...) {
 
 namespace {
 
-template <typename F>
-struct Next {
-  std::atomic<F> fn{nullptr};
-};
-Next<CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*)>
+std::atomic<CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*)>
     next_get_proc_address_v2;
-Next<CUresult (*)(const char*, void**, int, cuuint64_t)> next_get_proc_address;
-Next<decltype(&cuMemCreate)> next_mem_create;
-Next<decltype(&cuMemExportToShareableHandle)> next_mem_export;
-Next<CUresult (*)(CUdeviceptr*, size_t)> next_mem_alloc;
+std::atomic<CUresult (*)(const char*, void**, int, cuuint64_t)> next_get_proc_address;
+std::atomic<decltype(&cuMemCreate)> next_mem_create;
+std::atomic<decltype(&cuMemExportToShareableHandle)> next_mem_export;
+std::atomic<CUresult (*)(CUdeviceptr*, size_t)> next_mem_alloc;
 
 #define DAQIRI_CU_FAULT(call)                                         \
   if (int e = fault_for(call, __builtin_return_address(0)); e != 0) { \
@@ -277,23 +273,23 @@ Next<CUresult (*)(CUdeviceptr*, size_t)> next_mem_alloc;
 CUresult mem_create(CUmemGenericAllocationHandle* handle, size_t size,
                     const CUmemAllocationProp* prop, unsigned long long flags) {
   DAQIRI_CU_FAULT(Call::kCuMemCreate);
-  return next_mem_create.fn.load()(handle, size, prop, flags);
+  return next_mem_create.load()(handle, size, prop, flags);
 }
 CUresult mem_export(void* shareable, CUmemGenericAllocationHandle handle,
                     CUmemAllocationHandleType type, unsigned long long flags) {
   DAQIRI_CU_FAULT(Call::kCuMemExport);
-  return next_mem_export.fn.load()(shareable, handle, type, flags);
+  return next_mem_export.load()(shareable, handle, type, flags);
 }
 CUresult mem_alloc(CUdeviceptr* ptr, size_t size) {
   DAQIRI_CU_FAULT(Call::kCuMemAlloc);
-  return next_mem_alloc.fn.load()(ptr, size);
+  return next_mem_alloc.load()(ptr, size);
 }
 
 // Takes the driver's entry point into `next` and hands out `wrapper` instead.
 template <typename F>
-bool substitute(const char* symbol, const char* name, void** pfn, Next<F>& next, F wrapper) {
+bool substitute(const char* symbol, const char* name, void** pfn, std::atomic<F>& next, F wrapper) {
   if (std::strcmp(symbol, name) != 0) return false;
-  next.fn.store(reinterpret_cast<F>(*pfn));
+  next.store(reinterpret_cast<F>(*pfn));
   *pfn = reinterpret_cast<void*>(wrapper);
   return true;
 }
@@ -322,12 +318,12 @@ void wrap(const char* symbol, void** pfn, int version) {
 
 CUresult get_proc_address_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
                              CUdriverProcAddressQueryResult* status) {
-  CUresult r = next_get_proc_address_v2.fn.load()(symbol, pfn, version, flags, status);
+  CUresult r = next_get_proc_address_v2.load()(symbol, pfn, version, flags, status);
   if (r == CUDA_SUCCESS) wrap(symbol, pfn, version);
   return r;
 }
 CUresult get_proc_address(const char* symbol, void** pfn, int version, cuuint64_t flags) {
-  CUresult r = next_get_proc_address.fn.load()(symbol, pfn, version, flags);
+  CUresult r = next_get_proc_address.load()(symbol, pfn, version, flags);
   if (r == CUDA_SUCCESS) wrap(symbol, pfn, version);
   return r;
 }
@@ -349,16 +345,10 @@ Dlsym next_dlsym() {
 extern "C" void* dlsym(void* handle, const char* name) {
   if (std::strncmp(name, "cuGetProcAddress", 16) == 0) {
     void* fn = next_dlsym()(handle, name);
-    if (fn == nullptr) return fn;
-    if (std::strcmp(name, "cuGetProcAddress_v2") == 0) {
-      next_get_proc_address_v2.fn.store(
-          reinterpret_cast<decltype(next_get_proc_address_v2.fn.load())>(fn));
-      return reinterpret_cast<void*>(&get_proc_address_v2);
-    }
-    if (std::strcmp(name, "cuGetProcAddress") == 0) {
-      next_get_proc_address.fn.store(
-          reinterpret_cast<decltype(next_get_proc_address.fn.load())>(fn));
-      return reinterpret_cast<void*>(&get_proc_address);
+    if (fn != nullptr) {
+      substitute(name, "cuGetProcAddress_v2", &fn, next_get_proc_address_v2,
+                 &get_proc_address_v2) ||
+          substitute(name, "cuGetProcAddress", &fn, next_get_proc_address, &get_proc_address);
     }
     return fn;
   }

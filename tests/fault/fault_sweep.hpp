@@ -116,6 +116,22 @@ inline bool says_why(const std::string& output, const std::string& prefix) {
   return at != std::string::npos && output.size() > at + prefix.size() + 1;
 }
 
+// Runs `trial` once for each fault trials_for(sites) gives, under its description; the trial arms
+// the injector where its scenario should meet the fault. A site counts as failed once its fault
+// fired. Stops at a fatal failure (an ASSERT in a trial ends only the trial); else reports.
+inline void sweep(FaultInjector& faults, const std::vector<SiteUse>& sites, const char* phase,
+                  const std::function<void(const Fault&)>& trial) {
+  std::set<uint64_t> failed_sites;
+  auto trials = trials_for(sites);
+  for (const Fault& f : trials) {
+    SCOPED_TRACE(describe(f));
+    trial(f);
+    if (faults.fired() > 0) failed_sites.insert(f.site);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  report(sites, failed_sites, phase, trials.size());
+}
+
 // The start sweep: each trial starts a daemon (`start`) with its fault armed. One that comes up
 // must serve (`serves` checks, then stops it); one that does not must end non-zero by itself,
 // not by a signal, with `error_text` of the fault in its log and nothing left in `dir` that was
@@ -127,22 +143,31 @@ struct StartSweep {
   std::chrono::milliseconds ready_within{std::chrono::seconds(15)};
 };
 
+// The census for a start sweep: the daemon started once, armed with no fault; the sites its
+// start reached (none when it did not start: a failure).
+inline std::vector<SiteUse> start_census(FaultInjector& faults, const StartSweep& how) {
+  faults.arm();
+  auto d = how.start();
+  bool ready = d->wait_ready(how.ready_within);
+  faults.disarm();
+  EXPECT_TRUE(ready) << d->log();
+  if (!ready) return {};
+  EXPECT_EQ(d->stop(), 0) << d->log();
+  return faults.sites();
+}
+
 inline void sweep_start(FaultInjector& faults, const std::vector<SiteUse>& sites,
                         const std::string& dir, const StartSweep& how) {
   auto clean = leftovers(dir);
-  std::set<uint64_t> failed_sites;
   int exited = 0;
-  auto trials = trials_for(sites);
-  for (const Fault& f : trials) {
-    SCOPED_TRACE(describe(f));
+  sweep(faults, sites, "start", [&](const Fault& f) {
     faults.arm(f);
     auto d = how.start();
     bool ready = d->wait_ready(how.ready_within);
     faults.disarm();
-    if (faults.fired() > 0) failed_sites.insert(f.site);
     if (ready) {
       how.serves(*d);
-      continue;
+      return;
     }
     ++exited;
     int code = d->wait_exit(std::chrono::seconds(20));
@@ -150,9 +175,8 @@ inline void sweep_start(FaultInjector& faults, const std::vector<SiteUse>& sites
     EXPECT_LT(code, 128) << "killed by a signal\n" << d->log();
     EXPECT_THAT(d->log(), ::testing::HasSubstr(how.error_text(f)));
     EXPECT_EQ(leftovers(dir), clean);
-  }
+  });
   std::printf("start: %d runs ended the daemon\n", exited);
-  report(sites, failed_sites, "start", trials.size());
 }
 
 }  // namespace daqiri::fault

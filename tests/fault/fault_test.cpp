@@ -16,9 +16,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -29,6 +26,7 @@
 #include "fault_injector.hpp"
 #include "fault_sweep.hpp"
 #include "harness.hpp"
+#include "pcap_frames.hpp"
 #include "stats_client.hpp"
 
 namespace daqiri::fault {
@@ -164,15 +162,6 @@ class FaultSweepTest : public FaultTest {
 // ends non-zero saying why (the errno's text in its log) and leaves nothing behind, or it
 // starts and serves.
 TEST_F(FaultSweepTest, AFailedCallAtStartEndsTheDaemonSayingWhyOrItServes) {
-  faults_.arm();
-  {
-    auto d = daemon();
-    ASSERT_TRUE(d->wait_ready()) << d->log();
-    faults_.disarm();
-    ASSERT_EQ(d->stop(), 0) << d->log();
-  }
-  auto sites = faults_.sites();
-  print_sites("starting daqirid", sites);
   StartSweep how;
   how.start = [&] { return daemon(); };
   how.serves = [&](DaemonProcess& d) {
@@ -185,6 +174,9 @@ TEST_F(FaultSweepTest, AFailedCallAtStartEndsTheDaemonSayingWhyOrItServes) {
     EXPECT_EQ(d.stop(), 0) << d.log();
   };
   how.error_text = [](const Fault& f) { return std::string(std::strerror(f.error)); };
+  auto sites = start_census(faults_, how);
+  print_sites("starting daqirid", sites);
+  ASSERT_FALSE(sites.empty());
   sweep_start(faults_, sites, dir_.path().string(), how);
 }
 
@@ -201,10 +193,8 @@ TEST_F(FaultSweepTest, AFailedCallWhileServingRefusesOrCountsAndCostsOthersNothi
   faults_.disarm();
   auto sites = faults_.sites();
   print_sites("a client session", sites);
-  auto trials = trials_for(sites);
-
   const uint64_t per_round = 20;
-  const uint64_t total = per_round * (trials.size() + 1);  // the last round after the sweep
+  const uint64_t total = per_round * (trials_for(sites).size() + 1);  // the last after the sweep
   Spawned bystander(dir_, ctl({"tap", "stream1", "--count", std::to_string(total), "--verify",
                                "--quiet", "--block", "--timeout", "900"}));
   ASSERT_TRUE(control_->eventually([](const v1::Stats& s) { return test::claimed(s) == 1; }, 5s));
@@ -218,45 +208,26 @@ TEST_F(FaultSweepTest, AFailedCallWhileServingRefusesOrCountsAndCostsOthersNothi
         10s);
   };
   size_t base_fds = test::open_fds(daemon_->pid());
-  std::set<uint64_t> failed_sites;
   uint64_t round = 1;
-  for (const Fault& f : trials) {
-    SCOPED_TRACE(describe(f));
+  sweep(faults_, sites, "serving", [&](const Fault& f) {
     faults_.arm(f);
     std::string wrong = exercise(round++);
     faults_.disarm();
     EXPECT_EQ(wrong, "");
-    if (faults_.fired() > 0) failed_sites.insert(f.site);
     EXPECT_EQ(gen(4097, per_round, static_cast<uint16_t>(20000 + round)).exit_code, 0);
     EXPECT_TRUE(settled(base_fds))
         << "fds " << test::open_fds(daemon_->pid()) << " (were " << base_fds << ")\n"
         << control_->get().DebugString();
     ASSERT_EQ(::kill(daemon_->pid(), 0), 0) << daemon_->log();
-  }
+  });
+  if (HasFatalFailure()) return;
   EXPECT_EQ(gen(4097, per_round, static_cast<uint16_t>(20000 + round + 1)).exit_code, 0);
   ASSERT_EQ(bystander.wait(60s), 0) << bystander.output();
   EXPECT_THAT(bystander.output(),
               ::testing::HasSubstr("received " + std::to_string(total) + " packets"));
   EXPECT_THAT(bystander.output(), ::testing::HasSubstr("lost 0, reordered 0, duplicate 0, "
                                                        "corrupt 0"));
-  report(sites, failed_sites, "serving", trials.size());
   EXPECT_EQ(daemon_->stop(), 0) << daemon_->log();
-}
-
-// Records in a capture file (PCAP: a 24-byte header, then a 16-byte header and the bytes of
-// each record); -1 when it is not one.
-int pcap_records(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string f((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (f.size() < 24) return -1;
-  int n = 0;
-  for (size_t at = 24; at + 16 <= f.size(); ++n) {
-    uint32_t caplen = 0;
-    std::memcpy(&caplen, f.data() + at + 8, 4);
-    at += 16 + caplen;
-    if (at > f.size()) return -1;
-  }
-  return n;
 }
 
 // Every call site of ours that stopping daqirid reaches (a client attached, a capture of 10
@@ -300,9 +271,9 @@ TEST_F(FaultSweepTest, AFailedCallWhileStoppingStillEndsCleanly) {
       EXPECT_THAT(d->log(), ::testing::HasSubstr(std::strerror(f.error)));
     }
     EXPECT_NE(tap.wait(10s), -1) << "the client was not told the daemon went";
-    int records = pcap_records(file);
+    size_t records = test::read_pcap(file).size();
     if (f.call == Call::kCount) {
-      EXPECT_EQ(records, 10) << d->log();
+      EXPECT_EQ(records, 10u) << d->log();
     } else if (records != 10) {
       EXPECT_THAT(d->log(), ::testing::HasSubstr(std::strerror(f.error)))
           << file << ": " << records << " records";
@@ -313,15 +284,8 @@ TEST_F(FaultSweepTest, AFailedCallWhileStoppingStillEndsCleanly) {
   auto sites = faults_.sites();
   print_sites("stopping daqirid", sites);
   ASSERT_FALSE(sites.empty());
-  std::set<uint64_t> failed_sites;
-  auto trials = trials_for(sites);
   int round = 1;
-  for (const Fault& f : trials) {
-    SCOPED_TRACE(describe(f));
-    stop_under(f, round++);
-    if (faults_.fired() > 0) failed_sites.insert(f.site);
-  }
-  report(sites, failed_sites, "stop", trials.size());
+  sweep(faults_, sites, "stop", [&](const Fault& f) { stop_under(f, round++); });
 }
 
 }  // namespace

@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <set>
 #include <string>
 #include <vector>
 
@@ -83,17 +82,6 @@ class GpuFaultTest : public test::GpuDaemonTest {
 // or starts and delivers.
 TEST_F(GpuFaultTest, AFailedGpuAllocationAtStartEndsTheDaemonSayingWhyOrItServes) {
   std::string config = write_config(test::gpudirect_config());
-  std::vector<SiteUse> sites;
-  {
-    faults_.arm();
-    DaemonProcess d(dir_, {"--config", config}, faults_.env());
-    ASSERT_TRUE(d.wait_ready(30s)) << d.log();
-    faults_.disarm();
-    ASSERT_EQ(d.stop(), 0) << d.log();
-    sites = cuda_sites(faults_.sites());
-  }
-  print_sites("starting daqirid on a gpudirect pool", sites);
-  ASSERT_FALSE(sites.empty()) << "starting daqirid made no GPU allocation the shim saw";
   StartSweep how;
   how.start = [&] {
     return std::make_unique<DaemonProcess>(dir_, std::vector<std::string>{"--config", config},
@@ -108,6 +96,9 @@ TEST_F(GpuFaultTest, AFailedGpuAllocationAtStartEndsTheDaemonSayingWhyOrItServes
   };
   how.error_text = [](const Fault& f) { return cuda_text(f.error); };
   how.ready_within = 30s;
+  auto sites = cuda_sites(start_census(faults_, how));
+  print_sites("starting daqirid on a gpudirect pool", sites);
+  ASSERT_FALSE(sites.empty()) << "starting daqirid made no GPU allocation the shim saw";
   sweep_start(faults_, sites, dir_.path().string(), how);
 }
 
@@ -122,10 +113,8 @@ TEST_F(GpuFaultTest, AFailedGpuAllocationRefusesTheClientAndCostsOthersNothing) 
   auto sites = cuda_sites(faults_.sites());
   print_sites("attaching GPU rings", sites);
   ASSERT_FALSE(sites.empty()) << "attaching GPU rings made no GPU allocation the shim saw";
-  auto trials = trials_for(sites);
-
   const uint64_t per_round = 200;
-  const uint64_t rounds = trials.size() + 1;  // the last after the sweep
+  const uint64_t rounds = trials_for(sites).size() + 1;  // the last after the sweep
   auto bystander = spawn_receiver("stream1", per_round * rounds, {}, 600);
   ASSERT_TRUE(bystander->wait_for_output("attached:", 20s)) << bystander->output();
   ASSERT_TRUE(
@@ -133,14 +122,11 @@ TEST_F(GpuFaultTest, AFailedGpuAllocationRefusesTheClientAndCostsOthersNothing) 
   cudaFree(nullptr);  // our own context first, so that it is part of the baseline
   size_t base_fds = test::open_fds(daemon_->pid());
   size_t base_gpu = free_gpu_memory();
-  std::set<uint64_t> failed_sites;
-  for (const Fault& f : trials) {
-    SCOPED_TRACE(describe(f));
+  sweep(faults_, sites, "serving", [&](const Fault& f) {
     faults_.arm(f);
     std::string wrong = exercise();
     faults_.disarm();
     EXPECT_EQ(wrong, "");
-    if (faults_.fired() > 0) failed_sites.insert(f.site);
     EXPECT_EQ(gen(4097, per_round, 512).exit_code, 0);
     EXPECT_TRUE(control_->eventually(
         [&](const v1::Stats& s) {
@@ -152,12 +138,12 @@ TEST_F(GpuFaultTest, AFailedGpuAllocationRefusesTheClientAndCostsOthersNothing) 
         << (free_gpu_memory() >> 20) << " MiB (was " << (base_gpu >> 20) << ")\n"
         << control_->get().DebugString();
     ASSERT_EQ(::kill(daemon_->pid(), 0), 0) << daemon_->log();
-  }
+  });
+  if (HasFatalFailure()) return;
   EXPECT_EQ(gen(4097, per_round, 512).exit_code, 0);
   ASSERT_EQ(bystander->wait(60s), 0) << bystander->output();
   EXPECT_EQ(test::parse(bystander->output()), expected_rounds(4097, per_round, 512, rounds))
       << bystander->output();
-  report(sites, failed_sites, "serving", trials.size());
 }
 
 }  // namespace
