@@ -86,7 +86,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(config::Config config) {
   d->model_ = std::make_unique<core::Model>(std::move(config));
   const config::DaemonConfig& kept = d->model_->config().daemon;
 
-  auto dp = dataplane::DataPlane::start(d->model_->config());
+  auto dp = orchestrator::DataPlane::start(d->model_->config());
   if (!dp) return std::unexpected(dp.error());
   d->data_plane_ = std::move(*dp);
   for (const auto& flow : d->model_->flows()) {

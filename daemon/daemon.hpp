@@ -9,8 +9,8 @@
 #include "control/access_policy.hpp"
 #include "control/control_server.hpp"
 #include "core/model.hpp"
-#include "dataplane/data_plane.hpp"
 #include "metrics/metrics_server.hpp"
+#include "orchestrator/data_plane.hpp"
 #include "session/session_server.hpp"
 #include "system/instance_lock.hpp"
 #include "system/service_notifier.hpp"
@@ -33,7 +33,7 @@ class Daemon {
   // Declared in start order: destruction runs backwards (control API, sessions, data plane,
   // lock), so nothing is torn down while something above it still uses it.
   std::unique_ptr<system::InstanceLock> lock_;
-  std::unique_ptr<dataplane::DataPlane> data_plane_;
+  std::unique_ptr<orchestrator::DataPlane> data_plane_;
   std::unique_ptr<session::SessionServer> sessions_;
   std::unique_ptr<capture_service::CaptureRegistry> captures_;  // before data_plane_ goes
   std::unique_ptr<metrics::MetricsServer> metrics_;             // null when daemon.metrics is off

@@ -19,40 +19,15 @@
 #include "daqiri/common/mapping.hpp"
 #include "daqiri/common/unique_fd.hpp"
 #include "daqiri/ring.hpp"
+#include "daqiri/session_header.hpp"
 #include "daqiri/v1/control.grpc.pb.h"
+#include "daqiri/v1/status_code.hpp"
 
 namespace daqiri {
 namespace {
 
 Error from_status(const grpc::Status& s) {
-  ErrorCode code = ErrorCode::kInternal;
-  switch (s.error_code()) {
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      code = ErrorCode::kInvalidArgument;
-      break;
-    case grpc::StatusCode::NOT_FOUND:
-      code = ErrorCode::kNotFound;
-      break;
-    case grpc::StatusCode::ALREADY_EXISTS:
-      code = ErrorCode::kAlreadyExists;
-      break;
-    case grpc::StatusCode::PERMISSION_DENIED:
-      code = ErrorCode::kPermissionDenied;
-      break;
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      code = ErrorCode::kFailedPrecondition;
-      break;
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      code = ErrorCode::kResourceExhausted;
-      break;
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      code = ErrorCode::kUnavailable;
-      break;
-    default:
-      break;
-  }
-  return {code, s.error_message(), {}};
+  return {v1::from_grpc_code(s.error_code()), s.error_message(), {}};
 }
 
 // The daemon's ERROR message as an error of ours (its code is a gRPC status code).
@@ -61,11 +36,6 @@ Error from_message(const void* msg) {
   std::memcpy(&e, msg, sizeof e);
   e.message[sizeof e.message - 1] = '\0';
   return from_status(grpc::Status(static_cast<grpc::StatusCode>(e.code), e.message));
-}
-
-daqiri_msg_header header(daqiri_msg_type type, size_t length) {
-  return {DAQIRI_MSG_MAGIC, DAQIRI_ABI_VERSION, static_cast<uint16_t>(type),
-          static_cast<uint32_t>(length), 0};
 }
 
 // What an ATTACHED message brings: mapped rings and regions.
@@ -173,7 +143,7 @@ Result<> Client::Impl::open_session() {
     return fail_errno("connect " + session_path);
   }
   daqiri_msg_hello hello{};
-  hello.h = header(DAQIRI_MSG_HELLO, sizeof hello);
+  hello.h = abi::message_header(DAQIRI_MSG_HELLO, sizeof hello);
   std::strncpy(hello.name, options.name.c_str(), sizeof hello.name - 1);
   // The daemon answers ERROR instead of WELCOME when it will not take the session (a limit
   // reached), and hangs up, perhaps before the HELLO arrives: its reason is still there to
@@ -214,7 +184,7 @@ Result<Client::Impl::Claimed> Client::Impl::claim(const v1::AttachRequest& reque
     return fail(ErrorCode::kInternal, "daqirid sent a token of the wrong size");
   }
   daqiri_msg_claim claim{};
-  claim.h = header(DAQIRI_MSG_CLAIM, sizeof claim);
+  claim.h = abi::message_header(DAQIRI_MSG_CLAIM, sizeof claim);
   claim.attachment_id = resp.attachment_id();
   std::memcpy(claim.token, resp.token().data(), DAQIRI_TOKEN_BYTES);
   if (auto ok = send_with_fds(session.get(), &claim, sizeof claim, {}); !ok) {
@@ -518,7 +488,7 @@ Result<TxStream*> Client::attach_tx(const TxOptions& options) {
 
 namespace {
 void send_detach(int session, uint64_t id) {
-  daqiri_msg_detach d{header(DAQIRI_MSG_DETACH, sizeof(daqiri_msg_detach)), id};
+  daqiri_msg_detach d{abi::message_header(DAQIRI_MSG_DETACH, sizeof(daqiri_msg_detach)), id};
   if (send_with_fds(session, &d, sizeof d, {})) {
     alignas(8) unsigned char buf[sizeof(daqiri_msg_error)];
     std::vector<UniqueFd> fds;

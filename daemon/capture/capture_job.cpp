@@ -7,7 +7,7 @@
 namespace daqiri::capture_service {
 
 Result<std::unique_ptr<CaptureJob>> CaptureJob::start(CaptureStatus status, CaptureLimits limits,
-                                                      dataplane::DataPlane& data_plane,
+                                                      orchestrator::DataPlane& data_plane,
                                                       dataplane::AttachmentShare share,
                                                       std::unique_ptr<capture::FileWriter> writer) {
   status.attachment = share.id;
@@ -32,7 +32,8 @@ Result<std::unique_ptr<CaptureJob>> CaptureJob::start(CaptureStatus status, Capt
   return job;
 }
 
-CaptureJob::CaptureJob(CaptureStatus status, CaptureLimits limits, dataplane::DataPlane& data_plane,
+CaptureJob::CaptureJob(CaptureStatus status, CaptureLimits limits,
+                       orchestrator::DataPlane& data_plane,
                        std::unique_ptr<capture::FileWriter> writer)
     : limits_(limits),
       data_plane_(data_plane),

@@ -20,7 +20,7 @@
 #include "daqiri/capture.hpp"
 #include "daqiri/common/mapping.hpp"
 #include "daqiri/ring.hpp"
-#include "dataplane/data_plane.hpp"
+#include "orchestrator/data_plane.hpp"
 
 namespace daqiri::capture_service {
 
@@ -48,7 +48,7 @@ class CaptureJob {
   // Takes over the active attachment `share` describes (on `status.flow`): closes it when the
   // capture ends.
   static Result<std::unique_ptr<CaptureJob>> start(CaptureStatus status, CaptureLimits limits,
-                                                   dataplane::DataPlane& data_plane,
+                                                   orchestrator::DataPlane& data_plane,
                                                    dataplane::AttachmentShare share,
                                                    std::unique_ptr<capture::FileWriter> writer);
   ~CaptureJob();
@@ -60,13 +60,13 @@ class CaptureJob {
   [[nodiscard]] CaptureStatus status() const;
 
  private:
-  CaptureJob(CaptureStatus status, CaptureLimits limits, dataplane::DataPlane& data_plane,
+  CaptureJob(CaptureStatus status, CaptureLimits limits, orchestrator::DataPlane& data_plane,
              std::unique_ptr<capture::FileWriter> writer);
   void run();
   void finish(std::string error);
 
   CaptureLimits limits_;
-  dataplane::DataPlane& data_plane_;
+  orchestrator::DataPlane& data_plane_;
   // What a client would map: the rings (read-write: the consumer index is ours to write),
   // the eventfd, the regions (read-only).
   Mapping rings_;

@@ -14,7 +14,7 @@
 
 namespace daqiri::capture_service {
 
-CaptureRegistry::CaptureRegistry(dataplane::DataPlane& data_plane,
+CaptureRegistry::CaptureRegistry(orchestrator::DataPlane& data_plane,
                                  std::vector<std::string> allowed_dirs)
     : data_plane_(data_plane), allowed_dirs_(std::move(allowed_dirs)) {}
 
@@ -123,7 +123,7 @@ Result<CaptureStatus> CaptureRegistry::start(const CaptureSpec& spec, uid_t uid,
   o.open_file = [this, uid, gid, groups = std::move(groups)](const std::string& name, int flags) {
     return open_beneath(name, flags, uid, gid, groups);
   };
-  dataplane::RxAttachOptions rx;
+  orchestrator::RxAttachOptions rx;
   rx.backpressure = dataplane::Backpressure::kDropNew;  // a slow disk never holds the flow
   rx.staging_pool = true;
   // The attachment before the file: a capture of a flow that is not there creates nothing.

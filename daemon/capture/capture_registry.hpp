@@ -31,7 +31,7 @@ class CaptureRegistry {
   static constexpr size_t kMaxRunning = 16;
   static constexpr size_t kMaxEnded = 64;
 
-  CaptureRegistry(dataplane::DataPlane& data_plane, std::vector<std::string> allowed_dirs);
+  CaptureRegistry(orchestrator::DataPlane& data_plane, std::vector<std::string> allowed_dirs);
   ~CaptureRegistry();  // stops every capture
 
   // `uid`, `gid`, `groups`: the requester's; the file is created as them.
@@ -54,7 +54,7 @@ class CaptureRegistry {
   // Stops the job (if it still runs), keeps its last status in ended_, advances `it`.
   CaptureStatus end_locked(Jobs::iterator& it);
 
-  dataplane::DataPlane& data_plane_;
+  orchestrator::DataPlane& data_plane_;
   std::vector<std::string> allowed_dirs_;
   mutable std::mutex mutex_;
   uint64_t next_id_ = 1;

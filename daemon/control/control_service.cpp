@@ -3,15 +3,17 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include "backends/registry.hpp"
 #include "build_info.hpp"
 #include "control/proto_convert.hpp"
-#include "control/status_code.hpp"
+#include "daqiri/v1/stats_reflection.hpp"
+#include "daqiri/v1/status_code.hpp"
 #include "system/host_info.hpp"
 
 namespace daqiri::control {
 
 grpc::Status to_status(const Error& error) {
-  return {to_grpc_code(error.code), error.message};
+  return {v1::to_grpc_code(error.code), error.message};
 }
 
 namespace {
@@ -66,10 +68,9 @@ grpc::Status ControlService::GetInfo(grpc::ServerContext* ctx, const v1::GetInfo
   feature("dpdk", build::kHaveDpdk, build::kDpdkDetail);
   feature("rdma", build::kHaveRdma, build::kRdmaDetail);
   feature("cuda", build::kHaveCuda, build::kCudaDetail);
-  resp->add_backends("socket");
-  if (build::kHaveDpdk) resp->add_backends("dpdk");
-  if (build::kHaveRdma) resp->add_backends("rdma");
-  for (const auto& g : system::probe_gpus()) {
+  for (const auto& b : backends::built_backends())
+    resp->add_backends(config::to_string(b.kind));
+  for (const auto& g : data_plane_.gpus()) {
     auto* gpu = resp->add_gpus();
     gpu->set_index(g.index);
     gpu->set_name(g.name);
@@ -301,17 +302,9 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
   for (const auto& f : data_plane_.flow_stats()) {
     auto* out = resp->add_flows();
     out->set_name(f.name);
-    out->set_packets(f.packets);
-    out->set_bytes(f.bytes);
-    out->set_dropped_no_attachment(f.no_attachment);
-    out->set_dropped_rings_full(f.rings_full);
-    out->set_buffers_on_loan(f.buffers_on_loan);
-    out->set_buffers_total(f.buffers_total);
-    out->set_dropped_filtered(f.filtered);
-    out->set_truncated(f.truncated);
-    out->set_kernel_drops(f.kernel_drops);
-    out->set_dropped_no_buffer(f.no_buffer);
-    out->set_attachments(static_cast<uint32_t>(f.attachments));
+#define DAQIRI_STATS_SET(member, field, ...) v1::stats::set_counter(*out, field, f.member);
+    DAQIRI_FLOW_COUNTERS(DAQIRI_STATS_SET)
+#undef DAQIRI_STATS_SET
   }
   for (const auto& a : data_plane_.attachment_stats()) {
     auto* out = resp->add_attachments();
@@ -319,25 +312,11 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
     out->set_session_id(sessions_.session_of(a.id));
     out->set_direction(a.rx ? v1::DIRECTION_RX : v1::DIRECTION_TX);
     out->set_target(a.target);
-    out->set_packets(a.packets);
-    out->set_bytes(a.bytes);
-    out->set_dropped_ring_full(a.dropped_ring_full);
-    out->set_dropped_no_buffer(a.dropped_no_buffer);
-    out->set_bad_index(a.bad_index);
-    out->set_bad_descriptor(a.bad_descriptor);
-    out->set_send_errors(a.send_errors);
-    out->set_refused(a.refused);
-    out->set_dropped_over_share(a.dropped_over_share);
-    out->set_share(a.share);
-    out->set_buffers_on_loan(a.on_loan);
     out->set_gpu(a.gpu);
-    out->set_gpu_packets(a.gpu_packets);
-    out->set_gpu_bytes(a.gpu_bytes);
-    out->set_stalls(a.stalls);
-    out->set_kicks(a.kicks);
     out->set_claimed(a.claimed);
-    out->set_ring_size(a.ring_size);
-    out->set_ring_used(a.ring_used);
+#define DAQIRI_STATS_SET(member, field, ...) v1::stats::set_counter(*out, field, a.member);
+    DAQIRI_ATTACHMENT_COUNTERS(DAQIRI_STATS_SET)
+#undef DAQIRI_STATS_SET
   }
   for (const auto& n : data_plane_.nic_stats()) {
     auto* out = resp->add_nics();
@@ -373,7 +352,7 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
       qo->set_mbufs_free(q.mbufs_free);
     }
   }
-  for (const dataplane::PollerStats& p : data_plane_.poller_stats()) {
+  for (const orchestrator::PollerStats& p : data_plane_.poller_stats()) {
     auto* out = resp->add_pollers();
     out->set_name(p.name);
     out->set_busy_ratio(p.busy_ratio);

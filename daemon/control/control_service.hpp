@@ -10,7 +10,7 @@
 #include "control/connection_registry.hpp"
 #include "core/model.hpp"
 #include "daqiri/v1/control.grpc.pb.h"
-#include "dataplane/data_plane.hpp"
+#include "orchestrator/data_plane.hpp"
 #include "session/session_server.hpp"
 
 namespace daqiri::control {
@@ -21,7 +21,7 @@ grpc::Status to_status(const Error& error);
 struct ControlTargets {
   core::Model& model;
   const AccessPolicy& policy;
-  dataplane::DataPlane& data_plane;
+  orchestrator::DataPlane& data_plane;
   session::SessionServer& sessions;
   capture_service::CaptureRegistry& captures;
 };
@@ -67,7 +67,7 @@ class ControlService final : public v1::Control::Service {
 
   core::Model& model_;
   const AccessPolicy& policy_;
-  dataplane::DataPlane& data_plane_;
+  orchestrator::DataPlane& data_plane_;
   session::SessionServer& sessions_;
   capture_service::CaptureRegistry& captures_;
   const ConnectionRegistry& connections_;

@@ -2,7 +2,7 @@
 
 #include <arpa/inet.h>
 
-#include <charconv>
+#include "daqiri/common/match_text.hpp"
 
 namespace daqiri::core {
 namespace {
@@ -10,12 +10,6 @@ namespace {
 template <typename Dim>
 bool dims_overlap(const std::optional<Dim>& a, const std::optional<Dim>& b) {
   return !a || !b || a->overlaps(*b);
-}
-
-bool parse_uint(std::string_view text, uint64_t& out) {
-  if (text.empty()) return false;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && ptr == text.data() + text.size();
 }
 
 }  // namespace
@@ -71,17 +65,12 @@ Result<PortRange> make_port_range(uint64_t first, uint64_t last) {
 }
 
 Result<PortRange> parse_port_range(std::string_view text) {
-  uint64_t first = 0;
-  uint64_t last = 0;
-  auto dash = text.find('-');
-  bool ok = dash == std::string_view::npos ? parse_uint(text, first) && parse_uint(text, last)
-                                           : parse_uint(text.substr(0, dash), first) &&
-                                                 parse_uint(text.substr(dash + 1), last);
-  if (!ok) {
+  auto r = match_text::port_range(text);
+  if (!r) {
     return fail(ErrorCode::kInvalidArgument,
                 "expected a UDP port or a range like 4096-4100, got \"" + std::string(text) + "\"");
   }
-  return make_port_range(first, last);
+  return make_port_range(r->first, r->last);
 }
 
 Result<Ipv4Prefix> parse_ipv4_prefix(std::string_view text) {
@@ -90,13 +79,10 @@ Result<Ipv4Prefix> parse_ipv4_prefix(std::string_view text) {
                 "expected an IPv4 address or prefix like 10.0.0.0/24, got \"" + std::string(text) +
                     "\"" + (why.empty() ? "" : " (" + why + ")"));
   };
-  auto slash = text.find('/');
-  std::string addr(text.substr(0, slash));
-  uint64_t length = 32;
-  if (slash != std::string_view::npos &&
-      (!parse_uint(text.substr(slash + 1), length) || length > 32)) {
-    return bad("prefix length must be 0 to 32");
-  }
+  auto split = match_text::ipv4_prefix(text);
+  uint64_t length = split ? split->length.value_or(32) : 0;
+  if (!split || length > 32) return bad("prefix length must be 0 to 32");
+  std::string addr(split->address);
   in_addr a{};
   if (inet_pton(AF_INET, addr.c_str(), &a) != 1) return bad("");
   Ipv4Prefix p{ntohl(a.s_addr), static_cast<uint8_t>(length)};
@@ -118,8 +104,8 @@ Result<Endpoint> parse_endpoint(std::string_view text) {
   if (colon == std::string_view::npos) return bad();
   auto addr = parse_ipv4_prefix(text.substr(0, colon));
   uint64_t port = 0;
-  if (!addr || addr->length != 32 || !parse_uint(text.substr(colon + 1), port) || port < 1 ||
-      port > 65535) {
+  if (!addr || addr->length != 32 || !match_text::whole_number(text.substr(colon + 1), port) ||
+      port < 1 || port > 65535) {
     return bad();
   }
   return Endpoint{addr->address, static_cast<uint16_t>(port)};

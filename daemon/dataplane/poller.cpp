@@ -33,13 +33,14 @@ int park_ms_until(uint64_t due) {
 
 }  // namespace
 
-Result<std::unique_ptr<Poller>> Poller::start(std::string name, int core, void (*on_start)()) {
+Result<std::unique_ptr<Poller>> Poller::start(std::string name, int core,
+                                              std::function<void()> on_start) {
   UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
   if (!ep) return fail_errno("epoll_create1");
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake) return fail_errno("eventfd");
   std::unique_ptr<Poller> p(
-      new Poller(std::move(name), core, std::move(ep), std::move(wake), on_start));
+      new Poller(std::move(name), core, std::move(ep), std::move(wake), std::move(on_start)));
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.ptr = &p->wake_bell_;
@@ -50,10 +51,11 @@ Result<std::unique_ptr<Poller>> Poller::start(std::string name, int core, void (
   return p;
 }
 
-Poller::Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake, void (*on_start)())
+Poller::Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake,
+               std::function<void()> on_start)
     : name_(std::move(name)),
       core_(core),
-      on_start_(on_start),
+      on_start_(std::move(on_start)),
       epoll_(std::move(epoll)),
       wake_(std::move(wake)),
       wake_bell_{wake_.get(), nullptr},
@@ -138,7 +140,7 @@ void Poller::run(const std::stop_token& stop) {
     }
   }
   ReceiveClock::start_thread();
-  if (on_start_ != nullptr) on_start_();
+  if (on_start_) on_start_();
   int idle = 0;
   uint64_t busy = 0;
   uint64_t loops = 0;

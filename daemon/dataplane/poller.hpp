@@ -7,14 +7,14 @@
 // says no work is about to come, and an idle poller costs next to no CPU. Tasks and their fds are
 // Published snapshots; waits on its Epoch end a park. The tasks' fds are in the epoll set only
 // while parked: a socket in an epoll set makes every datagram the kernel queues on it run epoll's
-// wake-up callback on the sender's core (5 % of a loopback sender's time), although a busy poller
-// never waits on it. A task whose fds are readable with work it cannot take (a flow waiting for its
-// clients' releases) leaves them out of the park; its clients' kicks (watched doorbells) and its
-// timer wake the poller instead.
+// wake-up callback on the sender's core, although a busy poller never waits on it. A task whose fds
+// are readable with work it cannot take (a flow waiting for its clients' releases) leaves them out
+// of the park; its clients' kicks (watched doorbells) and its timer wake the poller instead.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stop_token>
@@ -73,7 +73,7 @@ class Poller {
  public:
   // core < 0: not pinned. `on_start` runs first on the new thread (DPDK lcore registration).
   static Result<std::unique_ptr<Poller>> start(std::string name, int core,
-                                               void (*on_start)() = nullptr);
+                                               std::function<void()> on_start = {});
   ~Poller();
   Poller(const Poller&) = delete;
   Poller& operator=(const Poller&) = delete;
@@ -116,7 +116,7 @@ class Poller {
     int fd;
     std::atomic<uint64_t>* rung;
   };
-  Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake, void (*on_start)());
+  Poller(std::string name, int core, UniqueFd epoll, UniqueFd wake, std::function<void()> on_start);
   void run(const std::stop_token& stop);
   // Sleeps until a task's fd is readable, a doorbell (wake_ among them) is written, or kParkMs
   // pass (when no task needs_timed_wakeup: until the earliest wakeup_due_ns, at most
@@ -127,7 +127,7 @@ class Poller {
 
   std::string name_;
   int core_;
-  void (*on_start_)();
+  std::function<void()> on_start_;
   UniqueFd epoll_;
   UniqueFd wake_;
   Doorbell wake_bell_;

@@ -37,11 +37,8 @@ RxAttachment::RxAttachment(uint64_t id, memory::SharedMemory rings, UniqueFd eve
       kick_(std::move(kick)),
       ring_(ring),
       backpressure_(backpressure),
-      pools_(std::move(pools)),
-      shadow_(ring.size()),
-      compact_(compact) {
-  if (pools_.size() == 1 && pools_[0]->has_returner()) objects_.resize(ring.size());
-}
+      ledger_(ring.size(), std::move(pools)),
+      compact_(compact) {}
 
 bool RxAttachment::publish() {
   if (prod_ == published_) return false;
@@ -76,71 +73,23 @@ bool RxAttachment::reclaim(bool fenced) {
     }
     if (ring_.consumer_wants_wakeup()) wake();
   }
-  if (c == cons_) return true;
-  // Unsigned distances: valid iff cons_ <= c <= published_ in ring order.
-  if (c - cons_ > published_ - cons_) {
+  uint32_t cons = ledger_.returned();
+  if (c == cons) return true;
+  // Unsigned distances: valid iff cons <= c <= published_ in ring order.
+  if (c - cons > published_ - cons) {
     bump(counters.bad_index, 1);
     lifecycle.violated.store(true, std::memory_order_release);
     return false;
   }
-  uint32_t n = c - cons_;
-  unref_range(c);
+  uint32_t n = c - cons;
+  ledger_.give_back(c);
   counters.on_loan.store(counters.on_loan.load(std::memory_order_relaxed) - n,
                          std::memory_order_relaxed);
   return true;
 }
 
-void RxAttachment::unref_range(uint32_t to) {
-  if (pools_.size() > 1) {
-    for (; cons_ != to; ++cons_)
-      unref(shadow_[cons_ & ring_.mask()]);
-    return;
-  }
-  // One pool: slots up to by_index_until_ go back by their buffer indices (or kNoBuffer, which
-  // the pool skips), those pushed alone after it as their objects, without a look at an index
-  // or a count. Each in at most two runs of the ring.
-  uint32_t by_index = to - cons_;
-  if (lends_objects()) {
-    by_index = std::min(by_index, by_index_until_ - cons_);
-    if (by_index_until_ - cons_ <= to - cons_) by_index_until_ = to;
-  }
-  for (uint32_t end = cons_ + by_index; cons_ != end;) {
-    uint32_t at = cons_ & ring_.mask();
-    uint32_t run = std::min(end - cons_, ring_.size() - at);
-    if (lends_objects()) {
-      return_mixed(at, run);
-    } else {
-      pools_[0]->unref_many(shadow_.data() + at, run);
-    }
-    cons_ += run;
-  }
-  while (cons_ != to) {
-    uint32_t at = cons_ & ring_.mask();
-    uint32_t run = std::min(to - cons_, ring_.size() - at);
-    pools_[0]->return_objects(objects_.data() + at, run);
-    cons_ += run;
-  }
-}
-
-// Slots pushed by index and alone, mixed (only around a change in the flow's clients): each
-// stretch of one kind its own way.
-void RxAttachment::return_mixed(uint32_t at, uint32_t n) {
-  const uint32_t* entry = shadow_.data() + at;
-  for (uint32_t i = 0; i < n;) {
-    uint32_t j = i;
-    while (j < n && entry[j] != kAlone)
-      ++j;
-    if (j > i) pools_[0]->unref_many(entry + i, j - i);
-    uint32_t k = j;
-    while (k < n && entry[k] == kAlone)
-      ++k;
-    if (k > j) pools_[0]->return_objects(objects_.data() + at + j, k - j);
-    i = k;
-  }
-}
-
 void RxAttachment::release_all() {
-  unref_range(prod_);
+  ledger_.give_back(prod_);
   published_ = prod_;
   counters.on_loan.store(0, std::memory_order_relaxed);
   ring_.set_state(DAQIRI_RING_DETACHED);

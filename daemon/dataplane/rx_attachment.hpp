@@ -1,6 +1,6 @@
-// One client's RX lease on a flow: its descriptor ring in shared memory, its eventfd, and the
-// daemon's shadow of that ring — the ledger of every buffer on loan, which is the only record
-// the daemon trusts. Created by control; used by the flow's poller only once installed.
+// One client's RX lease on a flow: its descriptor ring in shared memory, its eventfds, and the
+// daemon's ledger of every buffer the ring has on loan (LoanLedger), the only record the daemon
+// trusts. Created by control; used by the flow's poller only once installed.
 #pragma once
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "daqiri/ring.hpp"
 #include "dataplane/attachment_state.hpp"
 #include "dataplane/descriptor_store.hpp"
+#include "dataplane/loan_ledger.hpp"
 #include "dataplane/prefetch.hpp"
 #include "memory/buffer_pool.hpp"
 
@@ -30,8 +31,8 @@ class RxAttachment {
                                                       std::vector<memory::BufferPool*> pools,
                                                       bool compact = false);
   static constexpr size_t kMaxRegions = DAQIRI_MAX_REGIONS;
-  // Bytes create() allocates for a ring of `ring_size` (the shared ring, the shadow and object
-  // tables), for charging them before they are.
+  // Bytes create() allocates for a ring of `ring_size` (the shared ring, the ledger's entry and
+  // object tables), for charging them before they are.
   static uint64_t footprint(uint32_t ring_size, bool compact) {
     uint32_t desc = compact ? sizeof(daqiri_rx_desc_compact) : sizeof(daqiri_rx_desc);
     return abi::RingView::bytes_for(ring_size, desc) +
@@ -61,17 +62,18 @@ class RxAttachment {
   // Slots it may fill now: its ring's room, within its share (which may have shrunk below
   // what it holds: then none).
   [[nodiscard]] uint32_t free_slots() const {
-    uint32_t used = prod_ - cons_;
+    uint32_t used = prod_ - ledger_.returned();
     uint32_t cap = std::min(ring_.size(), share());
     return used < cap ? cap - used : 0;
   }
   // The counter a frame it had no slot for goes to: its ring was full, or its share was.
   [[nodiscard]] std::atomic<uint64_t>& no_slot_counter() {
-    return prod_ - cons_ >= ring_.size() ? counters.dropped_ring_full : counters.dropped_over_share;
+    return prod_ - ledger_.returned() >= ring_.size() ? counters.dropped_ring_full
+                                                      : counters.dropped_over_share;
   }
   bool stalled = false;  // block backpressure: its full ring holds the flow back now
   // Whether the client holds buffers that the last reclaim() did not take back.
-  [[nodiscard]] bool holds_buffers() const { return cons_ != prod_; }
+  [[nodiscard]] bool holds_buffers() const { return ledger_.returned() != prod_; }
   // Before its poller sleeps while the flow waits for releases: asks the client to kick
   // (NEED_KICK) and looks again; false if it released meanwhile (then the poller must not
   // sleep). An attachment that holds nothing has nothing to release: it is not asked.
@@ -79,26 +81,20 @@ class RxAttachment {
     if (!holds_buffers()) return true;
     kick_armed_ = true;
     ring_.set_need_kick(true);
-    return ring_.load_consumer_seq_cst() == cons_;
+    return ring_.load_consumer_seq_cst() == ledger_.returned();
   }
   void disarm_kick() {
     if (!kick_armed_) return;
     kick_armed_ = false;
     ring_.set_need_kick(false);
   }
-  // A shadow entry is the region index above kRegionShift and the buffer index below.
-  static constexpr uint32_t kRegionShift = 28;
   // A descriptor that lends nothing (a frame the NIC split whose bytes all went to the header).
-  static constexpr uint32_t kNoBuffer = (1u << kRegionShift) - 1;
+  static constexpr uint32_t kNoBuffer = LoanLedger::kNoBuffer;
   // How many ring lines ahead of the producer are prefetched for writing (Run::push), by
-  // layout. Compact slots go four to a line: 32 lines ahead gained 2-6 % at bursts 64-256 over
-  // 16 (session 31); the full layout was level or a little behind with 32 (sessions 29, 31).
+  // layout. Compact slots go four to a line, so a burst spans fewer lines and 32 ahead pays at
+  // large bursts; full slots, two to a line, gain nothing past 16 (measured with run-dpdk).
   template <bool kCompact>
   static constexpr uint32_t kPrefetchLines = kCompact ? 32 : 16;
-  // The shadow entry of a slot pushed alone (Run::push_alone): its buffer is objects_[slot].
-  // No region's entry can be it.
-  static constexpr uint32_t kAlone = UINT32_MAX;
-  static_assert((kAlone >> kRegionShift) >= kMaxRegions);
   // Lends `buffer` of `pool` (one of this attachment's pools) under `desc`. `head`: bytes the
   // NIC split off into memory of the daemon's own, kept beside the slot (see reserve_heads).
   [[gnu::always_inline]] void push(const daqiri_rx_desc& desc, uint32_t buffer,
@@ -120,8 +116,8 @@ class RxAttachment {
   // queued in the store buffer behind the slot stores that wait for the client's lines.
   // finish() writes the state back; nothing else may push to the attachment in between.
   // push<kCompact>: kCompact must be the attachment's compact(). The layout is a template
-  // argument, not a member: decided per frame it cost the full layout a few per cent at
-  // 64-byte frames, and a Run per layout kept the poller's state out of registers.
+  // argument, not a member: decided per frame it is a branch per 64-byte frame, and a Run per
+  // layout would keep the poller's state out of registers.
   class Run {
    public:
     template <bool kCompact>
@@ -132,12 +128,12 @@ class RxAttachment {
     Run(RxAttachment& a, const memory::BufferPool* pool)
         : a_(&a),
           slots_(a.ring_.slot<std::byte>(0)),
-          shadow_(a.shadow_.data()),
-          objects_(a.objects_.data()),
+          entries_(a.ledger_.entries()),
+          objects_(a.ledger_.objects()),
           mask_(a.ring_.mask()),
           prod_(a.prod_),
           end_(a.prod_ + a.free_slots()) {
-      while (a.pools_[region_] != pool)
+      while (a.ledger_.pools()[region_] != pool)
         ++region_;  // at most kMaxRegions compares
     }
     // False: the ring is full.
@@ -145,17 +141,17 @@ class RxAttachment {
     [[gnu::always_inline]] bool push(const daqiri_rx_desc& desc, uint32_t buffer) {
       uint32_t at = prod_ & mask_;
       if (!emplace<kCompact>(desc, region_)) return false;
-      shadow_[at] = (uint32_t{region_} << kRegionShift) | buffer;
+      entries_[at] = LoanLedger::entry(region_, buffer);
       by_index_ = true;
       return true;
     }
     // push() of a buffer lent to this attachment alone (its one reference), as its pool's
-    // object (BufferPool::Returner) instead of its index: when the client releases it, the
+    // object (BufferPool::Owner) instead of its index: when the client releases it, the
     // object goes straight back to the pool's owner in a run with its neighbours
-    // (unref_range), as the bound of docs/benchmarks.md returns mbufs. Only for an attachment
-    // that lends_objects() (one pool: region 0). Its shadow entry (kAlone) is written only if a
-    // push by index follows it while it is on loan (finish()): a store a frame less, 3-8 % at
-    // burst 32 (docs/benchmarks.md, session 33).
+    // (LoanLedger::give_back), as the bound of docs/benchmarks.md returns mbufs. Only for an
+    // attachment that lends_objects() (one pool: region 0). Its ledger entry (kAlone) is
+    // written only if a push by index follows it while it is on loan (finish()): a store a
+    // frame less on the path where stores queue behind the client's ring lines.
     template <bool kCompact>
     [[gnu::always_inline]] bool push_alone(const daqiri_rx_desc& desc, void* object) {
       uint32_t at = prod_ & mask_;
@@ -166,19 +162,15 @@ class RxAttachment {
     // Bytes of the descriptors pushed.
     [[nodiscard]] uint64_t bytes() const { return bytes_; }
     void finish() {
-      if (by_index_) {
-        // The slots pushed alone since the last push by index (all of [by_index_until_, the
-        // run's start)) join the stretch unref_range() reads entry by entry: mark them.
-        for (uint32_t s = a_->by_index_until_; s != a_->prod_; ++s)
-          shadow_[s & mask_] = kAlone;
-        a_->by_index_until_ = prod_;
-      }
+      // The slots pushed alone before a push by index join the stretch the ledger gives back
+      // entry by entry: marked now.
+      if (by_index_) a_->ledger_.mark_by_index(a_->prod_, prod_);
       a_->prod_ = prod_;
       a_->unpublished_bytes_ += bytes_;
     }
 
    private:
-    // The slot (its shadow entry is the caller's).
+    // The slot (its ledger entry is the caller's).
     template <bool kCompact>
     [[gnu::always_inline]] bool emplace(const daqiri_rx_desc& desc, uint16_t region) {
       if (prod_ == end_) return false;
@@ -203,7 +195,7 @@ class RxAttachment {
     }
     RxAttachment* a_ = nullptr;
     std::byte* slots_ = nullptr;
-    uint32_t* shadow_ = nullptr;
+    uint32_t* entries_ = nullptr;
     void** objects_ = nullptr;
     uint32_t mask_ = 0;
     uint32_t prod_ = 0;
@@ -212,8 +204,8 @@ class RxAttachment {
     uint64_t bytes_ = 0;
     bool by_index_ = false;  // push() without the object: the slot goes back by reference count
   };
-  // Whether Run::push_alone() may be used: one pool, and it has a Returner.
-  [[nodiscard]] bool lends_objects() const { return !objects_.empty(); }
+  // Whether Run::push_alone() may be used: one pool, whose buffers go back to their owner.
+  [[nodiscard]] bool lends_objects() const { return ledger_.lends_objects(); }
   // Before a receive of up to `n` packets: starts taking the cache lines of the slots they
   // will fill (push keeps kPrefetchLines ahead after that).
   void prepare(uint32_t n) const {
@@ -235,7 +227,7 @@ class RxAttachment {
     return heads_.data() + size_t{counter & ring_.mask()} * head_size_;
   }
   [[nodiscard]] uint32_t head_size() const { return head_size_; }
-  [[nodiscard]] const std::vector<memory::BufferPool*>& pools() const { return pools_; }
+  [[nodiscard]] const std::vector<memory::BufferPool*>& pools() const { return ledger_.pools(); }
   // Makes pushed descriptors visible, counts them, and wakes a sleeping client; whether there
   // were any.
   // The producer index is stored without a fence (a seq_cst store made every poll wait for
@@ -252,7 +244,8 @@ class RxAttachment {
   // even if the client has released none of them, so that nothing is dropped or waits for it.
   static constexpr uint32_t kDeferredSlots = 128;
   [[nodiscard]] bool may_defer_reclaim(uint32_t burst) const {
-    return prod_ - cons_ < std::min(kDeferredSlots, ring_.size() / 4) && free_slots() >= burst;
+    return prod_ - ledger_.returned() < std::min(kDeferredSlots, ring_.size() / 4) &&
+           free_slots() >= burst;
   }
   // Takes back what the client released. False (and `violated`) when the client's consumer
   // index is impossible: outside [our consumer, our producer]. `fenced`: look for a missed
@@ -275,15 +268,7 @@ class RxAttachment {
     run.push<kCompact>(desc, buffer);  // the caller saw a free slot
     run.finish();
   }
-  // Gives back the buffers of slots [cons_, to) and moves cons_ there.
-  void unref_range(uint32_t to);
-  // unref_range() of `n` slots from slot `at` (no wrap) of an attachment that lends_objects().
-  void return_mixed(uint32_t at, uint32_t n);
   void wake();
-  void unref(uint32_t entry) {
-    uint32_t buffer = entry & kNoBuffer;
-    if (buffer != kNoBuffer) pools_[entry >> kRegionShift]->unref(buffer);
-  }
 
   uint64_t id_;
   memory::SharedMemory rings_;
@@ -291,15 +276,9 @@ class RxAttachment {
   UniqueFd kick_;
   abi::RingView ring_;
   Backpressure backpressure_;
-  std::vector<memory::BufferPool*> pools_;
-  // Region and buffer of each slot pushed by index; kAlone for one pushed alone, written only
-  // once a push by index follows it (Run::finish): slots in [by_index_until_, prod_) have none.
-  std::vector<uint32_t> shadow_;
-  // lends_objects(): the pool object of each slot pushed alone (Run::push_alone, shadow entry
-  // kAlone). Slots before by_index_until_ may have been pushed by index, their buffers perhaps
-  // lent to other attachments too: those go back by reference count. Kept in [cons_, prod_].
-  std::vector<void*> objects_;
-  uint32_t by_index_until_ = 0;
+  // What [ledger_.returned(), prod_) lends: the consumer index validated and reclaimed up to
+  // is its returned().
+  LoanLedger ledger_;
   std::vector<std::byte> heads_;  // split-off header bytes, head_size_ per slot
   uint32_t head_size_ = 0;
   bool compact_ = false;
@@ -308,7 +287,6 @@ class RxAttachment {
   uint64_t unpublished_bytes_ = 0;  // of the descriptors pushed since the last publish
   uint32_t woken_at_ = 0;           // the producer index the last eventfd signal announced
   uint32_t fenced_at_ = 0;          // the producer index the last fenced NEED_WAKEUP look was after
-  uint32_t cons_ = 0;               // the consumer index we have validated and reclaimed up to
   bool kick_armed_ = false;
   std::atomic<uint32_t> share_{UINT32_MAX};
 };

@@ -95,7 +95,7 @@ class RxFanout {
       if (single_ != nullptr) ring_ = RxAttachment::Run(*single_, pool);
       alone_ = single_ != nullptr && single_->lends_objects();
     }
-    // `object`: the buffer's in its pool's Returner (null where the pool has none): with one
+    // `object`: the buffer's in its pool's Owner (null where the pool has none): with one
     // client, lent with it (RxAttachment::Run::push_alone).
     [[gnu::always_inline]] uint16_t deliver(const daqiri_rx_desc& desc, uint32_t buffer,
                                             std::span<const std::byte> head = {},

@@ -43,6 +43,9 @@ class RxFlowTask : public PollTask {
   [[nodiscard]] virtual Steering steering() const { return Steering::kSoftware; }
   // RDMA: the pool peers WRITE into, delivered as a second region of the flow's attachments.
   [[nodiscard]] virtual memory::BufferPool* remote_window() { return nullptr; }
+  // Whether its pool is its queue's, shared with the queue's other flows (DPDK), rather than
+  // its own, freed with it.
+  [[nodiscard]] virtual bool shares_pool() const { return false; }
   // Whether its descriptors name connections (`stream`): TCP and RDMA flows.
   [[nodiscard]] virtual bool carries_connections() const { return false; }
   FlowCounters counters;

@@ -423,3 +423,40 @@ cudaError_t GpuRxTask::enqueue_batch(const GatherJob* jobs, uint32_t n, uint32_t
 }
 
 }  // namespace daqiri::gpu
+
+namespace daqiri::gpu {
+
+Result<dataplane::AttachmentShare> GpuRxTask::share(uint64_t id) const {
+  dataplane::AttachmentShare share;
+  share.id = id;
+  auto ctl = control_.shared_fd();
+  if (!ctl) return std::unexpected(ctl.error());
+  share.rings_fd = std::move(*ctl);
+  share.rings_size = control_.size();
+  auto event = dataplane::dup_for_client(client_eventfd_.get(), "eventfd");
+  if (!event) return std::unexpected(event.error());
+  share.event_fd = std::move(*event);
+  if (ring_.legacy_ipc()) {
+    share.gpu_ipc = true;
+  } else {
+    auto vmm = ring_.export_fd();
+    if (!vmm) return std::unexpected(vmm.error());
+    share.gpu_fd = std::move(*vmm);
+  }
+  if (headers_) {
+    // Header-data split: the header slots, read-only, as the attachment's one region.
+    auto ro = headers_->read_only_fd();
+    if (!ro) return std::unexpected(ro.error());
+    share.regions.push_back(
+        {std::move(*ro), headers_->size(), ring_.info().header_size, ring_.info().size, false});
+  }
+  share.gpu = ring_.info();
+  return share;
+}
+
+Result<std::string> GpuRxTask::ipc_handle() const {
+  if (!ring_.legacy_ipc()) return fail(ErrorCode::kNotFound, "no GPU ring attached with cuda_ipc");
+  return ring_.ipc_handle();
+}
+
+}  // namespace daqiri::gpu

@@ -18,28 +18,17 @@
 
 #include "config/config.hpp"
 #include "daqiri/ring.hpp"
-#include "dataplane/latency_histogram.hpp"
 #include "dataplane/poller.hpp"
 #include "dataplane/rx_attachment.hpp"
 #include "gpu/device_ring.hpp"
 #include "gpu/gather_kernel.hpp"
 #include "gpu/gpu_device.hpp"
+#include "gpu/gpu_engine.hpp"
 #include "memory/shared_memory.hpp"
 
 namespace daqiri::gpu {
 
-// Frames whose copy into the GPU ring completed (single writer: the engine's poller).
-struct GpuCopyCounters {
-  std::atomic<uint64_t> packets{0};
-  std::atomic<uint64_t> bytes{0};
-  // gpu_copy: dma: frames moved by copy-engine copies, and those copies.
-  std::atomic<uint64_t> dma_frames{0};
-  std::atomic<uint64_t> dma_copies{0};
-  // Per burst: from the copy's launch to the engine seeing its event complete (host clock).
-  dataplane::LatencyHistogram latency;
-};
-
-class GpuRxTask : public dataplane::PollTask {
+class GpuRxTask final : public GpuRing {
  public:
   // `source` is the internal attachment it drains; `pool_device_addresses[r]` is where region r
   // of `source` is mapped for the GPU. Both must outlive the task.
@@ -64,22 +53,19 @@ class GpuRxTask : public dataplane::PollTask {
   void spin_while_attached() { spin_ = true; }
 
   // ---- control side ----
-  [[nodiscard]] int wake_fd() const { return source_.eventfd(); }
+  [[nodiscard]] int gpu() const override { return gpu_.ordinal(); }
+  [[nodiscard]] int wake_fd() const override { return source_.eventfd(); }
   [[nodiscard]] memory::SharedMemory& control() { return control_; }
   // Header-data split: the header slots clients map read-only; nullptr without.
   [[nodiscard]] const memory::SharedMemory* headers() const {
     return headers_ ? &*headers_ : nullptr;
   }
-  [[nodiscard]] int client_eventfd() const { return client_eventfd_.get(); }
   [[nodiscard]] const DeviceRing& ring() const { return ring_; }
-  // The client's side of its GPU ring (producer mirror, consumer index): occupancy.
-  [[nodiscard]] const abi::RingView& control_ring() const { return control_ring_; }
-  // After the task left its poller (and the poller came round past that): whether no copy is
-  // in flight any more, its streams idle or failed. Asks, never waits: a stream that does not
-  // answer must not hold up a control call. The first time it is, tells the client the ring
-  // is detached; the source's buffers are then the RX poller's to take back.
-  [[nodiscard]] bool quiesced();
-  GpuCopyCounters counters;
+  [[nodiscard]] const abi::RingView& control_ring() const override { return control_ring_; }
+  // Its streams idle or failed; a stream that does not answer must not hold up a control call.
+  [[nodiscard]] bool quiesced() override;
+  [[nodiscard]] Result<dataplane::AttachmentShare> share(uint64_t id) const override;
+  [[nodiscard]] Result<std::string> ipc_handle() const override;
 
  private:
   // Frames per launch: what has arrived, up to this. Above the RX batch so that a backlog

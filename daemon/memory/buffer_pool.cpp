@@ -91,7 +91,7 @@ void BufferPool::return_many(const uint32_t* indices, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) {
     uint32_t b = indices[i];
     if (!drop_last_ref(b)) continue;
-    void* object = returner_.objects[b];
+    void* object = objects_[b];
     if (held == nullptr) {
       held = object;
       continue;
@@ -100,12 +100,12 @@ void BufferPool::return_many(const uint32_t* indices, uint32_t n) {
     held = nullptr;
     k += 2;
     if (k == kReturnRun) {
-      returner_.give_back(returner_.owner, run.data(), k);
+      owner_->give_back(run.data(), k);
       k = 0;
     }
   }
   if (held != nullptr) run[k++] = held;
-  if (k > 0) returner_.give_back(returner_.owner, run.data(), k);
+  if (k > 0) owner_->give_back(run.data(), k);
 }
 
 }  // namespace daqiri::memory

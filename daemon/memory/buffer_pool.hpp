@@ -22,6 +22,13 @@ namespace daqiri::memory {
 
 class BufferPool {
  public:
+  // Where a buffer goes when its last reference does: back on the pool's free queue, which
+  // alloc() takes from; straight back to the allocator that owns the buffers (a DPDK mempool:
+  // return_to()); or nowhere, its count left at 0 for the owner that picks buffers itself (an
+  // RDMA remote window: make_owner_managed()).
+  enum class Mode : uint8_t { kFreeQueue, kReturnedToOwner, kOwnerManaged };
+  [[nodiscard]] Mode mode() const { return mode_; }
+
   // A pool in a memfd of its own, or, with an arena, in a slab it shares with other pools;
   // sealed read-only for everyone else (clients map it PROT_READ, reopened O_RDONLY).
   static Result<BufferPool> create(const std::string& name, uint32_t buf_size, uint32_t num_bufs,
@@ -104,12 +111,12 @@ class BufferPool {
   // unref() of each of `n` indices in turn; an index >= num_bufs() names none and is skipped.
   // Keeps the queue's ends in registers, where a loop of unref() goes through memory for them.
   void unref_many(const uint32_t* indices, uint32_t n) {
-    if (owner_managed_) {
+    if (mode_ == Mode::kOwnerManaged) {
       for (uint32_t i = 0; i < n; ++i)
         if (indices[i] < num_bufs_) --refs_[indices[i]];
       return;
     }
-    if (returner_.give_back != nullptr) {
+    if (mode_ == Mode::kReturnedToOwner) {
       return_many(indices, n);
       return;
     }
@@ -130,27 +137,33 @@ class BufferPool {
   // them from): a buffer whose last reference goes is handed straight back to it, as that
   // allocator's object `objects[index]`, instead of joining the free queue for the owner to look
   // its objects up later (a store and two loads more a buffer). In runs of up to kReturnRun, as
-  // many as a mempool's cache takes in one put: in runs of 64 its cache went to the mempool's
-  // ring and back every poll at burst 256 (docs/benchmarks.md). Set once, on a pool whose
-  // buffers are all allocated (the free queue stays empty).
-  struct Returner {
-    void* const* objects = nullptr;  // by buffer index
-    void (*give_back)(void* owner, void* const* objects, uint32_t n) = nullptr;
-    void* owner = nullptr;
+  // many as a mempool's cache takes in one put: smaller runs send the cache to the mempool's
+  // ring and back every poll at large bursts. Set once, on a pool whose buffers are all
+  // allocated (the free queue stays empty).
+  // The allocator, as this folder sees it (no DPDK here):
+  class Owner {
+   public:
+    // Takes back `n` of its objects, whose buffers no client holds any more.
+    virtual void give_back(void* const* objects, uint32_t n) = 0;
+
+   protected:
+    ~Owner() = default;
   };
   static constexpr uint32_t kReturnRun = 512;  // DPDK: RTE_MEMPOOL_CACHE_MAX_SIZE
-  void return_to(const Returner& returner) { returner_ = returner; }
-  [[nodiscard]] bool has_returner() const { return returner_.give_back != nullptr; }
+  // `objects[index]`: the owner's object for each buffer, all of which it holds now.
+  void return_to(void* const* objects, Owner& owner) {
+    objects_ = objects;
+    owner_ = &owner;
+    mode_ = Mode::kReturnedToOwner;
+  }
   // Hands `n` objects of buffers with one reference each (their last) straight back to the
   // owner, for a caller that kept the objects of what it lent: no reference count is read.
-  void return_objects(void* const* objects, uint32_t n) {
-    returner_.give_back(returner_.owner, objects, n);
-  }
+  void return_objects(void* const* objects, uint32_t n) { owner_->give_back(objects, n); }
   // For a pool whose owner picks the buffers itself (an RDMA remote window, where the peer
   // names the slot it wrote): empties the free queue for good; a buffer is free when its
   // references are 0, and alloc() finds none.
   void make_owner_managed() {
-    owner_managed_ = true;
+    mode_ = Mode::kOwnerManaged;
     count_ = 0;
     std::fill(refs_.begin(), refs_.end(), uint16_t{0});
   }
@@ -178,13 +191,13 @@ class BufferPool {
   }
   // The last reference went: back to the queue, its count left at (or set to) 1.
   void push_free(uint32_t index) {
-    if (owner_managed_) {
+    if (mode_ == Mode::kOwnerManaged) {
       refs_[index] = 0;
       return;
     }
     refs_[index] = 1;
-    if (returner_.give_back != nullptr) {
-      returner_.give_back(returner_.owner, &returner_.objects[index], 1);
+    if (mode_ == Mode::kReturnedToOwner) {
+      owner_->give_back(&objects_[index], 1);
       return;
     }
     uint32_t tail = head_ + count_;
@@ -196,9 +209,10 @@ class BufferPool {
   uint32_t head_ = 0;
   uint32_t count_ = 0;
   std::vector<uint16_t> refs_;
-  bool owner_managed_ = false;
-  Returner returner_;
-  // unref_many() of a pool with a Returner.
+  Mode mode_ = Mode::kFreeQueue;
+  void* const* objects_ = nullptr;  // kReturnedToOwner: the owner's object of each buffer
+  Owner* owner_ = nullptr;
+  // unref_many() of a pool in kReturnedToOwner.
   void return_many(const uint32_t* indices, uint32_t n);
 };
 

@@ -11,6 +11,7 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <chrono>
 #include <limits>
 #include <map>
@@ -20,6 +21,7 @@
 
 #include "build_info.hpp"
 #include "daqiri/common/unique_fd.hpp"
+#include "daqiri/v1/stats_counters.hpp"
 
 namespace daqiri::metrics {
 namespace {
@@ -72,33 +74,62 @@ class FamilyBuilder {
 };
 
 // Adds one attachment's numbers to a sum (the series past the cap).
-void add_to(dataplane::AttachmentStats& sum, const dataplane::AttachmentStats& a) {
-  sum.packets += a.packets;
-  sum.bytes += a.bytes;
-  sum.dropped_ring_full += a.dropped_ring_full;
-  sum.dropped_no_buffer += a.dropped_no_buffer;
-  sum.bad_index += a.bad_index;
-  sum.bad_descriptor += a.bad_descriptor;
-  sum.send_errors += a.send_errors;
-  sum.refused += a.refused;
-  sum.dropped_over_share += a.dropped_over_share;
-  sum.on_loan += a.on_loan;
-  sum.stalls += a.stalls;
-  sum.kicks += a.kicks;
-  sum.ring_size += a.ring_size;
-  sum.ring_used += a.ring_used;
+void add_to(orchestrator::AttachmentStats& sum, const orchestrator::AttachmentStats& a) {
+#define DAQIRI_STATS_ADD(member, ...) sum.member += a.member;
+  DAQIRI_ATTACHMENT_COUNTERS(DAQIRI_STATS_ADD)
+#undef DAQIRI_STATS_ADD
   sum.gpu = sum.gpu || a.gpu;
-  sum.gpu_packets += a.gpu_packets;
-  sum.gpu_bytes += a.gpu_bytes;
   sum.gpu_copy_latency += a.gpu_copy_latency;
 }
+
+// A table's families (stats_counters.hpp), made in its order, by name.
+using Families = std::map<std::string_view, FamilyBuilder>;
+template <size_t N>
+Families families_of(std::vector<MetricFamily>& out, const v1::stats::Family (&table)[N]) {
+  Families f;
+  for (const auto& family : table) {
+    f.try_emplace(
+        family.name, out, std::string(family.name), std::string(family.help),
+        family.kind == v1::stats::Kind::kCounter ? MetricType::Counter : MetricType::Gauge);
+  }
+  return f;
+}
+
+// Adds each counter of `values` (one per row of `table`, in its order) that applies and is
+// exported, to its family, with its reason as a label.
+template <size_t N>
+void add_counters(Families& families, const v1::stats::Counter (&table)[N],
+                  const std::array<uint64_t, N>& values,
+                  const std::vector<ClientMetric::Label>& labels, bool rx = true,
+                  bool gpu = false) {
+  for (size_t i = 0; i < N; ++i) {
+    const v1::stats::Counter& c = table[i];
+    if (c.family.empty() || !v1::stats::applies_to(c.applies, rx, gpu)) continue;
+    auto l = labels;
+    if (!c.reason.empty()) l.push_back({"reason", std::string(c.reason)});
+    families.at(c.family).add(std::move(l), double(values[i]));
+  }
+}
+
+// Each row's member of a snapshot, in the table's order.
+#define DAQIRI_STATS_VALUE(member, ...) s.member,
+std::array<uint64_t, std::size(v1::stats::kFlowCounters)> values_of(
+    const orchestrator::FlowStats& s) {
+  return {DAQIRI_FLOW_COUNTERS(DAQIRI_STATS_VALUE)};
+}
+
+std::array<uint64_t, std::size(v1::stats::kAttachmentCounters)> values_of(
+    const orchestrator::AttachmentStats& s) {
+  return {DAQIRI_ATTACHMENT_COUNTERS(DAQIRI_STATS_VALUE)};
+}
+#undef DAQIRI_STATS_VALUE
 
 }  // namespace
 
 // Reads the data plane's and sessions' counters when Prometheus scrapes.
 class DataPlaneCollector final : public prometheus::Collectable {
  public:
-  DataPlaneCollector(const dataplane::DataPlane& dp, const session::SessionServer& sessions)
+  DataPlaneCollector(const orchestrator::DataPlane& dp, const session::SessionServer& sessions)
       : dp_(dp), sessions_(sessions) {}
 
   std::vector<MetricFamily> Collect() const override {
@@ -112,42 +143,12 @@ class DataPlaneCollector final : public prometheus::Collectable {
               1);
 
     auto flows = dp_.flow_stats();
-    FamilyBuilder packets(out, "daqiri_flow_packets_total",
-                          "Packets (TCP: stream chunks) received on a flow", MetricType::Counter);
-    FamilyBuilder bytes(out, "daqiri_flow_bytes_total", "Bytes received on a flow",
-                        MetricType::Counter);
-    FamilyBuilder dropped(out, "daqiri_flow_dropped_packets_total",
-                          "Packets of a flow no client received, by reason", MetricType::Counter);
-    FamilyBuilder truncated(out, "daqiri_flow_truncated_packets_total",
-                            "Packets larger than a buffer, delivered cut short",
-                            MetricType::Counter);
-    FamilyBuilder on_loan(out, "daqiri_flow_buffers_on_loan",
-                          "Buffers of the flow's pool held by clients", MetricType::Gauge);
-    FamilyBuilder buffers(out, "daqiri_flow_buffers", "Buffers in the flow's pool",
-                          MetricType::Gauge);
-    FamilyBuilder clients(out, "daqiri_flow_attachments", "Clients attached to the flow",
-                          MetricType::Gauge);
+    Families flow_families = families_of(out, v1::stats::kFlowFamilies);
     for (const auto& f : flows) {
       std::vector<ClientMetric::Label> l{
           {"flow", f.name},
           {"steering", f.steering == dataplane::Steering::kHardware ? "hardware" : "software"}};
-      packets.add(l, double(f.packets));
-      bytes.add(l, double(f.bytes));
-      auto with = [&l](const char* reason) {
-        auto r = l;
-        r.push_back({"reason", reason});
-        return r;
-      };
-      dropped.add(with("no_client"), double(f.no_attachment));
-      dropped.add(with("rings_full"), double(f.rings_full));
-      dropped.add(with("filtered"), double(f.filtered));
-      // Kernel drops as datagrams reported them, by cause: both counters only grow.
-      dropped.add(with("no_buffer"), double(f.no_buffer));
-      dropped.add(with("kernel"), double(f.overflow));
-      truncated.add(l, double(f.truncated));
-      on_loan.add(l, double(f.buffers_on_loan));
-      buffers.add(l, double(f.buffers_total));
-      clients.add(l, double(f.attachments));
+      add_counters(flow_families, v1::stats::kFlowCounters, values_of(f), l);
     }
 
     // Interfaces and queues: the sums of their flows (RX) and TX attachments.
@@ -211,44 +212,18 @@ class DataPlaneCollector final : public prometheus::Collectable {
     auto sessions = sessions_.sessions();
     for (const auto& s : sessions)
       by_id[s.id] = &s;
-    FamilyBuilder a_packets(out, "daqiri_attachment_packets_total",
-                            "Packets delivered to (RX) or sent for (TX) an attachment",
-                            MetricType::Counter);
-    FamilyBuilder a_bytes(out, "daqiri_attachment_bytes_total", "Bytes of those packets",
-                          MetricType::Counter);
-    FamilyBuilder a_dropped(out, "daqiri_attachment_dropped_packets_total",
-                            "Packets an attachment lost, by reason", MetricType::Counter);
-    FamilyBuilder a_loan(out, "daqiri_attachment_buffers_on_loan",
-                         "Buffers the attachment's client holds now", MetricType::Gauge);
-    FamilyBuilder gpu_packets(out, "daqiri_gpu_copied_packets_total",
-                              "Packets the copy engine placed in a GPU ring", MetricType::Counter);
-    FamilyBuilder gpu_bytes(out, "daqiri_gpu_copied_bytes_total", "Bytes of those packets",
-                            MetricType::Counter);
+    Families attachment_families = families_of(out, v1::stats::kAttachmentFamilies);
     FamilyBuilder gpu_latency(out, "daqiri_gpu_copy_latency_seconds",
                               "Per burst, from the copy engine's launch to its completion",
                               MetricType::Histogram);
-    FamilyBuilder stalls(out, "daqiri_attachment_backpressure_stalls_total",
-                         "Times the attachment's full ring held its flow back (block "
-                         "backpressure: the slow consumer)",
-                         MetricType::Counter);
-    FamilyBuilder kicks(out, "daqiri_attachment_kicks_total",
-                        "Times the attachment's client woke its sleeping poller (the kick "
-                        "eventfd: TX after a submit, RX after a release the flow waited for)",
-                        MetricType::Counter);
-    FamilyBuilder ring_used(out, "daqiri_attachment_ring_used_slots",
-                            "Slots of the client's ring in use: RX not yet released, TX "
-                            "submitted and not yet taken",
-                            MetricType::Gauge);
-    FamilyBuilder ring_size(out, "daqiri_attachment_ring_slots", "Slots in the client's ring",
-                            MetricType::Gauge);
     // Past the cap, attachments are summed into one series per direction.
-    std::vector<std::pair<std::vector<ClientMetric::Label>, dataplane::AttachmentStats>> series;
-    std::optional<dataplane::AttachmentStats> other_rx, other_tx;
+    std::vector<std::pair<std::vector<ClientMetric::Label>, orchestrator::AttachmentStats>> series;
+    std::optional<orchestrator::AttachmentStats> other_rx, other_tx;
     for (const auto& a : attachments) {
       if (series.size() >= kMaxAttachmentSeries) {
         auto& sum = a.rx ? other_rx : other_tx;
         if (!sum) {
-          sum = dataplane::AttachmentStats{};
+          sum = orchestrator::AttachmentStats{};
           sum->rx = a.rx;
         }
         add_to(*sum, a);
@@ -272,30 +247,9 @@ class DataPlaneCollector final : public prometheus::Collectable {
                         **sum});
     }
     for (const auto& [l, a] : series) {
-      auto with = [&l](const char* reason) {
-        auto r = l;
-        r.push_back({"reason", reason});
-        return r;
-      };
-      a_packets.add(l, double(a.packets));
-      a_bytes.add(l, double(a.bytes));
-      a_dropped.add(with("ring_full"), double(a.dropped_ring_full));
-      if (a.rx) a_dropped.add(with("no_buffer"), double(a.dropped_no_buffer));
-      if (a.rx) a_dropped.add(with("over_share"), double(a.dropped_over_share));
-      a_dropped.add(with("bad_index"), double(a.bad_index));
-      a_dropped.add(with("bad_descriptor"), double(a.bad_descriptor));
-      a_dropped.add(with("send_error"), double(a.send_errors));
-      if (!a.rx) a_dropped.add(with("refused"), double(a.refused));
-      a_loan.add(l, double(a.on_loan));
-      ring_used.add(l, double(a.ring_used));
-      ring_size.add(l, double(a.ring_size));
-      if (a.rx) stalls.add(l, double(a.stalls));
-      kicks.add(l, double(a.kicks));
-      if (a.gpu) {
-        gpu_packets.add(l, double(a.gpu_packets));
-        gpu_bytes.add(l, double(a.gpu_bytes));
-        gpu_latency.add_histogram(l, a.gpu_copy_latency);
-      }
+      add_counters(attachment_families, v1::stats::kAttachmentCounters, values_of(a), l, a.rx,
+                   a.gpu);
+      if (a.gpu) gpu_latency.add_histogram(l, a.gpu_copy_latency);
     }
 
     FamilyBuilder sessions_gauge(out, "daqiri_sessions", "Connected client sessions",
@@ -316,7 +270,7 @@ class DataPlaneCollector final : public prometheus::Collectable {
                           "What ended a poller's sleeps: io (a socket or other fd of its "
                           "tasks), doorbell (a client's kick or a control change), timer",
                           MetricType::Counter);
-    for (const dataplane::PollerStats& p : dp_.poller_stats()) {
+    for (const orchestrator::PollerStats& p : dp_.poller_stats()) {
       busy.add({{"poller", p.name}}, p.busy_ratio);
       parks.add({{"poller", p.name}}, double(p.wakeups.parks));
       wakeups.add({{"poller", p.name}, {"cause", "io"}}, double(p.wakeups.io));
@@ -391,7 +345,7 @@ class DataPlaneCollector final : public prometheus::Collectable {
   }
 
  private:
-  const dataplane::DataPlane& dp_;
+  const orchestrator::DataPlane& dp_;
   const session::SessionServer& sessions_;
 };
 
@@ -500,7 +454,7 @@ std::string reachable_host(const std::string& address) {
 }  // namespace
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::start(
-    const std::string& address, const dataplane::DataPlane& data_plane,
+    const std::string& address, const orchestrator::DataPlane& data_plane,
     const session::SessionServer& sessions) {
   std::unique_ptr<MetricsServer> m(new MetricsServer());
   m->address_ = address;

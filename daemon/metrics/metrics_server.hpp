@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "daqiri/common/result.hpp"
-#include "dataplane/data_plane.hpp"
+#include "orchestrator/data_plane.hpp"
 #include "session/session_server.hpp"
 
 namespace prometheus {
@@ -28,7 +28,7 @@ class MetricsServer {
  public:
   // Listens on `address` (host:port). The sources must outlive the server.
   static Result<std::unique_ptr<MetricsServer>> start(const std::string& address,
-                                                      const dataplane::DataPlane& data_plane,
+                                                      const orchestrator::DataPlane& data_plane,
                                                       const session::SessionServer& sessions);
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;

@@ -1,4 +1,5 @@
 #include "session/session_message.hpp"
+#include "daqiri/session_header.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -21,7 +22,7 @@ SessionMessage decode_session_message(std::span<const std::byte> bytes, size_t f
   daqiri_msg_header h{};
   if (bytes.size() < sizeof h) return Refusal{"it sent a short message"};
   std::memcpy(&h, bytes.data(), sizeof h);
-  if (h.magic != DAQIRI_MSG_MAGIC || h.version != DAQIRI_ABI_VERSION || h.length != bytes.size()) {
+  if (!abi::header_fits(h, bytes.size())) {
     return Refusal{"it speaks another protocol version (ABI " + std::to_string(h.version) +
                    ", daemon " + std::to_string(DAQIRI_ABI_VERSION) + ")"};
   }

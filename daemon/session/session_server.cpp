@@ -11,8 +11,9 @@
 
 #include <cstring>
 
-#include "control/status_code.hpp"
 #include "daqiri/common/fd_passing.hpp"
+#include "daqiri/session_header.hpp"
+#include "daqiri/v1/status_code.hpp"
 #include "session/session_message.hpp"
 #include "system/fd_headroom.hpp"
 #include "system/socket_node.hpp"
@@ -36,11 +37,6 @@ uint64_t pidfd_tag(uint64_t session) {
   return session << 1 | 1;
 }
 
-daqiri_msg_header header(daqiri_msg_type type, size_t length) {
-  return {DAQIRI_MSG_MAGIC, DAQIRI_ABI_VERSION, static_cast<uint16_t>(type),
-          static_cast<uint32_t>(length), 0};
-}
-
 bool same_token(const uint8_t* a, const uint8_t* b) {
   uint8_t diff = 0;  // constant time: a token is a secret
   for (size_t i = 0; i < DAQIRI_TOKEN_BYTES; ++i)
@@ -50,7 +46,7 @@ bool same_token(const uint8_t* a, const uint8_t* b) {
 
 daqiri_msg_error error_message(uint64_t attachment, int code, const std::string& text) {
   daqiri_msg_error e{};
-  e.h = header(DAQIRI_MSG_ERROR, sizeof e);
+  e.h = abi::message_header(DAQIRI_MSG_ERROR, sizeof e);
   e.code = code;
   e.attachment_id = attachment;
   std::strncpy(e.message, text.c_str(), sizeof e.message - 1);
@@ -81,7 +77,7 @@ std::string session_socket_path(const std::string& control_socket) {
 
 Result<std::unique_ptr<SessionServer>> SessionServer::start(
     const std::string& path, const config::ClientLimitsConfig& limits, std::optional<gid_t> group,
-    dataplane::DataPlane& data_plane) {
+    orchestrator::DataPlane& data_plane) {
   UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) return fail_errno("socket(SOCK_SEQPACKET)");
   ::unlink(path.c_str());  // stale: the daemon holds the instance lock
@@ -111,7 +107,7 @@ Result<std::unique_ptr<SessionServer>> SessionServer::start(
 
 SessionServer::SessionServer(std::string path, const config::ClientLimitsConfig& limits,
                              UniqueFd listen, UniqueFd epoll, UniqueFd wake,
-                             dataplane::DataPlane& dp)
+                             orchestrator::DataPlane& dp)
     : path_(std::move(path)),
       limits_(limits),
       listen_(std::move(listen)),
@@ -288,7 +284,7 @@ void SessionServer::handle_hello(Session& s, std::string name) {
     s.name = std::move(name);
     s.welcomed = true;
   }
-  daqiri_msg_welcome w{header(DAQIRI_MSG_WELCOME, sizeof(daqiri_msg_welcome)), s.id};
+  daqiri_msg_welcome w{abi::message_header(DAQIRI_MSG_WELCOME, sizeof(daqiri_msg_welcome)), s.id};
   answer(s, &w, sizeof w, {});
   spdlog::info("session {} opened: {} pid {} \"{}\"", s.id, s.peer.describe(), s.peer.pid, s.name);
 }
@@ -307,15 +303,14 @@ void SessionServer::handle_claim(Session& s, const daqiri_msg_claim& claim) {
   }
   auto share = dp_.activate(claim.attachment_id);
   if (!share) {
-    answer_error(s, claim.attachment_id,
-                 static_cast<int>(control::to_grpc_code(share.error().code)),
+    answer_error(s, claim.attachment_id, static_cast<int>(v1::to_grpc_code(share.error().code)),
                  share.error().message);
     return;
   }
   daqiri_msg_attached_gpu message{};
   daqiri_msg_attached& a = message.base;
   size_t size = share->is_gpu() ? sizeof message : sizeof a;
-  a.h = header(DAQIRI_MSG_ATTACHED, static_cast<uint32_t>(size));
+  a.h = abi::message_header(DAQIRI_MSG_ATTACHED, static_cast<uint32_t>(size));
   a.attachment_id = share->id;
   a.direction = share->gpu_ipc    ? DAQIRI_DIRECTION_GPU_RX_IPC
                 : share->is_gpu() ? DAQIRI_DIRECTION_GPU_RX
@@ -353,7 +348,7 @@ void SessionServer::handle_detach(Session& s, const daqiri_msg_detach& d) {
     return;
   }
   close_attachment(s.peer.uid, *known);
-  daqiri_msg_detach reply{header(DAQIRI_MSG_DETACHED, sizeof reply), d.attachment_id};
+  daqiri_msg_detach reply{abi::message_header(DAQIRI_MSG_DETACHED, sizeof reply), d.attachment_id};
   answer(s, &reply, sizeof reply, {});
 }
 
@@ -433,7 +428,7 @@ Result<AttachGrant> SessionServer::attach(const control::PeerIdentity& caller,
   }
   // Charged before the data plane allocates anything; given back if it then fails.
   Attachment a;
-  auto reserve = [&](const dataplane::MemoryCost& cost) -> Result<> {
+  auto reserve = [&](const orchestrator::MemoryCost& cost) -> Result<> {
     if (auto ok = charge(caller.uid, cost); !ok) return ok;
     a.memory = cost;
     return {};
@@ -497,10 +492,10 @@ std::vector<SessionInfo> SessionServer::sessions() const {
   return out;
 }
 
-Result<> SessionServer::charge(uid_t uid, const dataplane::MemoryCost& cost) {
+Result<> SessionServer::charge(uid_t uid, const orchestrator::MemoryCost& cost) {
   constexpr uint64_t kMiB = 1 << 20;
   std::lock_guard lock(memory_mutex_);
-  dataplane::MemoryCost& mine = memory_[uid];
+  orchestrator::MemoryCost& mine = memory_[uid];
   auto within = [&](uint64_t now, uint64_t more, uint32_t cap_mb, const char* key,
                     const char* kind) -> Result<> {
     if (now + more <= uint64_t{cap_mb} * kMiB) return {};
@@ -533,10 +528,10 @@ Result<> SessionServer::charge(uid_t uid, const dataplane::MemoryCost& cost) {
   return {};
 }
 
-void SessionServer::uncharge(uid_t uid, const dataplane::MemoryCost& cost) {
+void SessionServer::uncharge(uid_t uid, const orchestrator::MemoryCost& cost) {
   if (cost.host == 0 && cost.gpu == 0) return;
   std::lock_guard lock(memory_mutex_);
-  dataplane::MemoryCost& mine = memory_[uid];
+  orchestrator::MemoryCost& mine = memory_[uid];
   mine.host -= cost.host;
   mine.gpu -= cost.gpu;
   memory_total_.host -= cost.host;

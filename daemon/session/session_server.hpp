@@ -23,7 +23,7 @@
 #include "config/config.hpp"
 #include "control/peer_identity.hpp"
 #include "daqiri/abi.h"
-#include "dataplane/data_plane.hpp"
+#include "orchestrator/data_plane.hpp"
 #include "session/process_handle.hpp"
 #include "system/connection_acceptor.hpp"
 
@@ -37,7 +37,7 @@ struct AttachSpec {
   std::string tx_interface;  // TX when set
   std::string tx_queue;
   bool tx_kicks = false;  // TX: the client said it kicks
-  dataplane::RxAttachOptions rx_options;
+  orchestrator::RxAttachOptions rx_options;
 };
 
 struct AttachGrant {
@@ -66,7 +66,7 @@ class SessionServer {
   static Result<std::unique_ptr<SessionServer>> start(const std::string& path,
                                                       const config::ClientLimitsConfig& limits,
                                                       std::optional<gid_t> group,
-                                                      dataplane::DataPlane& data_plane);
+                                                      orchestrator::DataPlane& data_plane);
   // Ends every session (returning all buffers), stops the thread, removes the socket.
   ~SessionServer();
   SessionServer(const SessionServer&) = delete;
@@ -87,7 +87,7 @@ class SessionServer {
     bool rx = true;
     bool claimed = false;
     std::array<uint8_t, DAQIRI_TOKEN_BYTES> token{};
-    dataplane::MemoryCost memory;  // charged to its user while it exists
+    orchestrator::MemoryCost memory;  // charged to its user while it exists
   };
   struct Session {
     uint64_t id = 0;
@@ -102,7 +102,7 @@ class SessionServer {
   };
 
   SessionServer(std::string path, const config::ClientLimitsConfig& limits, UniqueFd listen,
-                UniqueFd epoll, UniqueFd wake, dataplane::DataPlane& dp);
+                UniqueFd epoll, UniqueFd wake, orchestrator::DataPlane& dp);
   void run();
   void accept_one();
   void on_message(uint64_t session_id);
@@ -120,8 +120,8 @@ class SessionServer {
   [[nodiscard]] Result<> check_attachment_limit(const control::PeerIdentity& caller) const;
   // Charges `cost` to `uid` if it fits daemon.limits' memory caps (RESOURCE_EXHAUSTED naming
   // the cap otherwise); uncharge() gives it back.
-  Result<> charge(uid_t uid, const dataplane::MemoryCost& cost);
-  void uncharge(uid_t uid, const dataplane::MemoryCost& cost);
+  Result<> charge(uid_t uid, const orchestrator::MemoryCost& cost);
+  void uncharge(uid_t uid, const orchestrator::MemoryCost& cost);
   // Closes an attachment of a session of `uid` and gives back what it was charged.
   void close_attachment(uid_t uid, const Attachment& a);
   // Ends a session: every attachment closed, fds dropped. `why` goes to the log.
@@ -136,15 +136,15 @@ class SessionServer {
   system::ConnectionAcceptor acceptor_;
   UniqueFd epoll_;
   UniqueFd wake_;
-  dataplane::DataPlane& dp_;
+  orchestrator::DataPlane& dp_;
   mutable std::mutex mutex_;  // sessions_ and their attachments
   std::map<uint64_t, std::unique_ptr<Session>> sessions_;
   std::set<uid_t> over_limit_;  // refused a session since their last one ended (logged once)
   // Memory charged per user and in all: its own lock, taken alone (the data plane's reserve
   // hook runs under the data plane's lock).
   std::mutex memory_mutex_;
-  std::map<uid_t, dataplane::MemoryCost> memory_;
-  dataplane::MemoryCost memory_total_;
+  std::map<uid_t, orchestrator::MemoryCost> memory_;
+  orchestrator::MemoryCost memory_total_;
   uint64_t next_session_ = 1;
   std::atomic<uint64_t> cut_off_{0};
   std::atomic<bool> stop_{false};

@@ -3,30 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#ifdef DAQIRI_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
 namespace daqiri::system {
-
-std::vector<GpuInfo> probe_gpus() {
-  std::vector<GpuInfo> gpus;
-#ifdef DAQIRI_HAVE_CUDA
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();  // no driver or no device: report none
-    return gpus;
-  }
-  for (int i = 0; i < count; ++i) {
-    cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) continue;
-    char bus[32] = {};
-    cudaDeviceGetPCIBusId(bus, sizeof bus, i);
-    gpus.push_back({static_cast<uint32_t>(i), prop.name, prop.totalGlobalMem, bus});
-  }
-#endif
-  return gpus;
-}
 
 std::vector<HugepagePool> probe_hugepages() {
   std::vector<HugepagePool> pools;

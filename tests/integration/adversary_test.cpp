@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "daqiri/abi.h"
+#include "daqiri/session_header.hpp"
 #include "dataplane_fixture.hpp"
 #include "frame_capture.hpp"
 #include "harness.hpp"
@@ -495,7 +496,7 @@ TEST_F(AdversaryTest, AStaleEventOfAnEndedSessionNeverActsOnTheNextOne) {
   std::string path = dir_.file("d.session.sock");
   std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
   daqiri_msg_hello hello{};
-  hello.h = {DAQIRI_MSG_MAGIC, DAQIRI_ABI_VERSION, DAQIRI_MSG_HELLO, sizeof hello, 0};
+  hello.h = abi::message_header(DAQIRI_MSG_HELLO, sizeof hello);
   std::strncpy(hello.name, "stale-event", sizeof hello.name - 1);
   int cmd[2];
   ASSERT_EQ(::pipe2(cmd, O_CLOEXEC), 0);

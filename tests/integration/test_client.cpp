@@ -64,7 +64,6 @@ namespace {
 using namespace std::chrono_literals;
 
 using daqiri::test::expect_cut;
-using daqiri::test::hdr;
 using daqiri::test::Raw;
 using daqiri::test::raw_attach;
 using daqiri::test::raw_open;

@@ -17,6 +17,7 @@
 #include "daqiri/abi.h"
 #include "daqiri/common/fd_passing.hpp"
 #include "daqiri/common/unique_fd.hpp"
+#include "daqiri/session_header.hpp"
 #include "daqiri/v1/control.grpc.pb.h"
 #include "support/test_client_support.hpp"
 
@@ -36,11 +37,6 @@ struct RawGrant {
   std::array<uint8_t, DAQIRI_TOKEN_BYTES> token{};
 };
 
-inline daqiri_msg_header hdr(daqiri_msg_type t, size_t len) {
-  return {DAQIRI_MSG_MAGIC, DAQIRI_ABI_VERSION, static_cast<uint16_t>(t),
-          static_cast<uint32_t>(len), 0};
-}
-
 // Connects and says HELLO with `name` (all 64 bytes of it are sent as given).
 inline bool raw_open(Raw& r, const std::string& socket,
                      const std::array<char, 64>& name = {"test-hostile"}) {
@@ -55,7 +51,7 @@ inline bool raw_open(Raw& r, const std::string& socket,
   std::strncpy(a.sun_path, info.session_socket().c_str(), sizeof a.sun_path - 1);
   if (::connect(r.session.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return false;
   daqiri_msg_hello h{};
-  h.h = hdr(DAQIRI_MSG_HELLO, sizeof h);
+  h.h = abi::message_header(DAQIRI_MSG_HELLO, sizeof h);
   std::memcpy(h.name, name.data(), sizeof h.name);
   (void)send_with_fds(r.session.get(), &h, sizeof h, {});
   daqiri_msg_welcome w{};
@@ -84,7 +80,7 @@ inline bool raw_grant(Raw& r, v1::AttachRequest req, RawGrant& grant, std::strin
 // ERROR's text in `why`.
 inline bool raw_claim(Raw& r, const RawGrant& grant, std::string* why = nullptr) {
   daqiri_msg_claim c{};
-  c.h = hdr(DAQIRI_MSG_CLAIM, sizeof c);
+  c.h = abi::message_header(DAQIRI_MSG_CLAIM, sizeof c);
   c.attachment_id = grant.attachment_id;
   std::memcpy(c.token, grant.token.data(), DAQIRI_TOKEN_BYTES);
   (void)send_with_fds(r.session.get(), &c, sizeof c, {});

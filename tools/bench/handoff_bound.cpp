@@ -74,7 +74,7 @@ struct Options {
 // how long, which flow); the rest stands in for a stamp and flags. Written from registers in
 // 8- or 16-byte stores, as daqirid's descriptor_store.hpp does: a struct built on the stack
 // and copied into the slot is read back across its smaller stores, which cannot be forwarded,
-// and every frame then waits for the store buffer (docs/benchmarks.md, session 11).
+// and every frame then waits for the store buffer (docs/benchmarks.md, DPDK).
 template <uint32_t Bytes>
 struct alignas(Bytes) Descriptor {
   uint64_t words[Bytes / 8];

@@ -5,12 +5,14 @@
 
 #include <unistd.h>
 
-#include <charconv>
 #include <chrono>
 #include <iostream>
 #include <map>
 #include <thread>
 
+#include "daqiri/common/match_text.hpp"
+#include "daqiri/v1/stats_counters.hpp"
+#include "daqiri/v1/stats_reflection.hpp"
 #include "table.hpp"
 
 namespace daqiri::ctl {
@@ -67,34 +69,21 @@ std::string match_text(const v1::FlowMatch& m) {
   return out;
 }
 
-// The whole of `s` as a number.
-bool num(std::string_view s, uint32_t& v) {
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  return !s.empty() && ec == std::errc() && p == s.data() + s.size();
-}
-
+// "4096" or "4096-4100"; false when it is not numbers. The daemon checks the rest.
 bool parse_ports(const std::string& text, v1::PortRange& out) {
-  uint32_t first = 0;
-  uint32_t last = 0;
-  auto dash = text.find('-');
-  std::string_view t(text);
-  bool ok = dash == std::string::npos
-                ? num(t, first) && num(t, last)
-                : num(t.substr(0, dash), first) && num(t.substr(dash + 1), last);
-  out.set_first(first);
-  out.set_last(last);
-  return ok;
+  auto r = match_text::port_range(text);
+  out.set_first(r ? static_cast<uint32_t>(r->first) : 0);
+  out.set_last(r ? static_cast<uint32_t>(r->last) : 0);
+  return r.has_value() && r->first <= UINT32_MAX && r->last <= UINT32_MAX;
 }
 
 // "10.0.0.0/24" or an address; false when what follows a slash is not a number. The daemon
 // checks the rest (the address, a length up to 32, no host bits) and says why.
 bool parse_prefix(const std::string& text, v1::Ipv4Prefix& out) {
-  auto slash = text.find('/');
-  out.set_address(text.substr(0, slash));
-  if (slash == std::string::npos) return true;
-  uint32_t len = 0;
-  if (!num(std::string_view(text).substr(slash + 1), len)) return false;
-  out.set_prefix_length(len);
+  auto p = match_text::ipv4_prefix(text);
+  if (!p || p->length.value_or(0) > UINT32_MAX) return false;
+  out.set_address(std::string(p->address));
+  if (p->length) out.set_prefix_length(static_cast<uint32_t>(*p->length));
   return true;
 }
 
@@ -348,24 +337,33 @@ std::map<std::string, Rates> rates_between(const v1::Stats& before, const v1::St
   return out;
 }
 
+// The table's columns (stats_counters.hpp): headings, then one row's values.
+template <size_t N>
+void add_headings(std::vector<std::string>& h, const v1::stats::Counter (&table)[N]) {
+  for (const auto& c : table) {
+    if (!c.column.empty()) h.emplace_back(c.column);
+  }
+}
+
+template <size_t N>
+void add_values(std::vector<std::string>& row, const v1::stats::Counter (&table)[N],
+                const google::protobuf::Message& m, bool gpu = false) {
+  for (const auto& c : table) {
+    if (c.column.empty()) continue;
+    // A GPU ring's counters mean nothing for other attachments; RX- or TX-only ones read 0.
+    bool shown = c.applies != v1::stats::Applies::kGpu || gpu;
+    row.push_back(shown ? std::to_string(v1::stats::counter(m, c.field)) : "-");
+  }
+}
+
 void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rates) {
-  std::vector<std::string> fh{"FLOW",       "PACKETS",  "BYTES",     "NO_CLIENT",
-                              "RINGS_FULL", "FILTERED", "TRUNCATED", "KERNEL_DROPS",
-                              "NO_BUFFER",  "CLIENTS",  "ON_LOAN"};
+  std::vector<std::string> fh{"FLOW"};
+  add_headings(fh, v1::stats::kFlowCounters);
   if (rates) fh.push_back("RATE");
   Table flows(fh);
   for (const auto& f : stats.flows()) {
-    std::vector<std::string> row{f.name(),
-                                 std::to_string(f.packets()),
-                                 std::to_string(f.bytes()),
-                                 std::to_string(f.dropped_no_attachment()),
-                                 std::to_string(f.dropped_rings_full()),
-                                 std::to_string(f.dropped_filtered()),
-                                 std::to_string(f.truncated()),
-                                 std::to_string(f.kernel_drops()),
-                                 std::to_string(f.dropped_no_buffer()),
-                                 std::to_string(f.attachments()),
-                                 std::to_string(f.buffers_on_loan())};
+    std::vector<std::string> row{f.name()};
+    add_values(row, v1::stats::kFlowCounters, f);
     if (rates) {
       auto it = rates->find("flow " + f.name());
       row.push_back(it == rates->end() ? "-" : rate_text(it->second));
@@ -374,38 +372,20 @@ void print_stats(const v1::Stats& stats, const std::map<std::string, Rates>* rat
   }
   flows.print(std::cout);
   std::cout << '\n';
-  std::vector<std::string> ah{"ATTACHMENT", "SESSION",   "DIR",        "TARGET",    "PACKETS",
-                              "BYTES",      "RING_FULL", "OVER_SHARE", "NO_BUFFER", "BAD_INDEX",
-                              "BAD_DESC",   "SEND_ERR",  "REFUSED",    "STALLS",    "KICKS",
-                              "ON_LOAN",    "RING",      "IN_GPU"};
+  std::vector<std::string> ah{"ATTACHMENT", "SESSION", "DIR", "TARGET"};
+  add_headings(ah, v1::stats::kAttachmentCounters);
+  ah.emplace_back("RING");
   if (rates) ah.push_back("RATE");
   Table atts(ah);
   for (const auto& a : stats.attachments()) {
+    std::vector<std::string> row{std::to_string(a.id()), std::to_string(a.session_id()),
+                                 lower_enum(v1::Direction_Name(a.direction()), "DIRECTION_"),
+                                 a.target()};
+    add_values(row, v1::stats::kAttachmentCounters, a, a.gpu());
     // Attach alone delivers nothing: packets come once the client claims it on the session
     // socket.
-    std::string ring = a.claimed()
-                           ? std::to_string(a.ring_used()) + "/" + std::to_string(a.ring_size())
-                           : "unclaimed";
-    std::vector<std::string> row{
-        std::to_string(a.id()),
-        std::to_string(a.session_id()),
-        lower_enum(v1::Direction_Name(a.direction()), "DIRECTION_"),
-        a.target(),
-        std::to_string(a.packets()),
-        std::to_string(a.bytes()),
-        std::to_string(a.dropped_ring_full()),
-        std::to_string(a.dropped_over_share()),
-        std::to_string(a.dropped_no_buffer()),
-        std::to_string(a.bad_index()),
-        std::to_string(a.bad_descriptor()),
-        std::to_string(a.send_errors()),
-        std::to_string(a.refused()),
-        std::to_string(a.stalls()),
-        std::to_string(a.kicks()),
-        std::to_string(a.buffers_on_loan()),
-        ring,
-        a.gpu() ? std::to_string(a.gpu_packets()) : "-",
-    };
+    row.push_back(a.claimed() ? std::to_string(a.ring_used()) + "/" + std::to_string(a.ring_size())
+                              : "unclaimed");
     if (rates) {
       auto it = rates->find("attachment " + std::to_string(a.id()));
       row.push_back(it == rates->end() ? "-" : rate_text(it->second));

@@ -7,9 +7,24 @@
 #include "backends/dpdk/software_reach.hpp"
 
 namespace daqiri::backends::dpdk {
-Result<std::unique_ptr<DpdkBackend>> DpdkBackend::start(const config::Config& c,
-                                                        const DevicePools& device_pools) {
-  std::unique_ptr<DpdkBackend> b(new DpdkBackend());
+
+Result<std::unique_ptr<Backend>> DpdkBackend::open(const BackendContext& context) {
+  const config::Config& c = context.config;
+  DevicePools device_pools;
+  for (const auto& itf : c.interfaces) {
+    if (itf.backend != config::Backend::kDpdk) continue;
+    for (const auto& q : itf.rx_queues) {
+      const auto* r = config::find_region(c, q.regions.back());
+      if (!r->gpudirect) continue;
+      auto m = context.device_memory(*r);
+      if (!m) {
+        return fail(m.error().code, "RX queue " + itf.name + "/" + q.name + ": region \"" +
+                                        r->name + "\" is gpudirect: " + m.error().message);
+      }
+      device_pools.emplace(itf.name + "/" + q.name, std::move(*m));
+    }
+  }
+  std::unique_ptr<DpdkBackend> b(new DpdkBackend(context));
   auto eal = Eal::start(c);
   if (!eal) return std::unexpected(eal.error());
   b->eal_ = std::move(*eal);
@@ -22,12 +37,14 @@ Result<std::unique_ptr<DpdkBackend>> DpdkBackend::start(const config::Config& c,
   return b;
 }
 
+DpdkBackend::DpdkBackend(const BackendContext& context) : Backend(context) {}
+
 DpdkBackend::~DpdkBackend() {
   ports_.clear();  // ports stop before the EAL goes
 }
 
-void DpdkBackend::register_thread() {
-  Eal::register_thread();
+std::function<void()> DpdkBackend::thread_setup() const {
+  return &Eal::register_thread;
 }
 
 const Port* DpdkBackend::port(const std::string& interface) const {
@@ -47,18 +64,23 @@ DpdkTxQueue* DpdkBackend::tx_queue(const std::string& interface, const std::stri
   return p ? p->tx(q) : nullptr;
 }
 
-dataplane::PollTask* DpdkBackend::rx_task(const std::string& interface,
-                                          const std::string& queue) const {
-  return rx_queue(interface, queue);
+Result<> DpdkBackend::open_rx_queue(const QueueHome& home) {
+  DpdkRxQueue* q = rx_queue(home.itf->name, home.queue->name);
+  if (q == nullptr) return fail(ErrorCode::kNotFound, "no DPDK RX queue " + home.key());
+  home.poller->add_task(q, {});  // the queue is the poll task; its flows are steered within
+  return {};
 }
 
-dataplane::PollTask* DpdkBackend::tx_task(const std::string& interface,
-                                          const std::string& queue) const {
-  return tx_queue(interface, queue);
+Result<dataplane::TxQueueTask*> DpdkBackend::open_tx_queue(const QueueHome& home) {
+  DpdkTxQueue* q = tx_queue(home.itf->name, home.queue->name);
+  if (q == nullptr) return fail(ErrorCode::kNotFound, "no DPDK TX queue " + home.key());
+  home.poller->add_task(q, {});
+  return q;
 }
 
-Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(
-    const core::Flow& flow, const dataplane::Epoch& epoch) {
+Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(const core::Flow& flow,
+                                                                     const QueueHome& home,
+                                                                     memory::PageArena* /*arena*/) {
   DpdkRxQueue* queue = rx_queue(flow.interface, flow.queue);
   if (queue == nullptr) {
     return fail(ErrorCode::kNotFound, "no DPDK RX queue " + flow.interface + "/" + flow.queue);
@@ -108,43 +130,28 @@ Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(
                 "match");
   }
   auto f = std::make_unique<DpdkRxFlow>(flow, *queue, std::move(rule));
-  queue->add(f.get(), epoch);
+  queue->add(f.get(), home.poller->epoch());
   return f;
 }
 
-dataplane::Grace DpdkBackend::remove_flow(dataplane::RxFlowTask* flow,
-                                          const dataplane::Epoch& epoch) {
-  auto* f = static_cast<DpdkRxFlow*>(flow);
-  DpdkRxQueue* queue = rx_queue(f->flow().interface, f->flow().queue);
-  return queue ? queue->remove(f, epoch) : dataplane::Grace{};
+dataplane::Grace DpdkBackend::remove_flow(dataplane::RxFlowTask* flow, const QueueHome& home) {
+  auto* f = static_cast<DpdkRxFlow*>(flow);  // every flow of this backend is one
+  DpdkRxQueue* queue = rx_queue(home.itf->name, home.queue->name);
+  return queue ? queue->remove(f, home.poller->epoch()) : dataplane::Grace{};
 }
 
-Result<> DpdkBackend::add_tx(const std::string& interface, const std::string& queue,
-                             dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
-  DpdkTxQueue* q = tx_queue(interface, queue);
-  if (q == nullptr)
-    return fail(ErrorCode::kNotFound, "no DPDK TX queue " + interface + "/" + queue);
-  return q->add(a, epoch);
-}
-
-dataplane::Grace DpdkBackend::remove_tx(const std::string& interface, const std::string& queue,
-                                        dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
-  DpdkTxQueue* q = tx_queue(interface, queue);
-  return q ? q->remove(a, epoch) : dataplane::Grace{};
-}
-
-std::string DpdkBackend::link_state(const std::string& interface) const {
-  const Port* p = port(interface);
+std::string DpdkBackend::link_state(const config::InterfaceConfig& itf) const {
+  const Port* p = port(itf.name);
   return p ? p->link_state() : "unknown";
 }
 
-bool DpdkBackend::nic_splits(const std::string& interface, const std::string& queue) const {
-  DpdkRxQueue* q = rx_queue(interface, queue);
-  return q != nullptr && q->split() != 0;
+QueueTraits DpdkBackend::traits(const QueueHome& home) const {
+  DpdkRxQueue* q = rx_queue(home.itf->name, home.queue->name);
+  return {home.queue->ring_size + home.queue->batch_size, q != nullptr && q->split() != 0};
 }
 
-std::string DpdkBackend::delivery(const std::string& interface, const std::string& queue) const {
-  DpdkRxQueue* q = rx_queue(interface, queue);
+std::string DpdkBackend::delivery(const QueueHome& home) const {
+  DpdkRxQueue* q = rx_queue(home.itf->name, home.queue->name);
   if (q == nullptr) return "";
   std::string split = q->split() != 0
                           ? ", headers split by the NIC at " + std::to_string(q->split()) + " bytes"

@@ -52,8 +52,7 @@ Result<std::unique_ptr<DpdkRxQueue>> DpdkRxQueue::create(const RxQueueSetup& s) 
   // Every buffer starts with DPDK, and goes back to its mempool when clients let it go.
   std::vector<uint32_t> all(s.num_bufs);
   q->pool_.alloc(all.data(), s.num_bufs);
-  q->pool_.return_to(
-      {reinterpret_cast<void* const*>(q->mbuf_of_.data()), &DpdkRxQueue::give_back, q.get()});
+  q->pool_.return_to(reinterpret_cast<void* const*>(q->mbuf_of_.data()), *q);
   return q;
 }
 
@@ -102,10 +101,9 @@ Result<void> DpdkRxQueue::map_mbufs() {
 // (keep_first_segment), its refcount 1 and its external buffer pinned, so the per-mbuf checks of
 // rte_pktmbuf_free_bulk (three cache lines of each mbuf, cold by now) find nothing to do. The PMD
 // resets the flags when it hands the mbuf out again.
-void DpdkRxQueue::give_back(void* queue, void* const* mbufs, uint32_t n) {
-  auto* q = static_cast<DpdkRxQueue*>(queue);
-  rte_mempool_put_bulk(q->mempool(), mbufs, n);
-  q->returned_ += n;
+void DpdkRxQueue::give_back(void* const* mbufs, uint32_t n) {
+  rte_mempool_put_bulk(mempool(), mbufs, n);
+  returned_ += n;
 }
 
 void DpdkRxQueue::count_returned(const Flows& flows) {
@@ -259,7 +257,7 @@ bool DpdkRxQueue::poll_single(const Flows& flows, DpdkRxFlow& flow, dataplane::R
 
 inline void DpdkRxQueue::deliver_alone(const Flows& flows, DpdkRxFlow& flow,
                                        dataplane::RxAttachment& a, uint16_t n) {
-  // A compact descriptor carries no stamp: no clock read (+3-5 % at burst 256 on the VM).
+  // A compact descriptor carries no stamp: no clock read.
   if (a.compact()) {
     deliver_whole<true>(flow, a, n, 0);
   } else {
@@ -272,16 +270,15 @@ inline void DpdkRxQueue::deliver_alone(const Flows& flows, DpdkRxFlow& flow,
 bool DpdkRxQueue::poll() {
   const Flows& flows = flows_.load();
   // What clients released goes back to the mempool before the receive takes mbufs from it.
-  // Taking it back after the receive instead (which hid the wait for the consumer index
-  // behind rte_eth_rx_burst) was level to 4 % ahead when the cores talk fast and up to a
-  // third behind when they do not (docs/benchmarks.md, session 31).
+  // Taking it back after the receive instead would hide the wait for the consumer index behind
+  // rte_eth_rx_burst, but leaves the receive short of mbufs when the cores talk slowly.
   // Decided once a poll: per frame, the loads behind it waited on the ring slots' stores.
   DpdkRxFlow* takes_all = this->takes_all(flows);
   // Its frames go whole to host memory (no NIC split, no GPU pool): deliver_whole() may take
   // them.
   const bool whole_frames = takes_all != nullptr && header_pool_ == nullptr && !frames_on_device();
-  // The usual queue, a lone catch-all with one client, goes its own way: the loops over flows
-  // and attachments below cost it a few per cent at burst 32 (session 32).
+  // The usual queue, a lone catch-all with one client, goes its own way: it needs none of the
+  // loops over flows and attachments below, which show at small bursts.
   if (whole_frames) {
     if (dataplane::RxAttachment* a = takes_all->fanout().begin_single(batch_); a != nullptr) {
       return poll_single(flows, *takes_all, *a);

@@ -41,6 +41,7 @@ class DpdkRxFlow final : public dataplane::RxFlowTask {
   [[nodiscard]] const core::Flow& flow() const override { return flow_; }
   [[nodiscard]] std::vector<int> fds() const override { return {}; }
   [[nodiscard]] memory::BufferPool& pool() override;
+  [[nodiscard]] bool shares_pool() const override { return true; }  // the queue's
   [[nodiscard]] dataplane::RxFanout& fanout() override { return fanout_; }
   [[nodiscard]] dataplane::Steering steering() const override {
     return rule_ ? dataplane::Steering::kHardware : dataplane::Steering::kSoftware;
@@ -90,7 +91,7 @@ struct RxQueueSetup {
   uint16_t split = 0;
 };
 
-class DpdkRxQueue final : public dataplane::PollTask {
+class DpdkRxQueue final : public dataplane::PollTask, public memory::BufferPool::Owner {
  public:
   static constexpr uint32_t kMaxBatch = 512;
   // GPU pages, as the NIC's peer-memory driver pins them (DPDK's gpudev uses the same).
@@ -178,7 +179,7 @@ class DpdkRxQueue final : public dataplane::PollTask {
   // Fills mbuf_of_ from the mempool's objects.
   Result<void> map_mbufs();
   // pool_'s Returner: mbufs whose buffers clients no longer hold, back to the mempool.
-  static void give_back(void* queue, void* const* mbufs, uint32_t n);
+  void give_back(void* const* mbufs, uint32_t n) override;
   // Takes what give_back() returned off the buffers on loan.
   void count_returned(const Flows& flows);
   // The queue's buffers on loan, as each flow reports them (they share the pool).

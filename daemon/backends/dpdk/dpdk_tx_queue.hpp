@@ -21,10 +21,12 @@
 #include "backends/dpdk/completion_queue.hpp"
 #include "backends/dpdk/external_memory.hpp"
 #include "config/config.hpp"
+#include "daqiri/frame.hpp"
 #include "dataplane/nic_stats.hpp"
 #include "dataplane/poller.hpp"
 #include "dataplane/snapshot.hpp"
 #include "dataplane/tx_attachment.hpp"
+#include "dataplane/tx_queue_task.hpp"
 
 namespace daqiri::backends::dpdk {
 
@@ -50,7 +52,7 @@ struct TxQueueSetup {
   bool multi_segment = false;  // the port takes chained mbufs (RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 };
 
-class DpdkTxQueue final : public dataplane::PollTask {
+class DpdkTxQueue final : public dataplane::TxQueueTask {
  public:
   static constexpr uint32_t kMaxBatch = 512;
   static Result<std::unique_ptr<DpdkTxQueue>> create(const TxQueueSetup& setup);
@@ -66,10 +68,12 @@ class DpdkTxQueue final : public dataplane::PollTask {
   TxQueueCounters counters;
   [[nodiscard]] dataplane::NicQueueStats stats(const std::string& name) const;
 
-  // Control side (callers serialise); `epoch` is the owning poller's. add() registers the
-  // attachment's buffers with DPDK; remove() (after the attachment is released) undoes it.
-  Result<> add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch);
-  dataplane::Grace remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch);
+  // Ethernet/IPv4/UDP frames, as socket queues take.
+  [[nodiscard]] dataplane::TxRules rules() const override { return {frame::kUdpHeaders, false}; }
+  // add() registers the attachment's buffers with DPDK; remove() (after the attachment is
+  // released) undoes it.
+  Result<> add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
+  dataplane::Grace remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
 
  private:
   struct Binding {

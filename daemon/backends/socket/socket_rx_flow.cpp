@@ -26,18 +26,17 @@ uint64_t poll_time(uint64_t& now_ns) {
   return now_ns;
 }
 
-Result<int> bind_udp(uint32_t ipv4, uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return fail_errno("socket(UDP)");
+Result<UniqueFd> bind_udp(uint32_t ipv4, uint16_t port) {
+  UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) return fail_errno("socket(UDP)");
   int rcvbuf = 8 << 20;  // absorb bursts while the poller is busy elsewhere
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(ipv4);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     int err = errno;
-    ::close(fd);
     in_addr a{htonl(ipv4)};
     return fail(err == EADDRINUSE ? ErrorCode::kFailedPrecondition : ErrorCode::kInternal,
                 std::string("cannot bind UDP ") + inet_ntoa(a) + ":" + std::to_string(port) + ": " +
@@ -83,9 +82,9 @@ Result<std::unique_ptr<SocketRxFlow>> SocketRxFlow::create(const core::Flow& flo
       new SocketRxFlow(flow, std::move(*pool), addr, std::min(batch, kMaxBatch)));
   for (uint32_t p = ports.first; p <= ports.last; ++p) {
     auto fd = bind_udp(addr, static_cast<uint16_t>(p));
-    if (!fd) return std::unexpected(fd.error());  // destructor closes the ones bound so far
+    if (!fd) return std::unexpected(fd.error());  // the ones bound so far close with `f`
     auto port = std::make_unique<Port>();
-    port->fd = *fd;
+    port->fd = std::move(*fd);
     port->number = static_cast<uint16_t>(p);
     f->ports_.push_back(std::move(port));
   }
@@ -100,16 +99,13 @@ SocketRxFlow::SocketRxFlow(core::Flow flow, memory::BufferPool pool, uint32_t bi
                            uint32_t batch)
     : flow_(std::move(flow)), pool_(std::move(pool)), bind_ipv4_(bind_ipv4), batch_(batch) {}
 
-SocketRxFlow::~SocketRxFlow() {
-  for (auto& p : ports_)
-    ::close(p->fd);
-}
+SocketRxFlow::~SocketRxFlow() = default;
 
 std::vector<int> SocketRxFlow::fds() const {
   std::vector<int> out;
   out.reserve(ports_.size());
   for (const auto& p : ports_)
-    out.push_back(p->fd);
+    out.push_back(p->fd.get());
   return out;
 }
 
@@ -128,9 +124,9 @@ void SocketRxFlow::arm(Port& port) {
   // The posted entries are a window [first, first + armed) that a receive of n moves n up, so
   // that the buffers left unfilled keep their entries and their order (the pool hands buffers
   // out in the order they came back, and a burst in consecutive buffers is one strided array
-  // to a client). Shifting them all down after each receive rewrote every posted entry, a
-  // cache line each, on every poll: at batch 256 and a few datagrams a call that was 10 % of
-  // the poller's time. The window slides back to 0 only when it reaches the end.
+  // to a client). Shifting them all down after each receive would rewrite every posted entry,
+  // a cache line each, on every poll, however few datagrams came. The window slides back to 0
+  // only when it reaches the end.
   if (port.first + batch_ > kPortEntries) {
     for (uint32_t i = 0; i < port.armed; ++i) {
       port.buffer[i] = port.buffer[port.first + i];
@@ -205,7 +201,7 @@ void SocketRxFlow::count_drops(Port& port, uint64_t now_ns) {
   port.drops_due_ns = now_ns + kDropReadNs;
   std::array<uint32_t, SK_MEMINFO_VARS> meminfo{};
   socklen_t len = sizeof meminfo;
-  if (::getsockopt(port.fd, SOL_SOCKET, SO_MEMINFO, meminfo.data(), &len) != 0 ||
+  if (::getsockopt(port.fd.get(), SOL_SOCKET, SO_MEMINFO, meminfo.data(), &len) != 0 ||
       len <= SK_MEMINFO_DROPS * sizeof(uint32_t)) {
     return;
   }
@@ -235,7 +231,7 @@ void SocketRxFlow::read_drops_if_due(Port& port, uint64_t& now_ns, bool drained)
 
 bool SocketRxFlow::receive(Port& port, uint64_t& now_ns) {
   fanout_.prepare(port.armed);  // the ring lines come over while the kernel copies
-  int n = recvmmsg_now(port.fd, port.msg.data() + port.first, port.armed, MSG_DONTWAIT);
+  int n = recvmmsg_now(port.fd.get(), port.msg.data() + port.first, port.armed, MSG_DONTWAIT);
   if (n <= 0) {
     read_drops_if_due(port, now_ns, true);
     return false;
@@ -299,7 +295,7 @@ uint64_t SocketRxFlow::kernel_drops() const {
   std::vector<uint64_t> inodes;
   for (const auto& p : ports_) {
     struct stat st {};
-    if (::fstat(p->fd, &st) == 0) inodes.push_back(st.st_ino);
+    if (::fstat(p->fd.get(), &st) == 0) inodes.push_back(st.st_ino);
   }
   while (std::getline(in, line)) {
     std::istringstream s(line);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/flow_table.hpp"
+#include "daqiri/common/unique_fd.hpp"
 #include "dataplane/rx_flow_task.hpp"
 
 namespace daqiri::backends::socket {
@@ -52,7 +53,7 @@ class SocketRxFlow final : public dataplane::RxFlowTask {
 
  private:
   struct Port {
-    int fd = -1;
+    UniqueFd fd;
     uint16_t number = 0;  // the UDP port
     // An empty recvmmsg is a wasted syscall: a port that keeps coming up empty is polled
     // every 2^min(idle, kMaxSkipShift) iterations; one packet brings it back to every iteration.
@@ -87,7 +88,7 @@ class SocketRxFlow final : public dataplane::RxFlowTask {
   // Reads the socket's drop count; the drops since the last read count as no_buffer if the
   // port is starved, else as overflow. The kernel is asked only at the edges of a starved time,
   // every kDropReadNs while datagrams arrive, and once after they stop: a drop count carried by
-  // each datagram (SO_RXQ_OVFL) cost the receive path about 8 % at one datagram a call.
+  // each datagram (SO_RXQ_OVFL) would cost a control message per datagram.
   void count_drops(Port& port, uint64_t now_ns);
   // After each receive: count_drops() when the time has come. `drained`: the socket's queue
   // is empty now; `now_ns`: the poll's clock reading (0: not taken yet; taken if needed).

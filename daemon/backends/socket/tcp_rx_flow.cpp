@@ -58,10 +58,7 @@ Result<std::unique_ptr<TcpRxFlow>> TcpRxFlow::create(const core::Flow& flow, uin
 TcpRxFlow::TcpRxFlow(core::Flow flow, memory::BufferPool pool, UniqueFd epoll, uint32_t batch)
     : flow_(std::move(flow)), pool_(std::move(pool)), epoll_(std::move(epoll)), batch_(batch) {}
 
-TcpRxFlow::~TcpRxFlow() {
-  for (size_t i = 0; i < count_; ++i)
-    ::close(conns_[i].fd);
-}
+TcpRxFlow::~TcpRxFlow() = default;
 
 void TcpRxFlow::watch(int fd, uint32_t events, bool add) {
   epoll_event ev{};
@@ -72,42 +69,38 @@ void TcpRxFlow::watch(int fd, uint32_t events, bool add) {
 
 TcpRxFlow::Connection* TcpRxFlow::find(int fd) {
   for (size_t i = 0; i < count_; ++i) {
-    if (conns_[i].fd == fd) return &conns_[i];
+    if (conns_[i].fd.get() == fd) return &conns_[i];
   }
   return nullptr;
 }
 
 void TcpRxFlow::accept_all(int listener) {
   for (;;) {
-    int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) return;
-    if (count_ == kMaxConnections) {
-      ::close(fd);  // full: refuse rather than grow
-      continue;
-    }
-    conns_[count_++] = {fd, next_stream_++, false};
-    watch(fd, EPOLLIN | EPOLLRDHUP, true);
+    UniqueFd fd(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!fd) return;
+    if (count_ == kMaxConnections) continue;  // full: refuse (close) rather than grow
+    watch(fd.get(), EPOLLIN | EPOLLRDHUP, true);
+    conns_[count_++] = {std::move(fd), next_stream_++, false, false};
   }
 }
 
 void TcpRxFlow::close_connection(size_t index) {
-  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, conns_[index].fd, nullptr);
-  ::close(conns_[index].fd);
-  conns_[index] = conns_[--count_];
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, conns_[index].fd.get(), nullptr);
+  conns_[index] = {};  // closes it
+  if (index != --count_) conns_[index] = std::move(conns_[count_]);
 }
 
 void TcpRxFlow::start_connect(uint64_t now_ns) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return;
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) return;
   sockaddr_in a = ipv4_address(flow_.connect->ipv4, flow_.connect->port);
-  int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  int rc = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a);
   if (rc != 0 && errno != EINPROGRESS) {
-    ::close(fd);
     redial_.failed(now_ns);
     return;
   }
-  conns_[count_++] = {fd, next_stream_++, rc != 0};
-  watch(fd, rc != 0 ? EPOLLOUT : EPOLLIN | EPOLLRDHUP, true);
+  watch(fd.get(), rc != 0 ? EPOLLOUT : EPOLLIN | EPOLLRDHUP, true);
+  conns_[count_++] = {std::move(fd), next_stream_++, rc != 0, false};
 }
 
 bool TcpRxFlow::read_some(Connection& c, uint64_t now_ns) {
@@ -116,10 +109,10 @@ bool TcpRxFlow::read_some(Connection& c, uint64_t now_ns) {
     if (fanout_.active() > 0 && fanout_.must_wait(1)) return work;  // blocking backpressure
     uint32_t buf = 0;
     if (pool_.alloc(&buf, 1) == 0) return work;  // pool dry: TCP flow control holds the sender
-    ssize_t n = recv_now(c.fd, pool_.buffer(buf), pool_.buf_size(), MSG_DONTWAIT);
+    ssize_t n = recv_now(c.fd.get(), pool_.buffer(buf), pool_.buf_size(), MSG_DONTWAIT);
     if (n <= 0) {
       pool_.set_refs(buf, 0);
-      if (n == 0 || (errno != EAGAIN && errno != EINTR)) c.fd = -c.fd - 1;  // closed: reap below
+      if (n == 0 || (errno != EAGAIN && errno != EINTR)) c.ended = true;  // reaped below
       return work;
     }
     daqiri_rx_desc d{};
@@ -171,7 +164,7 @@ bool TcpRxFlow::poll() {
         socklen_t len = sizeof err;
         ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
         if (err != 0) {
-          c->fd = -c->fd - 1;
+          c->ended = true;
         } else {
           c->connecting = false;
           redial_.connected();
@@ -191,8 +184,7 @@ bool TcpRxFlow::poll() {
   }
   // Reap connections that ended; a client flow dials again after a pause.
   for (size_t i = 0; i < count_;) {
-    if (conns_[i].fd < 0) {
-      conns_[i].fd = -conns_[i].fd - 1;
+    if (conns_[i].ended) {
       close_connection(i);
       if (flow_.connect) redial_.failed(dataplane::monotonic_ns());
     } else {

@@ -49,9 +49,10 @@ class TcpRxFlow final : public dataplane::RxFlowTask {
 
  private:
   struct Connection {
-    int fd = -1;
+    UniqueFd fd;
     uint16_t stream = 0;
     bool connecting = false;  // client: a non-blocking connect in progress
+    bool ended = false;       // closed by the peer or failed: reaped at the end of the poll
   };
 
   TcpRxFlow(core::Flow flow, memory::BufferPool pool, UniqueFd epoll, uint32_t batch);

@@ -1,6 +1,5 @@
 // The DPDK side of configuration: interface addresses, buffer sizes against the MTU, the
-// catch-all flow, hugepages for the EAL, and the EAL command line daqirid derives; and the
-// software steering match on real frame bytes.
+// catch-all flow, hugepages for the EAL; and the software steering match on real frame bytes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,44 +7,15 @@
 
 #include "config/config_loader.hpp"
 #include "config/dpdk_address.hpp"
+#include "config/dpdk_test_config.hpp"
 #include "core/packet_fields.hpp"
 #include "daqiri/frame.hpp"
 #include "pcap_frames.hpp"
-#ifdef DAQIRI_HAVE_DPDK
-#include "backends/dpdk/eal_arguments.hpp"
-#include "backends/dpdk/software_reach.hpp"
-#endif
 
 namespace daqiri::config {
 namespace {
 
 using ::testing::HasSubstr;
-
-SystemFacts facts(uint64_t hugepages_free = 1024) {
-  SystemFacts f;
-  f.usable_cpus = {0, 1, 2, 3};
-  f.hugepage_size = 2u << 20;
-  f.hugepages_free = hugepages_free;
-  f.hugepages_total = hugepages_free;
-  f.have_dpdk = true;
-  return f;
-}
-
-std::string dpdk_config(const std::string& address, uint32_t buf_size = 2048,
-                        const std::string& flows = "", const std::string& dpdk = "") {
-  return "memory_regions:\n  - {name: r, kind: host, buf_size: " + std::to_string(buf_size) +
-         ", num_bufs: 4096}\n"
-         "interfaces:\n"
-         "  - name: p0\n"
-         "    backend: dpdk\n"
-         "    address: \"" +
-         address +
-         "\"\n"
-         "    rx:\n"
-         "      queues:\n"
-         "        - {name: q0, regions: [r]}\n" +
-         flows + dpdk;
-}
 
 std::string errors_of(const std::string& text, const SystemFacts& f = facts()) {
   Diagnostics diags;
@@ -158,68 +128,6 @@ TEST(DpdkConfig, HugepageShortfallForTheEalIsAClearError) {
                          facts(0), diags);
   EXPECT_TRUE(ok.has_value()) << diags.render();
 }
-
-#ifdef DAQIRI_HAVE_DPDK
-TEST(DpdkConfig, EalArgumentsFollowTheInterfaces) {
-  Diagnostics diags;
-  auto c = parse_config(dpdk_config("net_pcap0,rx_pcap=/x.pcap", 2048, "",
-                                    "dpdk: {hugepages: false, memory_mb: 128, main_core: 2, "
-                                    "eal_args: [--log-level=pmd:debug]}\n"),
-                        "t.yaml", facts(), diags);
-  ASSERT_TRUE(c.has_value()) << diags.render();
-  auto args = backends::dpdk::eal_arguments(*c, "daqirid-test");
-  auto has = [&args](const std::vector<std::string>& seq) {
-    return std::search(args.begin(), args.end(), seq.begin(), seq.end()) != args.end();
-  };
-  EXPECT_TRUE(has({"--file-prefix=daqirid-test"}));
-  EXPECT_TRUE(has({"-l", "2", "--main-lcore", "2", "-m", "128"}));
-  EXPECT_TRUE(has({"--no-huge", "--no-shconf"}));
-  EXPECT_TRUE(has({"--no-pci"}));
-  EXPECT_TRUE(has({"--vdev", "net_pcap0,rx_pcap=/x.pcap"}));
-  EXPECT_EQ(args.back(), "--log-level=pmd:debug");
-
-  auto pci = parse_config(dpdk_config("0000:3b:00.0"), "t.yaml", facts(), diags);
-  ASSERT_TRUE(pci.has_value()) << diags.render();
-  args = backends::dpdk::eal_arguments(*pci, "p");
-  EXPECT_TRUE(has({"-a", "0000:3b:00.0"}));
-  EXPECT_TRUE(has({"--in-memory"}));  // hugepages by default, from memfds: no files
-  EXPECT_FALSE(has({"--no-pci"}));
-
-  EXPECT_NE(backends::dpdk::file_prefix_for("/run/daqiri/a.sock"),
-            backends::dpdk::file_prefix_for("/run/daqiri/b.sock"));
-  EXPECT_EQ(backends::dpdk::file_prefix_for("/run/daqiri/a.sock"),
-            backends::dpdk::file_prefix_for("/run/daqiri/a.sock"));
-}
-
-// A flow without an rte_flow rule on an isolated port gets nothing (the daemon refuses it); on a
-// NIC's other queues it may get nothing (the daemon warns); a vdev picks its queues itself.
-TEST(SoftwareSteering, SaysWhereAFlowWithoutARuleCanSeeFrames) {
-  using backends::dpdk::software_reach;
-  using backends::dpdk::SoftwareReach;
-  EXPECT_EQ(software_reach(true, true, 0), SoftwareReach::kIsolated);
-  EXPECT_EQ(software_reach(true, false, 2), SoftwareReach::kIsolated);
-  EXPECT_EQ(software_reach(false, true, 1), SoftwareReach::kNotFirstQueue);
-  EXPECT_EQ(software_reach(false, true, 0), SoftwareReach::kReaches);
-  EXPECT_EQ(software_reach(false, false, 3), SoftwareReach::kReaches);
-}
-
-// A queue's one flow takes its frames unread when no other frame can be on the queue: it is a
-// catch-all, or the NIC steers it where only rules deliver (an isolated port, a NIC's other
-// queues). A rule on a queue where frames without one land too (a vdev, a NIC's first queue)
-// is not enough, nor a software-steered flow anywhere.
-TEST(SoftwareSteering, SaysWhenAQueuesOneFlowTakesEveryFrameUnread) {
-  using backends::dpdk::SoftwareReach;
-  using backends::dpdk::takes_every_frame;
-  for (auto reach :
-       {SoftwareReach::kReaches, SoftwareReach::kIsolated, SoftwareReach::kNotFirstQueue}) {
-    EXPECT_TRUE(takes_every_frame(true, false, reach));
-    EXPECT_FALSE(takes_every_frame(false, false, reach));
-  }
-  EXPECT_TRUE(takes_every_frame(false, true, SoftwareReach::kIsolated));
-  EXPECT_TRUE(takes_every_frame(false, true, SoftwareReach::kNotFirstQueue));
-  EXPECT_FALSE(takes_every_frame(false, true, SoftwareReach::kReaches));
-}
-#endif
 
 TEST(SoftwareSteering, MatchesTheFieldsOfRealFrames) {
   std::vector<std::byte> f(200);

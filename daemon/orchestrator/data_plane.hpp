@@ -1,7 +1,10 @@
 // The data plane as control threads see it: flows installed and removed, attachments created,
-// activated and closed, counters read. Owns the pollers and everything they poll. Thread-safe:
-// every method may be called from any control thread (a mutex serialises them); pollers never
-// take that mutex.
+// activated and closed, counters read. Owns the pollers, the backends (through
+// backends/backend.hpp, made by the registry) and the GPU engine (gpu/gpu_engine.hpp), and names
+// neither a backend nor CUDA. Thread-safe: every method may be called from any control thread
+// (a mutex serialises them); pollers never take that mutex. Its parts: data_plane.cpp (set-up,
+// teardown, pollers), flow_install.cpp, attachment_setup.cpp, attachment_release.cpp,
+// plane_stats.cpp.
 #pragma once
 
 #include <chrono>
@@ -12,31 +15,27 @@
 #include <string>
 #include <vector>
 
-#include "backends/socket/socket_rx_flow.hpp"
-#include "backends/socket/socket_tx_queue.hpp"
-#include "backends/socket/tcp_rx_flow.hpp"
-#ifdef DAQIRI_HAVE_DPDK
-#include "backends/dpdk/dpdk_backend.hpp"
-#endif
-#ifdef DAQIRI_HAVE_RDMA
-#include "backends/rdma/rdma_interface.hpp"
-#endif
+#include "backends/backend.hpp"
 #include "config/config.hpp"
 #include "core/flow_table.hpp"
+#include "daqiri/v1/stats_counters.hpp"
+#include "dataplane/attachment_share.hpp"
 #include "dataplane/latency_histogram.hpp"
 #include "dataplane/nic_stats.hpp"
 #include "dataplane/poller.hpp"
 #include "dataplane/rx_attachment.hpp"
 #include "dataplane/tx_attachment.hpp"
-#include "memory/device_memory.hpp"
-#ifdef DAQIRI_HAVE_CUDA
-#include "gpu/device_pool_memory.hpp"
-#include "gpu/gpu_device.hpp"
-#include "gpu/gpu_rx_task.hpp"
-#include "gpu/host_registration.hpp"
-#endif
+#include "gpu/gpu_engine.hpp"
+#include "memory/page_arena.hpp"
 
-namespace daqiri::dataplane {
+namespace daqiri::orchestrator {
+
+using dataplane::AttachmentShare;
+using dataplane::Backpressure;
+using dataplane::Epoch;
+using dataplane::Grace;
+using dataplane::Poller;
+using dataplane::Steering;
 
 struct RxAttachOptions {
   uint32_t ring_size = 0;  // 0: the queue's ring_size
@@ -63,20 +62,25 @@ struct MemoryCost {
 // attachment (the session server charges it to the user, within the daemon's caps).
 using ReserveMemory = std::function<Result<>(const MemoryCost&)>;
 
+// A flow's counters as GetStats reports them, one member per row of DAQIRI_FLOW_COUNTERS
+// (daqiri/v1/stats_counters.hpp): packets and bytes; drops by cause; kernel_drops, all the
+// kernel dropped, read from /proc at the time of asking, and the same drops as datagrams
+// reported them (no_buffer: the pool was empty; overflow: the poller fell behind; both only
+// grow); the pool's buffers and those clients hold; its attachments.
 struct FlowStats {
   std::string name;
   std::string interface;
   std::string queue;
-  uint64_t packets = 0, bytes = 0, no_attachment = 0, rings_full = 0, filtered = 0, truncated = 0;
-  uint64_t kernel_drops = 0;  // all the kernel dropped, read from /proc at the time of asking
-  // The same drops as datagrams reported them, by cause (both only grow, unlike a difference of
-  // two counts read at different times): the pool was empty, or the poller fell behind.
-  uint64_t no_buffer = 0, overflow = 0;
-  uint32_t buffers_on_loan = 0, buffers_total = 0, connections = 0;
-  size_t attachments = 0;
+#define DAQIRI_STATS_MEMBER(member, ...) uint64_t member = 0;
+  DAQIRI_FLOW_COUNTERS(DAQIRI_STATS_MEMBER)
   Steering steering = Steering::kSoftware;
 };
 
+// An attachment's counters, one member per row of DAQIRI_ATTACHMENT_COUNTERS: share is the
+// most buffers an RX attachment may hold now (RxAttachment::share); stalls, the times a full
+// ring held its flow back (block backpressure); kicks, the times its client woke the sleeping
+// poller; ring_size and ring_used, the client's ring read at scrape time (RX: not yet
+// released; TX: submitted, not yet taken); gpu_*: copies into a GPU ring completed.
 struct AttachmentStats {
   uint64_t id = 0;
   bool rx = true;
@@ -84,16 +88,9 @@ struct AttachmentStats {
   std::string target;     // flow name, "queue IF/Q", or (TX) "IF/Q"
   std::string interface;  // TX: the queue's interface
   std::string queue;      // TX: the queue
-  uint64_t packets = 0, bytes = 0, dropped_ring_full = 0, dropped_no_buffer = 0, bad_index = 0,
-           bad_descriptor = 0, send_errors = 0, refused = 0, on_loan = 0, dropped_over_share = 0;
-  uint32_t share = 0;   // RX: the most buffers it may hold now (RxAttachment::share)
-  uint64_t stalls = 0;  // RX, block backpressure: times this attachment's full ring held the flow
-  uint64_t kicks = 0;   // times its client woke the sleeping poller
-  // The client's ring: slots and descriptors in it now (RX: not yet released; TX: submitted,
-  // not yet taken), read from the shared ring at scrape time.
-  uint32_t ring_size = 0, ring_used = 0;
-  uint64_t gpu_packets = 0, gpu_bytes = 0;  // GPU: copies into the GPU ring completed
-  LatencyHistogram::Snapshot gpu_copy_latency;
+  DAQIRI_ATTACHMENT_COUNTERS(DAQIRI_STATS_MEMBER)
+#undef DAQIRI_STATS_MEMBER
+  dataplane::LatencyHistogram::Snapshot gpu_copy_latency;
   bool violated = false;
   bool claimed = false;  // activate() ran: the pollers deliver to it
 };
@@ -101,32 +98,7 @@ struct AttachmentStats {
 struct PollerStats {
   std::string name;
   double busy_ratio = 0;
-  PollerWakeups wakeups;
-};
-
-// What a client needs to map an attachment: sent over the session socket.
-struct AttachmentShare {
-  uint64_t id = 0;
-  bool rx = true;
-  UniqueFd rings_fd;
-  size_t rings_size = 0;
-  size_t ring_offset = 0;
-  size_t completion_offset = 0;
-  UniqueFd event_fd;
-  UniqueFd kick_fd;  // RX and TX: the client's doorbell (sent after the regions)
-  struct Region {
-    UniqueFd fd;
-    uint64_t size = 0;
-    uint32_t buf_size = 0;
-    uint32_t num_bufs = 0;
-    bool writable = false;
-  };
-  std::vector<Region> regions;
-  // GPU RX: the ring's VMM fd and layout (rings_fd is then its host control block).
-  UniqueFd gpu_fd;  // or, for a legacy IPC ring (gpu_ipc), none: the handle went over gRPC
-  bool gpu_ipc = false;
-  daqiri_gpu_ring_info gpu{};
-  [[nodiscard]] bool is_gpu() const { return gpu_fd.valid() || gpu_ipc; }
+  dataplane::PollerWakeups wakeups;
 };
 
 class DataPlane {
@@ -193,10 +165,12 @@ class DataPlane {
   [[nodiscard]] std::vector<PollerStats> poller_stats() const;
   // How an installed flow is steered (nullopt: not installed).
   [[nodiscard]] std::optional<Steering> steering(std::string_view flow) const;
-  // DPDK ports (empty without dpdk interfaces).
-  [[nodiscard]] std::vector<NicStats> nic_stats() const;
-  // "up ...", "down" for a DPDK interface; "configured" otherwise.
+  // Each backend's ports and interfaces that keep counters of their own (DPDK, RDMA).
+  [[nodiscard]] std::vector<dataplane::NicStats> nic_stats() const;
+  // "up ...", "down" for a DPDK interface, "N connections" for RDMA; "configured" otherwise.
   [[nodiscard]] std::string interface_state(const std::string& interface) const;
+  // The GPUs this host has (none in a daqirid built without CUDA).
+  [[nodiscard]] std::vector<gpu::GpuInfo> gpus() const;
   // How an RX queue's clients get frames: "zero-copy", "copy (...)", or "socket" (the
   // kernel copies into the flow's buffers).
   [[nodiscard]] std::string delivery(const std::string& interface, const std::string& queue) const;
@@ -204,36 +178,29 @@ class DataPlane {
   [[nodiscard]] std::optional<config::RegionKind> rx_region_kind(uint64_t id) const;
 
  private:
-  struct RxQueueHome {
-    Poller* poller = nullptr;
-    const config::InterfaceConfig* itf = nullptr;
-    const config::QueueConfig* queue = nullptr;
-    const config::MemoryRegionConfig* region = nullptr;
-    const config::MemoryRegionConfig* headers = nullptr;  // header-data split: header slots
+  struct RxQueue {
+    backends::QueueHome home;
+    backends::Backend* backend = nullptr;
   };
-  struct TxQueueHome {
-    Poller* poller = nullptr;
-    const config::InterfaceConfig* itf = nullptr;
-    const config::QueueConfig* queue = nullptr;
-    const config::MemoryRegionConfig* region = nullptr;
-    std::unique_ptr<TxQueueTask> owned;
-    TxQueueTask* task = nullptr;  // socket: `owned`; rdma: the interface's task; DPDK: null
+  struct TxQueue {
+    backends::QueueHome home;
+    backends::Backend* backend = nullptr;
+    dataplane::TxQueueTask* task = nullptr;  // the backend's
   };
   struct FlowEntry {
-    std::unique_ptr<RxFlowTask> flow;
-    Poller* poller = nullptr;
+    std::unique_ptr<dataplane::RxFlowTask> flow;
+    const RxQueue* queue = nullptr;
+    [[nodiscard]] Poller* poller() const { return queue->home.poller; }
   };
   struct Attachment {
-    std::unique_ptr<RxAttachment> rx;
-    std::unique_ptr<TxAttachment> tx;
-#ifdef DAQIRI_HAVE_CUDA
-    std::unique_ptr<gpu::GpuRxTask> gpu;  // drains `rx` into a GPU ring
+    std::unique_ptr<dataplane::RxAttachment> rx;
+    std::unique_ptr<dataplane::TxAttachment> tx;
+    std::unique_ptr<gpu::GpuRing> gpu;  // drains `rx` into a GPU ring
     Poller* gpu_poller = nullptr;
-    Grace gpu_removal;  // closing: `gpu` out of its poller's tasks
-#endif
+    Grace gpu_removal;               // closing: `gpu` out of its poller's tasks
     std::vector<std::string> flows;  // RX: the flows feeding it, in region order
     std::string target;
-    TxQueueHome* tx_home = nullptr;
+    TxQueue* tx_queue = nullptr;
     bool active = false;
     bool closing = false;  // a close() waits for its pollers to let go
     bool retired = false;  // out of its pollers' sets
@@ -247,32 +214,72 @@ class DataPlane {
       return std::all_of(awaiting.begin(), awaiting.end(),
                          [](const Grace& g) { return g.reached(); });
     }
-    [[nodiscard]] AttachmentLifecycle& lifecycle() const {
+    [[nodiscard]] dataplane::AttachmentLifecycle& lifecycle() const {
       return rx ? rx->lifecycle : tx->lifecycle;
     }
-    [[nodiscard]] const AttachmentCounters& counters() const {
+    [[nodiscard]] const dataplane::AttachmentCounters& counters() const {
       return rx ? rx->counters : tx->counters;
     }
   };
 
   explicit DataPlane(config::Config config) : config_(std::move(config)) {}
+
+  // ---- set-up and teardown (data_plane.cpp) ----
+  // Opens the backends the configuration names, then places and opens every queue.
+  Result<> open_backends();
+  Result<> open_queues(const config::InterfaceConfig& itf, backends::Backend& backend);
   // Stops every poller, each within kStopWait; exits the process (kExitPollerStuck) if one
   // does not.
   void stop_pollers();
   Result<Poller*> poller_for(const std::string& name, int core);
-  // Creates an rdma interface's task and the poller it runs on.
-  Result<Poller*> start_rdma(const config::InterfaceConfig& itf);
-  // The DPDK backend's poll task for a queue.
-  [[nodiscard]] PollTask* dpdk_task(const config::InterfaceConfig& itf,
-                                    const config::QueueConfig& q, bool rx) const;
-  [[nodiscard]] bool is_dpdk(const std::string& interface) const;
-  // A gpudirect region's pool: GPU memory on the region's GPU, `region.total_bytes()` at least.
-  Result<memory::DeviceMemory> gpudirect_memory(const config::MemoryRegionConfig& region);
+
+  // ---- flows (flow_install.cpp) ----
+  // Whether a flow being removed may be taken from its poller now: its backend let go of it
+  // (an RDMA flow's connections closed), and no copy into a GPU ring reads its buffers any
+  // more. Asks its parked GPU rings to hand back (hand_back_when_quiet) on the way, so that a
+  // loop on it makes progress.
+  bool let_go(std::string_view name, const FlowEntry& e);
+  // Takes a flow that was let go from its poller (or backend) and frees it after the grace.
+  void finish_removal(std::string_view name, FlowEntry& e);
+  // Finishes the removal of lingering flows let go since.
+  void reap_lingering_locked();
+  [[nodiscard]] bool lingers(std::string_view flow) const;
+  // A flow's removal has been published (its Grace, `removal`): its parked attachments stop
+  // waiting for a release through it.
+  void let_parked_go(std::string_view flow, Poller& poller, const Grace& removal);
+
+  // ---- attachments made and activated (attachment_setup.cpp) ----
   static std::string target_of(const Attachment& a);
   // `extra`: more of the attachment's cost than its ring (a GPU ring's), reserved with it.
   Result<uint64_t> create_rx_locked(std::vector<std::string> flows, std::string target,
                                     uint32_t ring_size, const RxAttachOptions& options,
                                     const ReserveMemory& reserve, MemoryCost extra = {});
+  // FAILED_PRECONDITION unless a GPU (or host) attachment suits the flow's queue region.
+  Result<> check_delivery(const RxQueue& queue, std::string_view flow,
+                          const RxAttachOptions& options) const;
+  // A GPU ring for `a` on its GPU's poller (made on first use).
+  Result<> add_gpu_ring(Attachment& a, const backends::QueueHome& home, uint32_t slots,
+                        bool cuda_ipc);
+  // activate() in two steps: every fallible thing first (fds for the client, the per-flow
+  // limit), then what makes the attachment visible to its pollers.
+  [[nodiscard]] Result<AttachmentShare> prepare_activation(uint64_t id, const Attachment& a) const;
+  [[nodiscard]] Result<AttachmentShare> share_of(uint64_t id, const Attachment& a) const;
+  Result<> install(Attachment& a);
+  // RX: its flows deliver to it, and their pollers watch its kick. False, with nothing
+  // changed, when a flow delivers to kMaxAttachmentsPerFlow already.
+  [[nodiscard]] bool add_rx(Attachment& a);
+  // Undoes add_rx for the first `flows` of its flows, and the kick watches.
+  void remove_rx(Attachment& a, size_t flows);
+  // RX attachments (claimed or not) that `flow` feeds.
+  [[nodiscard]] size_t rx_attachments_of(std::string_view flow) const;
+  // Of a flow's pool, the buffers its clients may hold between them.
+  [[nodiscard]] uint32_t lendable(const FlowEntry& f) const;
+  // Sets each claimed RX attachment's share (RxAttachment::set_share): an equal part of what
+  // its pools can lend among the attachments that draw on them, so that a client that never
+  // releases leaves the others theirs.
+  void rebalance_shares();
+
+  // ---- attachments closed, parked and freed (attachment_release.cpp) ----
   // close() with the lock held throughout (flow removal, shutdown): the same bounded wait.
   void close_locked(uint64_t id);
   // close() in steps: asks its pollers to let go; waits for it (up to kReleaseWait); takes it
@@ -304,74 +311,22 @@ class DataPlane {
   // buffers (a GPU ring: its copy task off its poller, no copy in flight); whether it has.
   // Never waits: close() and reap_parked_locked() ask again.
   bool hand_back_when_quiet(Attachment& a);
-  // Whether a flow being removed may be taken from its poller now: an RDMA flow's poller has
-  // closed its connections, and no copy into a GPU ring reads its buffers any more. Asks its
-  // parked GPU rings to hand back (hand_back_when_quiet) on the way, so that a loop on it
-  // makes progress.
-  bool let_go(std::string_view name, const FlowEntry& e);
-  // Takes a flow that was let go from its poller (or backend) and frees it after the grace.
-  void finish_removal(std::string_view name, FlowEntry& e);
-  // Finishes the removal of lingering flows let go since.
-  void reap_lingering_locked();
-  [[nodiscard]] bool lingers(std::string_view flow) const;
-  // A flow's removal has been published (its Grace, `removal`): its parked attachments stop
-  // waiting for a release through it.
-  void let_parked_go(std::string_view flow, Poller& poller, const Grace& removal);
   // Every poller it is on: its flows' (RX) or its queue's (TX), and its GPU ring's.
   [[nodiscard]] std::vector<Poller*> pollers_of(const Attachment& a) const;
   // RX: the pollers of its flows, each once.
   [[nodiscard]] std::vector<Poller*> rx_pollers(const Attachment& a) const;
-  // RX: its flows deliver to it, and their pollers watch its kick. False, with nothing
-  // changed, when a flow delivers to kMaxAttachmentsPerFlow already.
-  [[nodiscard]] bool add_rx(Attachment& a);
-  // Undoes add_rx for the first `flows` of its flows, and the kick watches.
-  void remove_rx(Attachment& a, size_t flows);
-  // RX attachments (claimed or not) that `flow` feeds.
-  [[nodiscard]] size_t rx_attachments_of(std::string_view flow) const;
-  // activate() in two steps: every fallible thing first (fds for the client, the per-flow
-  // limit), then what makes the attachment visible to its pollers.
-  [[nodiscard]] Result<AttachmentShare> prepare_activation(uint64_t id, const Attachment& a) const;
-  [[nodiscard]] Result<AttachmentShare> share_of(uint64_t id, const Attachment& a) const;
-  Result<> install(Attachment& a);
-  // Of a flow's pool, the buffers its clients may hold between them.
-  [[nodiscard]] uint32_t lendable(FlowEntry& f) const;
-  // Sets each claimed RX attachment's share (RxAttachment::set_share): an equal part of what
-  // its pools can lend among the attachments that draw on them, so that a client that never
-  // releases leaves the others theirs.
-  void rebalance_shares();
-  // FAILED_PRECONDITION unless a GPU (or host) attachment suits the flow's queue region.
-  Result<> check_delivery(const RxQueueHome& home, std::string_view flow,
-                          const RxAttachOptions& options) const;
-#ifdef DAQIRI_HAVE_CUDA
-  // `header_size` > 0: header-data split (the first header_size bytes of each frame to host
-  // header slots, the rest to the GPU ring). `busy_poll`: the GPU's poller spins while it has
-  // this ring.
-  Result<> add_gpu_engine(Attachment& a, const config::MemoryRegionConfig& region, uint32_t slots,
-                          uint32_t header_size, bool cuda_ipc, bool busy_poll);
-  // The region's GPU (its primary context retained on first use).
-  Result<gpu::GpuDevice*> gpu_of(const config::MemoryRegionConfig& region);
-  std::map<int, std::unique_ptr<gpu::GpuDevice>> gpus_;
-  std::map<int, Poller*> gpu_pollers_;
-  // Flow pools the GPUs read from, registered on first use, dropped with the flow.
-  std::map<const memory::BufferPool*, gpu::HostRegistration> pinned_pools_;
-#endif
 
   const config::Config config_;
   mutable std::mutex mutex_;
-#ifdef DAQIRI_HAVE_DPDK
-  std::unique_ptr<backends::dpdk::DpdkBackend> dpdk_;  // outlives pollers, flows, attachments
-#endif
-#ifdef DAQIRI_HAVE_RDMA
-  std::map<std::string, std::unique_ptr<backends::rdma::RdmaInterface>> rdma_;
-  [[nodiscard]] backends::rdma::RdmaInterface* rdma(const std::string& interface) const {
-    auto it = rdma_.find(interface);
-    return it == rdma_.end() ? nullptr : it->second.get();
-  }
-#endif
+  // Declared first, gone last: GPU memory that backends' pools and GPU rings live in.
+  std::unique_ptr<gpu::GpuEngine> gpu_engine_;
+  std::map<config::Backend, std::unique_ptr<backends::Backend>> backends_;
+  std::function<void()> thread_setup_;  // every poller runs each backend's first
   std::vector<std::unique_ptr<Poller>> pollers_;
   std::map<int, Poller*> pinned_;
-  std::map<std::string, RxQueueHome> rx_queues_;  // "interface/queue"
-  std::map<std::string, std::unique_ptr<TxQueueHome>> tx_queues_;
+  std::map<int, Poller*> gpu_pollers_;        // by CUDA ordinal
+  std::map<std::string, RxQueue> rx_queues_;  // "interface/queue"
+  std::map<std::string, TxQueue> tx_queues_;  // "interface/queue"
   std::map<std::string, FlowEntry, std::less<>> flows_;
   std::map<std::string, memory::PageArena> arenas_;  // per share_pages region: its slabs
   std::map<uint64_t, Attachment> attachments_;
@@ -385,4 +340,4 @@ class DataPlane {
   uint64_t next_id_ = 1;
 };
 
-}  // namespace daqiri::dataplane
+}  // namespace daqiri::orchestrator

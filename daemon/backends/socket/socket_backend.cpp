@@ -1,0 +1,56 @@
+#include "backends/socket/socket_backend.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "backends/socket/socket_rx_flow.hpp"
+#include "backends/socket/socket_tx_queue.hpp"
+#include "backends/socket/tcp_rx_flow.hpp"
+
+namespace daqiri::backends::socket {
+
+Result<std::unique_ptr<Backend>> SocketBackend::open(const BackendContext& context) {
+  return std::unique_ptr<Backend>(new SocketBackend(context));
+}
+
+Result<dataplane::TxQueueTask*> SocketBackend::open_tx_queue(const QueueHome& home) {
+  auto task = SocketTxQueue::create(config::sending_ipv4(*home.itf), home.queue->batch_size,
+                                    home.region->buf_size,
+                                    home.queue->tx_policy.value_or(config::TxPolicy::kChecked));
+  if (!task) return std::unexpected(task.error());
+  dataplane::TxQueueTask* raw = task->get();
+  tx_queues_.push_back(std::move(*task));
+  home.poller->add_task(raw, {});
+  return raw;
+}
+
+Result<std::unique_ptr<dataplane::RxFlowTask>> SocketBackend::add_flow(const core::Flow& flow,
+                                                                       const QueueHome& home,
+                                                                       memory::PageArena* arena) {
+  if (flow.match.any) {
+    return fail(ErrorCode::kFailedPrecondition,
+                "match any (a queue's catch-all) needs a dpdk interface", "match");
+  }
+  bool huge = home.region->kind == config::RegionKind::kHuge;
+  uint32_t ipv4 = config::sending_ipv4(*home.itf);
+  std::unique_ptr<dataplane::RxFlowTask> task;
+  if (flow.match.is_tcp() || flow.connect) {
+    auto t = TcpRxFlow::create(flow, ipv4, home.region->buf_size, home.region->num_bufs, huge,
+                               arena, home.queue->batch_size);
+    if (!t) return std::unexpected(t.error());
+    task = std::move(*t);
+  } else {
+    auto t = SocketRxFlow::create(flow, ipv4, home.region->buf_size, home.region->num_bufs, huge,
+                                  arena, home.queue->batch_size);
+    if (!t) return std::unexpected(t.error());
+    task = std::move(*t);
+  }
+  home.poller->add_task(task.get(), task->fds());
+  spdlog::debug("flow {} installed on {}", flow.name, home.poller->name());
+  return task;
+}
+
+dataplane::Grace SocketBackend::remove_flow(dataplane::RxFlowTask* flow, const QueueHome& home) {
+  return home.poller->remove_task(flow, flow->fds());
+}
+
+}  // namespace daqiri::backends::socket

@@ -1,0 +1,31 @@
+// The kernel-socket backend: a flow binds UDP (or TCP) sockets and receives into its own pool;
+// a TX queue sends through a raw socket. Needs nothing but the kernel, on any interface.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backends/backend.hpp"
+
+namespace daqiri::backends::socket {
+
+class SocketBackend final : public Backend {
+ public:
+  static Result<std::unique_ptr<Backend>> open(const BackendContext& context);
+
+  Result<dataplane::TxQueueTask*> open_tx_queue(const QueueHome& home) override;
+  // A TCP flow (match on TCP, or connect) or a UDP one, its fds on the queue's poller.
+  Result<std::unique_ptr<dataplane::RxFlowTask>> add_flow(const core::Flow& flow,
+                                                          const QueueHome& home,
+                                                          memory::PageArena* arena) override;
+  dataplane::Grace remove_flow(dataplane::RxFlowTask* flow, const QueueHome& home) override;
+  // Buffers are taken only to receive into them: none stay posted.
+  [[nodiscard]] QueueTraits traits(const QueueHome& /*home*/) const override { return {}; }
+  [[nodiscard]] std::string delivery(const QueueHome& /*home*/) const override { return "socket"; }
+
+ private:
+  explicit SocketBackend(const BackendContext& context) : Backend(context) {}
+  std::vector<std::unique_ptr<dataplane::TxQueueTask>> tx_queues_;
+};
+
+}  // namespace daqiri::backends::socket

@@ -1,0 +1,82 @@
+// The GPU engine as the data plane drives it, free of CUDA headers: GPU memory for gpudirect
+// pools, and GPU rings that copy an RX attachment's frames into GPU memory. registry.cpp makes
+// one in a daqirid built with CUDA (gpu/cuda_gpu_engine.hpp); without, there is none.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "daqiri/ring.hpp"
+#include "dataplane/attachment_share.hpp"
+#include "dataplane/latency_histogram.hpp"
+#include "dataplane/poller.hpp"
+#include "dataplane/rx_attachment.hpp"
+#include "memory/buffer_pool.hpp"
+#include "memory/device_memory.hpp"
+
+namespace daqiri::gpu {
+
+// A GPU this host has.
+struct GpuInfo {
+  uint32_t index = 0;
+  std::string name;
+  uint64_t memory_bytes = 0;
+  std::string pci_bus_id;
+};
+
+// Frames whose copy into the GPU ring completed (single writer: the ring's poller).
+struct GpuCopyCounters {
+  std::atomic<uint64_t> packets{0};
+  std::atomic<uint64_t> bytes{0};
+  // gpu_copy: dma: frames moved by copy-engine copies, and those copies.
+  std::atomic<uint64_t> dma_frames{0};
+  std::atomic<uint64_t> dma_copies{0};
+  // Per burst: from the copy's launch to the engine seeing its event complete (host clock).
+  dataplane::LatencyHistogram latency;
+};
+
+// One GPU RX attachment's copy task: drains a daemon-internal RX attachment into the client's
+// GPU ring, on its GPU's poller.
+class GpuRing : public dataplane::PollTask {
+ public:
+  [[nodiscard]] virtual int gpu() const = 0;  // the CUDA ordinal
+  // The source attachment's eventfd: wakes the ring's sleeping poller when frames come.
+  [[nodiscard]] virtual int wake_fd() const = 0;
+  // After the task left its poller (and the poller came round past that): whether no copy is
+  // in flight any more. Asks, never waits; the first time it is, the client hears the ring is
+  // detached, and the source's buffers are the RX poller's to take back.
+  [[nodiscard]] virtual bool quiesced() = 0;
+  // The client's side of the ring (producer mirror, consumer index): occupancy.
+  [[nodiscard]] virtual const abi::RingView& control_ring() const = 0;
+  // What the client maps: the control block, its eventfd, the ring (a VMM fd, or for a legacy
+  // IPC ring nothing: ipc_handle() goes over gRPC) and, with header-data split, header slots.
+  [[nodiscard]] virtual Result<dataplane::AttachmentShare> share(uint64_t id) const = 0;
+  // A ring made with cuda_ipc: its cudaIpcMemHandle_t bytes; NOT_FOUND otherwise.
+  [[nodiscard]] virtual Result<std::string> ipc_handle() const = 0;
+  GpuCopyCounters counters;
+};
+
+class GpuEngine {
+ public:
+  virtual ~GpuEngine() = default;
+  // GPU memory for a gpudirect region's pools, on the region's GPU.
+  virtual Result<memory::DeviceMemory> device_memory(const config::MemoryRegionConfig& region) = 0;
+  // A ring of `slots` on the region's GPU fed by `source`, whose host pools it pins for the GPU
+  // on first use. `header_size` > 0: header-data split (the first header_size bytes of each
+  // frame to host header slots, the rest to the ring). `busy_poll`: its poller spins while it
+  // has the ring.
+  virtual Result<std::unique_ptr<GpuRing>> create_ring(dataplane::RxAttachment& source,
+                                                       const config::MemoryRegionConfig& region,
+                                                       uint32_t slots, uint32_t header_size,
+                                                       bool cuda_ipc, bool busy_poll) = 0;
+  // `pool` is about to be freed (its flow is gone): unpinned, if it was. Null: every pool.
+  virtual void forget_pool(const memory::BufferPool* pool) = 0;
+  // The GPUs this host has.
+  [[nodiscard]] virtual std::vector<GpuInfo> devices() const = 0;
+};
+
+}  // namespace daqiri::gpu

@@ -1,0 +1,139 @@
+// TxAttachment: a client's TX ring: descriptors copied, checked, taken and completed.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "daqiri/frame.hpp"
+#include "daqiri/ring.hpp"
+#include "dataplane/tx_attachment.hpp"
+
+namespace daqiri::dataplane {
+namespace {
+
+constexpr TxRules kUdpRules{frame::kUdpHeaders, false};
+
+TEST(TxAttachment, ValidDescriptorsAreTakenAndCompleted) {
+  auto a = TxAttachment::create(1, 2048, 16, 64, false, kUdpRules);
+  ASSERT_TRUE(a);
+  auto tx = *abi::RingView::open((*a)->rings().data(), (*a)->completion_offset(), DAQIRI_RING_TX,
+                                 sizeof(daqiri_tx_desc));
+  auto comp = *abi::RingView::open((*a)->rings().data() + (*a)->completion_offset(),
+                                   (*a)->rings().size() - (*a)->completion_offset(),
+                                   DAQIRI_RING_COMPLETION, sizeof(uint32_t));
+  *tx.slot<daqiri_tx_desc>(0) = {3, 100, 0, 0};
+  *tx.slot<daqiri_tx_desc>(1) = {7, 2048, 0, 0};
+  tx.publish_producer(2);
+  daqiri_tx_desc out[8];
+  ASSERT_EQ((*a)->take(out, 8), 2u);
+  EXPECT_EQ(out[1].buffer, 7u);
+  EXPECT_EQ(tx.load_consumer(), 2u);
+  (*a)->complete(out, 2);
+  EXPECT_EQ(comp.load_producer(), 2u);
+  EXPECT_EQ(*comp.slot<uint32_t>(0), 3u);
+  EXPECT_FALSE((*a)->lifecycle.violated.load());
+}
+
+// Before the poller sleeps the attachment sets NEED_WAKEUP on its TX ring, where the client
+// looks after each submit; a submission already waiting keeps the poller awake.
+TEST(TxAttachment, ArmsTheClientsKickAndSaysWhenASubmissionWaits) {
+  auto a = TxAttachment::create(1, 2048, 16, 64, false, kUdpRules);
+  ASSERT_TRUE(a);
+  auto tx = *abi::RingView::open((*a)->rings().data(), (*a)->completion_offset(), DAQIRI_RING_TX,
+                                 sizeof(daqiri_tx_desc));
+  EXPECT_FALSE(tx.consumer_wants_wakeup());
+  EXPECT_TRUE((*a)->arm_wakeup());
+  EXPECT_TRUE(tx.consumer_wants_wakeup());
+  // The client's side: a submit that finds the flag writes the kick eventfd.
+  *tx.slot<daqiri_tx_desc>(0) = {3, 100, 0, 0};
+  tx.publish_producer(1);
+  EXPECT_TRUE(tx.wake_consumer((*a)->kick_fd()));
+  uint64_t kicks = 0;
+  EXPECT_EQ(::read((*a)->kick_fd(), &kicks, sizeof kicks), ssize_t(sizeof kicks));
+  EXPECT_EQ(kicks, 1u);
+  (*a)->disarm_wakeup();
+  EXPECT_FALSE(tx.consumer_wants_wakeup());
+  EXPECT_FALSE(tx.wake_consumer((*a)->kick_fd())) << "kicked a poller that is awake";
+  EXPECT_FALSE((*a)->arm_wakeup()) << "armed past a waiting submission";
+  daqiri_tx_desc out[8];
+  ASSERT_EQ((*a)->take(out, 8), 1u);
+  EXPECT_TRUE((*a)->arm_wakeup());
+  // A client cut off has nothing to wait for, whatever its ring says.
+  tx.publish_producer(5);
+  EXPECT_FALSE((*a)->arm_wakeup());
+  (*a)->lifecycle.violated.store(true);
+  EXPECT_TRUE((*a)->arm_wakeup());
+}
+
+TEST(TxAttachment, BadDescriptorsAreViolations) {
+  const daqiri_tx_desc bad[] = {
+      {16, 100, 0, 0},  // no such buffer
+      {1, 41, 0, 0},    // shorter than the headers of a UDP frame
+      {1, 2049, 0, 0},  // longer than a buffer
+      {1, 100, 1, 0},   // undefined flags
+      {1, 100, 0, 3},   // a remote slot, on a queue without RDMA
+  };
+  for (const auto& d : bad) {
+    auto a = TxAttachment::create(1, 2048, 16, 64, false, kUdpRules);
+    auto tx = *abi::RingView::open((*a)->rings().data(), (*a)->completion_offset(), DAQIRI_RING_TX,
+                                   sizeof(daqiri_tx_desc));
+    *tx.slot<daqiri_tx_desc>(0) = d;
+    tx.publish_producer(1);
+    daqiri_tx_desc out[4];
+    EXPECT_EQ((*a)->take(out, 4), 0u);
+    EXPECT_TRUE((*a)->lifecycle.violated.load());
+    EXPECT_EQ((*a)->counters.bad_descriptor.load(), 1u);
+  }
+  // The same buffer twice while the daemon has it.
+  auto a = TxAttachment::create(1, 2048, 16, 64, false, kUdpRules);
+  auto tx = *abi::RingView::open((*a)->rings().data(), (*a)->completion_offset(), DAQIRI_RING_TX,
+                                 sizeof(daqiri_tx_desc));
+  *tx.slot<daqiri_tx_desc>(0) = {5, 100, 0, 0};
+  *tx.slot<daqiri_tx_desc>(1) = {5, 100, 0, 0};
+  tx.publish_producer(2);
+  daqiri_tx_desc out[4];
+  EXPECT_EQ((*a)->take(out, 4), 1u);
+  EXPECT_TRUE((*a)->lifecycle.violated.load());
+  // A producer index that runs ahead by more than the ring is a violation too.
+  auto b = TxAttachment::create(2, 2048, 16, 64, false, kUdpRules);
+  auto tx2 = *abi::RingView::open((*b)->rings().data(), (*b)->completion_offset(), DAQIRI_RING_TX,
+                                  sizeof(daqiri_tx_desc));
+  tx2.publish_producer(65);
+  EXPECT_EQ((*b)->take(out, 4), 0u);
+  EXPECT_EQ((*b)->counters.bad_index.load(), 1u);
+}
+
+TEST(TxAttachment, RdmaQueuesTakeOperationsAndNothingElse) {
+  const TxRules rdma{1, true};
+  const uint32_t conn2 = 2u << DAQIRI_TX_CONNECTION_SHIFT;
+  const daqiri_tx_desc good[] = {{0, 1, DAQIRI_RDMA_SEND, 0},
+                                 {1, 2048, DAQIRI_RDMA_WRITE | conn2, 9},
+                                 {2, 64, DAQIRI_RDMA_WRITE_IMM, 1},
+                                 {3, 64, DAQIRI_RDMA_READ | conn2, 0}};
+  auto a = TxAttachment::create(1, 2048, 16, 64, false, rdma);
+  ASSERT_TRUE(a);
+  auto tx = *abi::RingView::open((*a)->rings().data(), (*a)->completion_offset(), DAQIRI_RING_TX,
+                                 sizeof(daqiri_tx_desc));
+  for (uint32_t i = 0; i < 4; ++i)
+    *tx.slot<daqiri_tx_desc>(i) = good[i];
+  tx.publish_producer(4);
+  daqiri_tx_desc out[8];
+  EXPECT_EQ((*a)->take(out, 8), 4u);
+  EXPECT_FALSE((*a)->lifecycle.violated.load());
+  const daqiri_tx_desc bad[] = {
+      {0, 0, DAQIRI_RDMA_SEND, 0},  // empty
+      {0, 8, 4, 0},                 // no such operation
+      {0, 8, 0x100, 0},             // bits between the operation and the connection
+  };
+  for (const auto& d : bad) {
+    auto b = TxAttachment::create(1, 2048, 16, 64, false, rdma);
+    auto t = *abi::RingView::open((*b)->rings().data(), (*b)->completion_offset(), DAQIRI_RING_TX,
+                                  sizeof(daqiri_tx_desc));
+    *t.slot<daqiri_tx_desc>(0) = d;
+    t.publish_producer(1);
+    EXPECT_EQ((*b)->take(out, 4), 0u);
+    EXPECT_TRUE((*b)->lifecycle.violated.load());
+  }
+}
+
+}  // namespace
+}  // namespace daqiri::dataplane
