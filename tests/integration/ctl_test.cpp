@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <csignal>
+#include <sstream>
 
 #include "harness.hpp"
 #include "stats_client.hpp"
@@ -251,6 +252,38 @@ TEST_F(CtlTest, SocketIsGroupOwnedAndClosedToOthers) {
   auto r = ctl({"info"}, outsider.ids());
   EXPECT_EQ(r.exit_code, 4);
   EXPECT_THAT(r.err, HasSubstr("permission denied on " + socket_));
+}
+
+// What bash completes after the words typed, with the installed completion script sourced.
+std::vector<std::string> completions(const std::string& typed) {
+  std::string script = "source '" + source_dir() +
+                       "/tools/daqiri-ctl/daqiri-ctl.bash-completion'; "
+                       "read -ra COMP_WORDS <<<\"$1\"; [[ $1 == *' ' ]] && COMP_WORDS+=(''); "
+                       "COMP_WORDS[0]=\"$2\"; COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); "
+                       "_daqiri_ctl; printf '%s\\n' \"${COMPREPLY[@]}\"";
+  auto r = run({"/bin/bash", "-c", script, "bash", typed, ctl_path()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> out;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+TEST(CtlCompletion, OffersSubcommandsAndOptionsFromTheProgramsOwnHelp) {
+  using ::testing::Contains;
+  using ::testing::ElementsAre;
+  using ::testing::UnorderedElementsAre;
+  EXPECT_THAT(completions("daqiri-ctl fl"), ElementsAre("flows"));
+  EXPECT_THAT(completions("daqiri-ctl flows "),
+              UnorderedElementsAre("list", "add", "del", "delete"));
+  EXPECT_THAT(completions("daqiri-ctl -s /x flows add --udp"),
+              UnorderedElementsAre("--udp-src", "--udp-dst"));
+  // Global options after a subcommand, as daqiri-ctl takes them.
+  auto after_stats = completions("daqiri-ctl stats --");
+  EXPECT_THAT(after_stats, Contains("--watch"));
+  EXPECT_THAT(after_stats, Contains("--json"));
 }
 
 }  // namespace

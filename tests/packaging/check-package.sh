@@ -12,7 +12,9 @@ contents=$(dpkg-deb -c "$deb" | awk '{print $6}')
 for want in ./usr/sbin/daqirid ./usr/bin/daqiri-ctl ./usr/lib/systemd/system/daqirid.service \
     ./usr/lib/sysusers.d/daqiri.conf ./usr/lib/tmpfiles.d/daqiri.conf \
     ./usr/share/daqiri/examples/default.yaml ./usr/share/daqiri/proto/daqiri/v1/control.proto \
-    ./usr/share/doc/daqiri/configuration.md; do
+    ./usr/share/doc/daqiri/configuration.md ./usr/share/man/man8/daqirid.8 \
+    ./usr/share/man/man1/daqiri-ctl.1 ./usr/share/man/man1/daqiri-gen.1 \
+    ./usr/share/bash-completion/completions/daqiri-ctl; do
   grep -qxF "$want" <<<"$contents" || { echo "missing from $deb: $want"; exit 1; }
 done
 # Captured first: `dpkg-deb | grep -q` under pipefail fails whenever grep's early exit makes

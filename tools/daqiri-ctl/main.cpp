@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"daqiri-ctl: inspect and change a running daqirid", "daqiri-ctl"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("daqiri-ctl ") + DAQIRI_VERSION);
   // Global options may come after the subcommand too (`flows list --json`): a subcommand hands
   // on what it does not know (each inherits this). Its own options of one name come first.
   app.fallthrough();

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{"daqiri-gen: UDP traffic with sequence numbers and a checkable payload",
                "daqiri-gen"};
+  app.set_version_flag("--version", std::string("daqiri-gen ") + DAQIRI_VERSION);
   app.add_option("--dest", o.dest, "destination HOST:PORT")->required();
   app.add_option("--size", o.size, "UDP payload bytes (at least 24)")->capture_default_str();
   app.add_option("--count", o.count, "packets to send (per run, over all ports)");
