@@ -1,7 +1,8 @@
 // daqiri-gpu-receive: a flow's packets straight into GPU memory, checked on the GPU in one of
 // the three consumer styles:
 //   kernel      the host waits (eventfd), launches a kernel per burst, releases after it
-//   persistent  one block for the whole run polls the doorbell and releases from the GPU
+//   persistent  a grid of --blocks blocks runs for the whole stream, polls the doorbell and
+//               releases from the GPU (daqiri/gpu_ring_consumer.cuh)
 //   graph       a CUDA graph of (cuStreamWaitValue32, kernel, cuStreamWriteValue32) stages,
 //               re-posted; --count must be a multiple of --burst x --stages
 //   hds         header-data split queues: each frame put back together on the host from its
@@ -133,9 +134,8 @@ uint64_t run_split(Run& r) {
         cudaMemcpy(frame.data() + head, view.base + d.offset, d.length - head,
                    cudaMemcpyDeviceToHost);
       }
-      std::span<const std::byte> payload(
-          frame.data() + d.payload_offset,
-          d.payload_offset <= d.length ? d.length - d.payload_offset : 0);
+      uint16_t at = daqiri_rx_payload_offset(&d, reinterpret_cast<const uint8_t*>(frame.data()));
+      std::span<const std::byte> payload(frame.data() + at, at <= d.length ? d.length - at : 0);
       daqiri::pattern::Header h{};
       bool ok = split && daqiri::pattern::check(payload, h) == daqiri::pattern::Check::kOk;
       ++(ok ? r.totals->intact : r.totals->corrupt);
@@ -151,14 +151,18 @@ uint64_t run_split(Run& r) {
 
 // Persistent kernel: it runs until `count` packets were checked (or the timeout, when the host
 // raises the stop flag); the host only waits.
-uint64_t run_persistent(Run& r, uint32_t threads) {
+uint64_t run_persistent(Run& r, uint32_t blocks, uint32_t threads) {
   uint32_t* stop = nullptr;  // mapped host memory: the host writes, the kernel polls
   cudaHostAlloc(reinterpret_cast<void**>(&stop), sizeof(uint32_t), cudaHostAllocMapped);
   *stop = 0;
   uint32_t* stop_dev = nullptr;
   cudaHostGetDevicePointer(reinterpret_cast<void**>(&stop_dev), stop, 0);
-  cudaError_t e = daqiri::example::launch_persistent(
-      r.ring.view(), 0, static_cast<uint32_t>(r.count), threads, r.totals, stop_dev, r.stream);
+  uint32_t* done = nullptr;  // each block's progress: counter 0 to start with
+  cudaMalloc(reinterpret_cast<void**>(&done), sizeof(uint32_t) * blocks);
+  cudaMemset(done, 0, sizeof(uint32_t) * blocks);
+  cudaError_t e =
+      daqiri::example::launch_persistent(r.ring.view(), 0, static_cast<uint32_t>(r.count), blocks,
+                                         threads, done, r.totals, stop_dev, r.stream);
   if (e != cudaSuccess) {
     std::fprintf(stderr, "kernel: %s\n", cudaGetErrorString(e));
     std::exit(1);
@@ -172,6 +176,7 @@ uint64_t run_persistent(Run& r, uint32_t threads) {
     std::exit(1);
   }
   cudaFreeHost(stop);
+  cudaFree(done);
   return r.totals->intact + r.totals->corrupt;  // the kernel released every range it checked
 }
 
@@ -213,7 +218,7 @@ int main(int argc, char** argv) {
   uint32_t ring_size = 0;
   int timeout_s = 30;
   std::string style = "kernel";
-  uint32_t threads = 1024, burst = 32, stages = 8;
+  uint32_t blocks = 1, threads = 1024, burst = 32, stages = 8;
   std::string reconnect_arg = "no", cuda_ipc_arg = "no";
   CLI::App app{"daqiri-gpu-receive: a flow's packets into a GPU ring, checked on the GPU"};
   app.add_option("--socket", socket, "daqirid's control socket");
@@ -224,8 +229,9 @@ int main(int argc, char** argv) {
   app.add_option("--style", style, "consumer style")
       ->check(CLI::IsMember({"kernel", "persistent", "graph", "hds"}))
       ->capture_default_str();
-  app.add_option("--threads", threads, "persistent: threads of its one block")
+  app.add_option("--blocks", blocks, "persistent: blocks of its grid (all resident at once)")
       ->capture_default_str();
+  app.add_option("--threads", threads, "persistent: threads of each block")->capture_default_str();
   app.add_option("--burst", burst, "graph: packets per stage")->capture_default_str();
   app.add_option("--stages", stages, "graph: stages per post")->capture_default_str();
   app.add_option("--reconnect", reconnect_arg, "kernel: survive a daemon restart")
@@ -241,6 +247,10 @@ int main(int argc, char** argv) {
   }
   if (style == "persistent" && (threads == 0 || threads % 32 != 0 || threads > 1024)) {
     std::fprintf(stderr, "--threads must be a multiple of 32, at most 1024\n");
+    return 2;
+  }
+  if (style == "persistent" && (blocks == 0 || blocks > 1024)) {
+    std::fprintf(stderr, "--blocks must be 1 to 1024 (and fit on the GPU at once)\n");
     return 2;
   }
   if (style == "graph" && (burst == 0 || stages == 0 || count % (uint64_t{burst} * stages) != 0)) {
@@ -276,7 +286,7 @@ int main(int argc, char** argv) {
           count,
           start + std::chrono::seconds(timeout_s),
           reconnect ? attached->client.get() : nullptr};
-  uint64_t received = style == "persistent" ? run_persistent(run, threads)
+  uint64_t received = style == "persistent" ? run_persistent(run, blocks, threads)
                       : style == "graph"    ? run_graph(run, burst, stages)
                       : style == "hds"      ? run_split(run)
                                             : run_kernel_per_burst(run);

@@ -4,6 +4,7 @@
 #include "pattern_check.hpp"
 
 #include "daqiri/gpu_ring.cuh"
+#include "daqiri/gpu_ring_consumer.cuh"
 #include "daqiri/test_pattern.hpp"
 
 namespace daqiri::example {
@@ -13,8 +14,9 @@ namespace {
 // the block call it.
 __device__ void check_packet(const daqiri::GpuRingView& ring, uint32_t c, Totals* totals) {
   const daqiri_rx_desc& d = daqiri::gpu_ring_desc(ring, c);
-  const uint8_t* payload = daqiri::gpu_ring_frame(ring, c) + d.payload_offset;
-  uint32_t len = d.payload_offset <= d.length ? d.length - d.payload_offset : 0;
+  uint16_t at = daqiri::gpu_ring_payload_offset(ring, c);
+  const uint8_t* payload = daqiri::gpu_ring_frame(ring, c) + at;
+  uint32_t len = at <= d.length ? d.length - at : 0;
   __shared__ uint64_t sequence;
   __shared__ int ok;
   __shared__ unsigned long long sum;
@@ -52,17 +54,13 @@ __global__ void check_burst(daqiri::GpuRingView ring, uint32_t first, Totals* to
   check_packet(ring, first + blockIdx.x, totals);
 }
 
-// Counter `a` is before `b` on a ring of free-running uint32 counters.
-__device__ inline bool before(uint32_t a, uint32_t b) {
-  return static_cast<int32_t>(a - b) < 0;
-}
-
 // check_packet for one warp instead of a block (the persistent kernel's unit of work).
 __device__ void check_packet_warp(const daqiri::GpuRingView& ring, uint32_t c, Totals* totals) {
   const unsigned lane = threadIdx.x % 32;
   const daqiri_rx_desc& d = daqiri::gpu_ring_desc(ring, c);
-  const uint8_t* payload = daqiri::gpu_ring_frame(ring, c) + d.payload_offset;
-  uint32_t len = d.payload_offset <= d.length ? d.length - d.payload_offset : 0;
+  uint16_t at = daqiri::gpu_ring_payload_offset(ring, c);
+  const uint8_t* payload = daqiri::gpu_ring_frame(ring, c) + at;
+  uint32_t len = at <= d.length ? d.length - at : 0;
   uint64_t sequence = 0;
   uint32_t magic = 0, length = 0;
   if (len >= pattern::kHeaderSize) {
@@ -88,34 +86,13 @@ __device__ void check_packet_warp(const daqiri::GpuRingView& ring, uint32_t c, T
   }
 }
 
-// Persistent: one block for the whole run. Thread 0 polls the doorbell; each warp checks a
-// packet of the new range at a time; after a block barrier thread 0 releases the range. One
-// block leaves the rest of the GPU to other work (daqirid's copy engine, under MPS). Ends after
-// packet first + count - 1, or when the host sets *stop.
+// Persistent: a grid that runs for the whole stream (gpu_ring_consume: each block polls the
+// doorbell and checks its share of every burst, a warp per packet; block 0 releases from the
+// GPU). Ends after packet first + count - 1, or when the host sets *stop.
 __global__ void check_persistent(daqiri::GpuRingView ring, uint32_t first, uint32_t count,
-                                 Totals* totals, const volatile uint32_t* stop) {
-  const uint32_t last = first + count;
-  const uint32_t warp = threadIdx.x / 32;
-  const uint32_t warps = blockDim.x / 32;
-  __shared__ uint32_t shared_p;
-  uint32_t seen = first;
-  while (seen != last) {
-    if (threadIdx.x == 0) {
-      uint32_t p = seen;
-      while ((p = daqiri::gpu_ring_producer(ring)) == seen && *stop == 0) {
-        __nanosleep(32);
-      }
-      shared_p = before(last, p) ? last : p;
-    }
-    __syncthreads();
-    uint32_t p = shared_p;
-    if (p == seen) break;  // stopped
-    for (uint32_t c = seen + warp; before(c, p); c += warps)
-      check_packet_warp(ring, c, totals);
-    __syncthreads();  // every read of [seen, p) done
-    if (threadIdx.x == 0) daqiri::gpu_ring_release(ring, p);
-    seen = p;
-  }
+                                 uint32_t* done, Totals* totals, const volatile uint32_t* stop) {
+  daqiri::gpu_ring_consume(ring, first, first + count, done, stop,
+                           [&](uint32_t c) { check_packet_warp(ring, c, totals); });
 }
 
 }  // namespace
@@ -131,9 +108,9 @@ const void* check_burst_function() {
 }
 
 cudaError_t launch_persistent(const GpuRingView& ring, uint32_t first, uint32_t count,
-                              uint32_t threads, Totals* totals, const uint32_t* stop,
-                              cudaStream_t stream) {
-  check_persistent<<<1, threads, 0, stream>>>(ring, first, count, totals, stop);
+                              uint32_t blocks, uint32_t threads, uint32_t* done, Totals* totals,
+                              const uint32_t* stop, cudaStream_t stream) {
+  check_persistent<<<blocks, threads, 0, stream>>>(ring, first, count, done, totals, stop);
   return cudaGetLastError();
 }
 

@@ -26,11 +26,12 @@ cudaError_t launch_check(const GpuRingView& ring, uint32_t first, uint32_t count
 const void* check_burst_function();
 inline constexpr unsigned kCheckThreads = 128;
 
-// Persistent kernel: one block of `threads` (a multiple of 32) polls the doorbell and checks
-// packets [first, first + count), a warp per packet, releasing each range from the GPU; it
-// returns when they are done or when the host sets *stop (mapped host memory).
+// Persistent kernel: `blocks` blocks of `threads` (a multiple of 32) poll the doorbell and
+// check packets [first, first + count), a warp per packet, releasing from the GPU
+// (daqiri/gpu_ring_consumer.cuh); it returns when they are done or when the host sets *stop
+// (mapped host memory). `done`: `blocks` words of device memory, each `first`.
 cudaError_t launch_persistent(const GpuRingView& ring, uint32_t first, uint32_t count,
-                              uint32_t threads, Totals* totals, const uint32_t* stop,
-                              cudaStream_t stream);
+                              uint32_t blocks, uint32_t threads, uint32_t* done, Totals* totals,
+                              const uint32_t* stop, cudaStream_t stream);
 
 }  // namespace daqiri::example

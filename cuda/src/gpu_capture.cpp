@@ -10,6 +10,7 @@
 
 #include "daqiri/cuda/cufile_api.hpp"
 #include "daqiri/cuda/driver_api.hpp"
+#include "daqiri/gpu_payload_offsets.hpp"
 #include "gpu_capture_kernel.hpp"
 
 namespace daqiri::capture {
@@ -240,8 +241,13 @@ struct GpuFileWriter::State {
     n = std::min(n, kMaxRecordsPerPass);
     uint32_t slot = first & view.mask;
     uint32_t head = std::min(n, view.mask + 1 - slot);
-    cudaError_t e = cudaMemcpyAsync(host_descs, view.descs + slot, head * sizeof(daqiri_rx_desc),
-                                    cudaMemcpyDeviceToHost, stream);
+    // Raw payload records need every payload offset on the host (planned from there).
+    cudaError_t e = options.format == Format::kRaw ? resolve_payload_offsets(view, first, n, stream)
+                                                   : cudaSuccess;
+    if (e == cudaSuccess) {
+      e = cudaMemcpyAsync(host_descs, view.descs + slot, head * sizeof(daqiri_rx_desc),
+                          cudaMemcpyDeviceToHost, stream);
+    }
     if (e == cudaSuccess && n > head) {
       e = cudaMemcpyAsync(host_descs + head, view.descs, (n - head) * sizeof(daqiri_rx_desc),
                           cudaMemcpyDeviceToHost, stream);

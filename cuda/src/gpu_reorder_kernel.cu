@@ -2,6 +2,8 @@
 
 #include "gpu_reorder_kernel.hpp"
 
+#include "daqiri/gpu_ring.cuh"
+
 namespace daqiri::reorder {
 namespace {
 
@@ -44,8 +46,9 @@ __global__ void place_kernel(GpuRingView ring, uint32_t first, Params p) {
   __shared__ uint32_t k;
   const daqiri_rx_desc& d = ring.descs[(first + blockIdx.x) & ring.mask];
   // Offsets count from the payload: past the headers the descriptor says the frame has.
-  const uint8_t* pkt = ring.base + d.offset + d.payload_offset;
-  uint32_t length = d.payload_offset <= d.length ? d.length - d.payload_offset : 0;
+  uint16_t at = gpu_ring_payload_offset(ring, first + blockIdx.x);
+  const uint8_t* pkt = ring.base + d.offset + at;
+  uint32_t length = at <= d.length ? d.length - at : 0;
   if (threadIdx.x == 0) {
     slot = -1;
     const ReorderOptions& o = p.o;

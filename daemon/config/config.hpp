@@ -19,10 +19,6 @@ namespace daqiri::config {
 
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kCritical, kOff };
 enum class RegionKind { kHost, kHuge, kPinned, kDevice };
-// How the GPU engine moves a burst into a GPU ring: a gather kernel reading mapped host memory;
-// cudaMemcpyBatchAsync (the copy engines, a copy per frame); or copy-engine copies of runs of
-// consecutive buffers, the gather kernel doing the rest and the descriptors.
-enum class GpuCopy { kGather, kBatch, kDma };
 enum class Backend { kSocket, kDpdk, kRdma };
 // What a TX queue lets clients send (dataplane/tx_frame_policy.hpp).
 enum class TxPolicy { kChecked, kRaw };
@@ -30,7 +26,6 @@ enum class TxPolicy { kChecked, kRaw };
 const char* to_string(LogLevel level);
 const char* to_string(RegionKind kind);
 const char* to_string(Backend backend);
-const char* to_string(GpuCopy copy);
 
 struct AccessList {
   std::vector<uid_t> uids;
@@ -89,7 +84,6 @@ struct MemoryRegionConfig {
   uint32_t buf_size = 0;
   uint32_t num_bufs = 0;
   int gpu = -1;                     // pinned/device: GPU index
-  std::optional<GpuCopy> gpu_copy;  // pinned/device: the engine's copy method (default gather)
   std::vector<std::string> access;  // RDMA access flags: local, rdma_read, rdma_write
   bool share_pages = false;         // huge: pack the RX pools cut from it into shared hugepages
   bool gpudirect = false;  // device, RX of rdma interfaces: the NIC writes into the GPU (dma-buf)

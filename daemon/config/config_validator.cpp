@@ -125,11 +125,6 @@ class Validator {
         error(r.where.at("gpu"),
               std::string("gpu applies to pinned and device regions, not ") + to_string(r.kind));
       }
-      if (!gpu_kind && r.gpu_copy) {
-        error(
-            r.where.at("gpu_copy"),
-            std::string("gpu_copy applies to pinned and device regions, not ") + to_string(r.kind));
-      }
       if (r.gpudirect && r.kind != RegionKind::kDevice) {
         error(r.where.at("gpudirect"),
               std::string("gpudirect puts a queue's pool in GPU memory: it applies to device "
@@ -538,18 +533,6 @@ const char* to_string(RegionKind kind) {
       return "pinned";
     case RegionKind::kDevice:
       return "device";
-  }
-  return "?";
-}
-
-const char* to_string(GpuCopy copy) {
-  switch (copy) {
-    case GpuCopy::kGather:
-      return "gather";
-    case GpuCopy::kBatch:
-      return "batch";
-    case GpuCopy::kDma:
-      return "dma";
   }
   return "?";
 }

@@ -11,9 +11,6 @@ const std::vector<std::pair<std::string_view, RegionKind>> kRegionKinds = {
     {"pinned", RegionKind::kPinned},
     {"device", RegionKind::kDevice}};
 
-const std::vector<std::pair<std::string_view, GpuCopy>> kGpuCopies = {
-    {"gather", GpuCopy::kGather}, {"batch", GpuCopy::kBatch}, {"dma", GpuCopy::kDma}};
-
 const std::vector<std::pair<std::string_view, Backend>> kBackends = {
     {"socket", Backend::kSocket}, {"dpdk", Backend::kDpdk}, {"rdma", Backend::kRdma}};
 
@@ -108,7 +105,8 @@ MemoryRegionConfig read_region(const YamlNode& node) {
   map.read_uint("buf_size", r.buf_size, 64, 1u << 20, r.where, true);
   map.read_uint("num_bufs", r.num_bufs, 1, 1u << 26, r.where, true);
   map.read_int("gpu", r.gpu, 0, 63, r.where);
-  if (GpuCopy copy{}; map.read_choice("gpu_copy", copy, kGpuCopies, r.where)) r.gpu_copy = copy;
+  map.ignore("gpu_copy",
+             "the GPU engine has one copy method now (copy engines only, docs/gpu.md); remove it");
   map.read_bool("share_pages", r.share_pages, r.where);
   map.read_bool("gpudirect", r.gpudirect, r.where);
   map.read_string_list("access", r.access, r.where);

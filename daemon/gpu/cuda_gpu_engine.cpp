@@ -38,7 +38,7 @@ Result<std::unique_ptr<GpuRing>> CudaGpuEngine::create_ring(
   std::vector<uint64_t> addresses;
   for (memory::BufferPool* pool : source.pools()) {
     if (pool->on_device()) {
-      // GPUDirect: the NIC wrote it into GPU memory; the engine gathers device to device.
+      // GPUDirect: the NIC wrote it into GPU memory; the engine copies device to device.
       addresses.push_back(reinterpret_cast<uintptr_t>(pool->data()));
       continue;
     }
@@ -50,9 +50,8 @@ Result<std::unique_ptr<GpuRing>> CudaGpuEngine::create_ring(
     }
     addresses.push_back(reg->second.device_address());
   }
-  auto task =
-      GpuRxTask::create(**dev, source, std::move(addresses), slots, region.buf_size,
-                        region.gpu_copy.value_or(config::GpuCopy::kGather), header_size, cuda_ipc);
+  auto task = GpuRxTask::create(**dev, source, std::move(addresses), slots, region.buf_size,
+                                header_size, cuda_ipc);
   if (!task) return std::unexpected(task.error());
   if (busy_poll) (*task)->spin_while_attached();
   return std::unique_ptr<GpuRing>(std::move(*task));

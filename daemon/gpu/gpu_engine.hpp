@@ -32,9 +32,11 @@ struct GpuInfo {
 struct GpuCopyCounters {
   std::atomic<uint64_t> packets{0};
   std::atomic<uint64_t> bytes{0};
-  // gpu_copy: dma: frames moved by copy-engine copies, and those copies.
-  std::atomic<uint64_t> dma_frames{0};
-  std::atomic<uint64_t> dma_copies{0};
+  // Frames copied straight from their buffers, frames packed on the CPU first, and the
+  // copy-engine copies of frames (descriptors not counted).
+  std::atomic<uint64_t> direct_frames{0};
+  std::atomic<uint64_t> staged_frames{0};
+  std::atomic<uint64_t> copies{0};
   // Per burst: from the copy's launch to the engine seeing its event complete (host clock).
   dataplane::LatencyHistogram latency;
 };

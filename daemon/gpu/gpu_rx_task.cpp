@@ -14,10 +14,22 @@ namespace {
 // The GPU each poller thread last made current: a runtime call per poll would be waste.
 thread_local int tl_current_gpu = -1;
 
-// gpu_copy: dma: what makes a run worth a copy-engine copy. Narrower rows go faster through the
-// gather kernel (benchmarks.md).
-constexpr uint32_t kMinDmaRows = 2;
-constexpr uint32_t kMinDmaWidth = 512;
+// `bytes` contiguous bytes on the copy engines (contiguous_shape).
+cudaError_t copy_contiguous(void* dst, const void* src, uint64_t bytes, cudaStream_t stream) {
+  ContiguousShape shape = contiguous_shape(bytes);
+  if (shape.rows == 1) return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream);
+  return cudaMemcpy2DAsync(dst, shape.width, src, shape.width, shape.width, shape.rows,
+                           cudaMemcpyDefault, stream);
+}
+
+// `n` descriptors, one a row when they are too few for a 1-D copy on the copy engines.
+cudaError_t copy_descriptors(daqiri_rx_desc* dst, const daqiri_rx_desc* src, uint32_t n,
+                             cudaStream_t stream) {
+  constexpr size_t kSize = sizeof(daqiri_rx_desc);
+  if (n == 1 || n * kSize >= kMinCopyEngineBytes)
+    return copy_contiguous(dst, src, n * kSize, stream);
+  return cudaMemcpy2DAsync(dst, kSize, src, kSize, kSize, n, cudaMemcpyDefault, stream);
+}
 
 }  // namespace
 
@@ -25,8 +37,7 @@ Result<std::unique_ptr<GpuRxTask>> GpuRxTask::create(const GpuDevice& gpu,
                                                      dataplane::RxAttachment& source,
                                                      std::vector<uint64_t> pool_device_addresses,
                                                      uint32_t slots, uint32_t slot_size,
-                                                     config::GpuCopy copy, uint32_t header_size,
-                                                     bool cuda_ipc) {
+                                                     uint32_t header_size, bool cuda_ipc) {
   auto ring = DeviceRing::create(gpu, slots, slot_size, header_size, cuda_ipc);
   if (!ring) return std::unexpected(ring.error());
   std::optional<memory::SharedMemory> headers;
@@ -49,7 +60,7 @@ Result<std::unique_ptr<GpuRxTask>> GpuRxTask::create(const GpuDevice& gpu,
   if (!efd) return fail_errno("eventfd");
   std::unique_ptr<GpuRxTask> t(new GpuRxTask(gpu, source, std::move(pool_device_addresses),
                                              std::move(*ring), std::move(*control), control_ring,
-                                             std::move(efd), copy));
+                                             std::move(efd)));
   t->headers_ = std::move(headers);
   if (auto ok = t->init_cuda(); !ok) return std::unexpected(ok.error());
   return t;
@@ -58,7 +69,7 @@ Result<std::unique_ptr<GpuRxTask>> GpuRxTask::create(const GpuDevice& gpu,
 GpuRxTask::GpuRxTask(const GpuDevice& gpu, dataplane::RxAttachment& source,
                      std::vector<uint64_t> pool_device_addresses, DeviceRing ring,
                      memory::SharedMemory control, abi::RingView control_ring,
-                     UniqueFd client_eventfd, config::GpuCopy copy)
+                     UniqueFd client_eventfd)
     : gpu_(gpu),
       source_(source),
       source_ring_(source.ring()),
@@ -66,8 +77,7 @@ GpuRxTask::GpuRxTask(const GpuDevice& gpu, dataplane::RxAttachment& source,
       ring_(std::move(ring)),
       control_(std::move(control)),
       control_ring_(control_ring),
-      client_eventfd_(std::move(client_eventfd)),
-      copy_(copy) {
+      client_eventfd_(std::move(client_eventfd)) {
   for (const memory::BufferPool* pool : source_.pools()) {
     pool_bytes_.push_back(pool->mapped_bytes());  // what is registered and mapped for the GPU
     pool_on_device_.push_back(pool->on_device());
@@ -76,9 +86,11 @@ GpuRxTask::GpuRxTask(const GpuDevice& gpu, dataplane::RxAttachment& source,
 
 Result<> GpuRxTask::init_cuda() {
   if (auto ok = gpu_.make_current(); !ok) return ok;
-  if (cudaError_t e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
-      e != cudaSuccess) {
-    return std::unexpected(runtime_error(e, "cudaStreamCreate"));
+  for (cudaStream_t& stream : streams_) {
+    if (cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+        e != cudaSuccess) {
+      return std::unexpected(runtime_error(e, "cudaStreamCreate"));
+    }
   }
   for (Inflight& f : inflight_ring_) {
     if (cudaError_t e = cudaEventCreateWithFlags(&f.event, cudaEventDisableTiming);
@@ -86,72 +98,45 @@ Result<> GpuRxTask::init_cuda() {
       return std::unexpected(runtime_error(e, "cudaEventCreate"));
     }
   }
-  if (copy_ == config::GpuCopy::kDma) {
-    if (cudaError_t e = cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking);
-        e != cudaSuccess) {
-      return std::unexpected(runtime_error(e, "cudaStreamCreate"));
-    }
-    for (cudaEvent_t& event : copied_) {
-      if (cudaError_t e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
-          e != cudaSuccess) {
-        return std::unexpected(runtime_error(e, "cudaEventCreate"));
-      }
-    }
-  }
-  size_t bytes = sizeof(GatherJob) * kMaxBurst * kMaxInflight;
-  void* host = nullptr;
-  if (cudaError_t e = cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+  void* descs = nullptr;
+  if (cudaError_t e = cudaHostAlloc(&descs, sizeof(daqiri_rx_desc) * kMaxBurst * kMaxInflight,
+                                    cudaHostAllocPortable);
       e != cudaSuccess) {
-    return std::unexpected(runtime_error(e, "cudaHostAlloc of the job list"));
+    return std::unexpected(runtime_error(e, "cudaHostAlloc of the descriptor staging"));
   }
-  jobs_ = static_cast<GatherJob*>(host);
-  void* device = nullptr;
-  if (cudaError_t e = cudaHostGetDevicePointer(&device, host, 0); e != cudaSuccess) {
-    return std::unexpected(runtime_error(e, "cudaHostGetDevicePointer of the job list"));
+  descs_ = static_cast<daqiri_rx_desc*>(descs);
+  staging_bytes_ = std::max<uint64_t>(kStagingBytes, ring_.info().slot_size);
+  void* staging = nullptr;
+  if (cudaError_t e = cudaHostAlloc(&staging, staging_bytes_ * kMaxInflight, cudaHostAllocPortable);
+      e != cudaSuccess) {
+    return std::unexpected(runtime_error(e, "cudaHostAlloc of the frame staging"));
   }
-  jobs_device_ = static_cast<GatherJob*>(device);
-  if (copy_ == config::GpuCopy::kBatch) {
-    void* descs = nullptr;
-    if (cudaError_t e = cudaHostAlloc(&descs, sizeof(daqiri_rx_desc) * kMaxBurst * kMaxInflight,
-                                      cudaHostAllocPortable);
-        e != cudaSuccess) {
-      return std::unexpected(runtime_error(e, "cudaHostAlloc of the descriptor staging"));
-    }
-    descs_ = static_cast<daqiri_rx_desc*>(descs);
-    copy_dsts_.resize(size_t{kMaxInflight} * kMaxCopies);
-    copy_srcs_.resize(size_t{kMaxInflight} * kMaxCopies);
-    copy_sizes_.resize(size_t{kMaxInflight} * kMaxCopies);
-  }
+  staging_ = static_cast<std::byte*>(staging);
   return {};
 }
 
 GpuRxTask::~GpuRxTask() {
   if (gpu_.make_current()) {
-    if (stream_ != nullptr) {
-      cudaStreamSynchronize(stream_);
-      cudaStreamDestroy(stream_);
-    }
-    if (copy_stream_ != nullptr) {
-      cudaStreamSynchronize(copy_stream_);
-      cudaStreamDestroy(copy_stream_);
+    for (cudaStream_t stream : streams_) {
+      if (stream != nullptr) {
+        cudaStreamSynchronize(stream);
+        cudaStreamDestroy(stream);
+      }
     }
     for (Inflight& f : inflight_ring_) {
       if (f.event != nullptr) cudaEventDestroy(f.event);
     }
-    for (cudaEvent_t event : copied_) {
-      if (event != nullptr) cudaEventDestroy(event);
-    }
-    if (jobs_ != nullptr) cudaFreeHost(jobs_);
     if (descs_ != nullptr) cudaFreeHost(descs_);
+    if (staging_ != nullptr) cudaFreeHost(staging_);
   }
 }
 
 bool GpuRxTask::quiesced() {
   if (detached_) return true;
+  // After a failed launch the copy engines may still read source buffers.
   if (gpu_.make_current()) {
-    // Both streams: after a failed launch the copy engines may still read source buffers.
-    for (cudaStream_t s : {stream_, copy_stream_}) {
-      if (s != nullptr && cudaStreamQuery(s) == cudaErrorNotReady) return false;
+    for (cudaStream_t stream : streams_) {
+      if (stream != nullptr && cudaStreamQuery(stream) == cudaErrorNotReady) return false;
     }
   }
   detached_ = true;
@@ -229,6 +214,10 @@ bool GpuRxTask::launch() {
     [[maybe_unused]] auto r = ::read(source_.eventfd(), &v, sizeof v);
   }
   if (inflight_ == kMaxInflight) return false;
+  // While copies are still moving, a few frames more wait for them rather than pay a launch of
+  // their own: each launch costs the host about as much whatever its size, so under load bursts
+  // grow to what arrives meanwhile; an idle engine still launches at once.
+  if (inflight_ >= kBatchWhenInflight && avail < kBatchFrames) return false;
   // The client's consumer index: never trusted beyond [what it released, what we produced].
   uint32_t c = control_ring_.load_consumer();
   if (c - released_ > produced_ - released_) {
@@ -239,95 +228,41 @@ bool GpuRxTask::launch() {
   released_ = c;
   uint32_t room = ring_.info().size - (produced_ - released_);
   uint32_t n = std::min({avail, room, kMaxBurst});
-  backlog_ = n < avail;
-  if (n == 0) return false;
-
-  uint32_t slot_in_flight = (head_ + inflight_) % kMaxInflight;
-  GatherJob* jobs = jobs_ + size_t{slot_in_flight} * kMaxBurst;
-  uint64_t bytes = 0;
-  uint32_t slot_size = ring_.info().slot_size;
-  bool unread = false;  // frames whose payload offset the GPU must find
-  for (uint32_t i = 0; i < n; ++i) {
-    const daqiri_rx_desc d = *source_ring_.slot<daqiri_rx_desc>(read_ + i);
-    GatherJob& j = jobs[i];
-    j.desc = d;
-    j.slot = (produced_ + i) & (ring_.info().size - 1);
-    // Header-data split: the frame's first bytes to its header slot, here on the CPU (host
-    // to host, a cache line or two), the rest to the GPU. The header bytes are at the start of
-    // the frame's buffer, or (DAQIRI_DESC_SPLIT from the RX poller) were split off by the NIC
-    // and kept beside the source ring, the buffer holding only the rest.
-    uint32_t header_size = ring_.info().header_size;
-    bool presplit = headers_ && (d.flags & DAQIRI_DESC_SPLIT) != 0;
-    uint32_t head = headers_ ? std::min(d.length, header_size) : 0;
-    uint32_t skip = presplit ? 0 : head;  // buffer bytes before what the GPU gets
-    // Our own descriptors, but a bad one must not make the GPU read outside a pool, nor the
-    // CPU read a header out of GPU memory.
-    bool fits = d.region < pool_device_.size() && d.offset <= pool_bytes_[d.region] &&
-                uint64_t{skip} + (d.length - head) <= pool_bytes_[d.region] - d.offset &&
-                !(head != 0 && !presplit && pool_on_device_[d.region]);
-    uint32_t len = fits ? d.length : 0;
-    if (len == 0) head = 0;
-    if (head != 0) {
-      const std::byte* from =
-          presplit ? source_.head(read_ + i) : source_.pools()[d.region]->data() + d.offset;
-      std::memcpy(headers_->data() + uint64_t{j.slot} * header_size, from, head);
-      j.desc.flags |= DAQIRI_DESC_SPLIT;
-      // The GPU ring gets the frame without its first bytes: find its payload here.
-      if (d.payload_offset == core::kPayloadOffsetUnread) {
-        j.desc.payload_offset = daqiri_udp_payload_offset(reinterpret_cast<const uint8_t*>(from),
-                                                          presplit ? head : d.length);
-      }
-    }
-    unread |= j.desc.payload_offset == core::kPayloadOffsetUnread;
-    uint32_t copy = len - head;
-    if (copy > slot_size) {
-      copy = slot_size;
-      j.desc.flags |= DAQIRI_DESC_TRUNCATED;
-    }
-    j.src = copy != 0 ? pool_device_[d.region] + d.offset + skip : 0;
-    j.bytes = copy;
-    room_[i] = copy != 0 ? pool_bytes_[d.region] - d.offset - skip : 0;
-    j.desc.offset = ring_.slot_offset(produced_ + i);
-    j.desc.length = head + copy;
-    j.desc.region = 0;
-    bytes += head + copy;
-  }
-  uint64_t launched_ns = dataplane::monotonic_ns();
-  cudaError_t copied = cudaSuccess;
-  if (copy_ == config::GpuCopy::kBatch) {
-    copied = enqueue_batch(jobs, n, slot_in_flight);
-  } else {
-    bool runs = false;
-    if (copy_ == config::GpuCopy::kDma) copied = enqueue_runs(jobs, n, runs);
-    if (copied == cudaSuccess && runs)
-      copied = cudaEventRecord(copied_[slot_in_flight], copy_stream_);
-    if (copied == cudaSuccess) {
-      copied = launch_gather(jobs_device_ + size_t{slot_in_flight} * kMaxBurst, n, ring_.base(),
-                             ring_.descs(), stream_);
-    }
-    if (copied == cudaSuccess && runs)
-      copied = cudaStreamWaitEvent(stream_, copied_[slot_in_flight], 0);
-  }
-  if (copied == cudaSuccess && unread) {
-    copied = launch_find_payloads(ring_.base(), ring_.descs(), produced_, n, ring_.info().size - 1,
-                                  stream_);
-  }
-  if (copied != cudaSuccess) {
-    fail_attachment();
+  if (n == 0) {
+    backlog_ = true;
     return false;
   }
-  // Same stream, after the kernel: a reader that sees the doorbell sees the data.
-  if (gpu_.api().stream_write_value32(reinterpret_cast<CUstream>(stream_), ring_.doorbell(),
+
+  uint32_t slot_in_flight = (head_ + inflight_) % kMaxInflight;
+  daqiri_rx_desc* descs = descs_ + size_t{slot_in_flight} * kMaxBurst;
+  for (uint32_t i = 0; i < n; ++i)
+    prepare(i, descs[i]);
+  RingGeometry geometry{produced_, ring_.info().size, ring_.info().slot_size};
+  CopyPlan plan = plan_copies(std::span(frames_.data(), n), geometry, staging_bytes_, ops_);
+  n = plan.frames;
+  backlog_ = n < avail;
+  if (n == 0) return false;
+  uint64_t launched_ns = dataplane::monotonic_ns();
+  cudaStream_t stream = streams_[slot_in_flight % kStreams];
+  // Same stream, after the copies: a reader that sees the doorbell sees the data. And after the
+  // burst before (on the other stream) rang: the doorbell only moves forward.
+  const Inflight& before = inflight_ring_[(slot_in_flight + kMaxInflight - 1) % kMaxInflight];
+  if (enqueue_copies(plan, slot_in_flight, stream) != cudaSuccess ||
+      (inflight_ != 0 && cudaStreamWaitEvent(stream, before.event, 0) != cudaSuccess) ||
+      gpu_.api().stream_write_value32(reinterpret_cast<CUstream>(stream), ring_.doorbell(),
                                       produced_ + n,
                                       CU_STREAM_WRITE_VALUE_DEFAULT) != CUDA_SUCCESS) {
     fail_attachment();
     return false;
   }
   Inflight& f = inflight_ring_[slot_in_flight];
-  if (cudaEventRecord(f.event, stream_) != cudaSuccess) {
+  if (cudaEventRecord(f.event, stream) != cudaSuccess) {
     fail_attachment();
     return false;
   }
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < n; ++i)
+    bytes += descs[i].length;
   read_ += n;
   produced_ += n;
   f.source_end = read_;
@@ -339,87 +274,100 @@ bool GpuRxTask::launch() {
   return true;
 }
 
-cudaError_t GpuRxTask::enqueue_runs(GatherJob* jobs, uint32_t n, bool& any) {
-  uint32_t start = 0;
-  while (start < n) {
-    uint32_t end = start + 1;
-    uint64_t width = jobs[start].bytes;
-    uint64_t room = room_[start];
-    uint64_t spitch = 0;
-    uint64_t dpitch = 0;
-    if (width != 0 && start + 1 < n && jobs[start + 1].src > jobs[start].src) {
-      spitch = jobs[start + 1].src - jobs[start].src;
-      dpitch = jobs[start + 1].desc.offset - jobs[start].desc.offset;
+void GpuRxTask::prepare(uint32_t i, daqiri_rx_desc& desc) {
+  const daqiri_rx_desc d = *source_ring_.slot<daqiri_rx_desc>(read_ + i);
+  desc = d;
+  uint32_t counter = produced_ + i;
+  uint32_t slot = counter & (ring_.info().size - 1);
+  // Header-data split: the frame's first bytes to its header slot, here on the CPU (host to
+  // host, a cache line or two), the rest to the GPU. The header bytes are at the start of the
+  // frame's buffer, or (DAQIRI_DESC_SPLIT from the RX poller) were split off by the NIC and kept
+  // beside the source ring, the buffer holding only the rest.
+  uint32_t header_size = ring_.info().header_size;
+  bool presplit = headers_ && (d.flags & DAQIRI_DESC_SPLIT) != 0;
+  uint32_t head = headers_ ? std::min(d.length, header_size) : 0;
+  uint32_t skip = presplit ? 0 : head;  // buffer bytes before what the GPU gets
+  // Our own descriptors, but a bad one must not make the GPU read outside a pool, nor the CPU
+  // read out of GPU memory.
+  bool on_device = d.region < pool_on_device_.size() && pool_on_device_[d.region];
+  bool fits = d.region < pool_device_.size() && d.offset <= pool_bytes_[d.region] &&
+              uint64_t{skip} + (d.length - head) <= pool_bytes_[d.region] - d.offset &&
+              !(head != 0 && !presplit && on_device);
+  uint32_t len = fits ? d.length : 0;
+  if (len == 0) head = 0;
+  const std::byte* frame =
+      fits && !on_device ? source_.pools()[d.region]->data() + d.offset : nullptr;
+  if (head != 0) {
+    const std::byte* from = presplit ? source_.head(read_ + i) : frame;
+    std::memcpy(headers_->data() + uint64_t{slot} * header_size, from, head);
+    desc.flags |= DAQIRI_DESC_SPLIT;
+    if (d.payload_offset == core::kPayloadOffsetUnread) {
+      desc.payload_offset = daqiri_udp_payload_offset(reinterpret_cast<const uint8_t*>(from),
+                                                      presplit ? head : d.length);
     }
-    // Rows grow wider as the run takes longer frames; every row must still be readable to the
-    // run's width (its own pool's end) and fit its source spacing. Slots of one ring are
-    // wider than any frame copied into them.
-    for (; end < n && spitch != 0; ++end) {
-      const GatherJob& prev = jobs[end - 1];
-      const GatherJob& next = jobs[end];
-      uint64_t w = std::max<uint64_t>(width, next.bytes);
-      uint64_t r = std::min(room, room_[end]);
-      if (next.bytes == 0 || next.slot != prev.slot + 1 || next.src - prev.src != spitch ||
-          w > spitch || w > r) {
-        break;
-      }
-      width = w;
-      room = r;
-    }
-    if (end - start >= kMinDmaRows && width >= kMinDmaWidth) {
-      // NOLINTNEXTLINE(performance-no-int-to-ptr): a device (or UVA host) address
-      const void* src = reinterpret_cast<const void*>(jobs[start].src);
-      uint8_t* dst = ring_.base() + jobs[start].desc.offset;
-      uint32_t rows = end - start;
-      // Rows that nearly fill equal pitches go as one contiguous copy, gaps included (the copy
-      // engines move those at their bulk rate; pitched copies of the same rows went slower).
-      // The gaps are slot tails, beyond every frame's length.
-      cudaError_t e = spitch == dpitch && (spitch - width) * 8 <= spitch
-                          ? cudaMemcpyAsync(dst, src, (rows - 1) * spitch + width,
-                                            cudaMemcpyDefault, copy_stream_)
-                          : cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows,
-                                              cudaMemcpyDefault, copy_stream_);
-      if (e != cudaSuccess) return e;
-      any = true;
-      for (uint32_t i = start; i < end; ++i)
-        jobs[i].bytes = 0;
-      dataplane::bump(counters.dma_frames, end - start);
-      dataplane::bump(counters.dma_copies, 1);
-    }
-    start = end;
   }
-  return cudaSuccess;
+  // A whole frame nobody read to steer it keeps DAQIRI_PAYLOAD_UNREAD: reading its header here
+  // would cost a cache miss a frame, and the client's helpers find it on the GPU for free.
+  uint32_t copy = len - head;
+  if (copy > ring_.info().slot_size) {
+    copy = ring_.info().slot_size;
+    desc.flags |= DAQIRI_DESC_TRUNCATED;
+  }
+  FrameSource& src = frames_[i];
+  src.bytes = copy;
+  src.src = copy != 0 ? pool_device_[d.region] + d.offset + skip : 0;
+  src.host = copy != 0 && frame != nullptr ? frame + skip : nullptr;
+  src.room = copy != 0 ? pool_bytes_[d.region] - d.offset - skip : 0;
+  desc.offset = ring_.slot_offset(counter);
+  desc.length = head + copy;
+  desc.region = 0;
 }
 
-cudaError_t GpuRxTask::enqueue_batch(const GatherJob* jobs, uint32_t n, uint32_t slot_in_flight) {
-  daqiri_rx_desc* descs = descs_ + size_t{slot_in_flight} * kMaxBurst;
-  void** dsts = copy_dsts_.data() + size_t{slot_in_flight} * kMaxCopies;
-  const void** srcs = copy_srcs_.data() + size_t{slot_in_flight} * kMaxCopies;
-  size_t* sizes = copy_sizes_.data() + size_t{slot_in_flight} * kMaxCopies;
-  size_t k = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    descs[i] = jobs[i].desc;
-    if (jobs[i].bytes == 0) continue;
-    dsts[k] = ring_.base() + jobs[i].desc.offset;
-    srcs[k] = reinterpret_cast<const void*>(jobs[i].src);  // NOLINT(performance-no-int-to-ptr)
-    sizes[k] = jobs[i].bytes;
-    ++k;
+cudaError_t GpuRxTask::enqueue_copies(const CopyPlan& plan, uint32_t slot_in_flight,
+                                      cudaStream_t stream) {
+  std::byte* staging = staging_ + staging_bytes_ * slot_in_flight;
+  uint32_t slot_size = ring_.info().slot_size;
+  for (uint32_t o = 0; o < plan.ops; ++o) {
+    const CopyOp& op = ops_[o];
+    const void* src = nullptr;
+    if (op.staged) {
+      for (uint32_t r = 0; r < op.rows; ++r) {
+        const FrameSource& f = frames_[op.first + r];
+        std::memcpy(staging + op.src + r * op.spitch, f.host, f.bytes);
+      }
+      src = staging + op.src;
+      dataplane::bump(counters.staged_frames, op.rows);
+    } else {
+      src = reinterpret_cast<const void*>(op.src);  // NOLINT(performance-no-int-to-ptr)
+      dataplane::bump(counters.direct_frames, op.rows);
+    }
+    uint8_t* dst = ring_.base() + ring_.slot_offset(produced_ + op.first);
+    // A contiguous copy too small for the copy engines goes pitched (its rows, or two halves
+    // of its one row: a slot and the staging area have the byte more an odd row takes). From
+    // GPU memory nothing reaches the copy engines: as it comes.
+    uint64_t bytes = (op.rows - 1) * op.spitch + op.width;
+    bool from_gpu = !op.staged && frames_[op.first].host == nullptr;
+    cudaError_t e = cudaSuccess;
+    if (op.contiguous && from_gpu) {
+      e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream);
+    } else if (op.contiguous && (bytes >= kMinCopyEngineBytes || op.rows == 1)) {
+      e = copy_contiguous(dst, src, bytes, stream);
+    } else {
+      e = cudaMemcpy2DAsync(dst, slot_size, src, op.spitch, op.width, op.rows, cudaMemcpyDefault,
+                            stream);
+    }
+    if (e != cudaSuccess) return e;
+    dataplane::bump(counters.copies, 1);
   }
   // The descriptors land in consecutive slots, in two pieces when the burst wraps the ring.
-  uint32_t first = jobs[0].slot;
-  uint32_t head = std::min(n, ring_.info().size - first);
-  dsts[k] = ring_.descs() + first;
-  srcs[k] = descs;
-  sizes[k++] = sizeof(daqiri_rx_desc) * head;
-  if (head < n) {
-    dsts[k] = ring_.descs();
-    srcs[k] = descs + head;
-    sizes[k++] = sizeof(daqiri_rx_desc) * (n - head);
+  const daqiri_rx_desc* descs = descs_ + size_t{slot_in_flight} * kMaxBurst;
+  uint32_t first = produced_ & (ring_.info().size - 1);
+  uint32_t head = std::min(plan.frames, ring_.info().size - first);
+  cudaError_t e = copy_descriptors(ring_.descs() + first, descs, head, stream);
+  if (e == cudaSuccess && head < plan.frames) {
+    e = copy_descriptors(ring_.descs(), descs + head, plan.frames - head, stream);
   }
-  cudaMemcpyAttributes attr{};
-  attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;  // staging is reused only after the event
-  size_t attr_index = 0;
-  return cudaMemcpyBatchAsync(dsts, srcs, sizes, k, &attr, &attr_index, 1, stream_);
+  return e;
 }
 
 }  // namespace daqiri::gpu

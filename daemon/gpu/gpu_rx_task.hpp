@@ -1,11 +1,11 @@
-// The staged GPU copy engine for one GPU RX attachment. It is the consumer of a daemon-internal
-// RX attachment on the flow (so fan-out, backpressure and the buffer ledger are the ones every
-// client gets) and the producer of the client's GPU ring: per burst it launches the gather
-// kernel (or, configured with gpu_copy: batch, one cudaMemcpyBatchAsync of the frames and their
-// descriptors; with gpu_copy: dma, pitched copy-engine copies of runs of consecutive buffers
-// before the kernel), then cuStreamWriteValue32 rings the doorbell on the same stream, then an
-// event; when the event completes the host buffers go back to the pool and the host mirror of the
-// producer index advances (waking a sleeping client). Runs on its GPU's poller.
+// The GPU copy engine for one GPU RX attachment. It is the consumer of a daemon-internal RX
+// attachment on the flow (so fan-out, backpressure and the buffer ledger are the ones every
+// client gets) and the producer of the client's GPU ring: per burst it writes the descriptors
+// on the CPU (payload offsets included), copies the frames and the descriptors with the GPU's
+// copy engines only (copy_plan.hpp: no kernel of ours time-slices against a client's), then
+// cuStreamWriteValue32 rings the doorbell on the same stream, then an event; when the event
+// completes the source buffers go back to the pool and the host mirror of the producer index
+// advances (waking a sleeping client). Runs on its GPU's poller.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -20,8 +20,8 @@
 #include "daqiri/ring.hpp"
 #include "dataplane/poller.hpp"
 #include "dataplane/rx_attachment.hpp"
+#include "gpu/copy_plan.hpp"
 #include "gpu/device_ring.hpp"
-#include "gpu/gather_kernel.hpp"
 #include "gpu/gpu_device.hpp"
 #include "gpu/gpu_engine.hpp"
 #include "memory/shared_memory.hpp"
@@ -36,8 +36,7 @@ class GpuRxTask final : public GpuRing {
                                                    dataplane::RxAttachment& source,
                                                    std::vector<uint64_t> pool_device_addresses,
                                                    uint32_t slots, uint32_t slot_size,
-                                                   config::GpuCopy copy, uint32_t header_size = 0,
-                                                   bool cuda_ipc = false);
+                                                   uint32_t header_size = 0, bool cuda_ipc = false);
   ~GpuRxTask() override;
   GpuRxTask(const GpuRxTask&) = delete;
   GpuRxTask& operator=(const GpuRxTask&) = delete;
@@ -69,10 +68,20 @@ class GpuRxTask final : public GpuRing {
 
  private:
   // Frames per launch: what has arrived, up to this. Above the RX batch so that a backlog
-  // becomes longer copy-engine runs (gpu_copy: dma at 1024 bytes doubled from 256 to 1024).
+  // becomes longer direct copies.
   static constexpr uint32_t kMaxBurst = 1024;
   static constexpr uint32_t kMaxInflight = 8;
-  static constexpr uint32_t kMaxCopies = kMaxBurst + 2;  // frames, and descriptors in two pieces
+  // With this many bursts in flight, the next waits until it has kBatchFrames frames (or one of
+  // them retires).
+  static constexpr uint32_t kBatchWhenInflight = 2;
+  static constexpr uint32_t kBatchFrames = 128;
+  // Bursts alternate between streams, so that one burst's copies start while the previous
+  // one's are still moving (the copy engines then never wait for the host to queue the next);
+  // each doorbell still waits for the one before it.
+  static constexpr uint32_t kStreams = 2;
+  // Per burst in flight: where frames that go in no direct copy are packed first (at least a
+  // slot).
+  static constexpr uint64_t kStagingBytes = uint64_t{512} * 1024;
   struct Inflight {
     cudaEvent_t event = nullptr;
     uint32_t source_end = 0;  // source consumer index once this copy is done
@@ -84,17 +93,15 @@ class GpuRxTask final : public GpuRing {
 
   GpuRxTask(const GpuDevice& gpu, dataplane::RxAttachment& source,
             std::vector<uint64_t> pool_device_addresses, DeviceRing ring,
-            memory::SharedMemory control, abi::RingView control_ring, UniqueFd client_eventfd,
-            config::GpuCopy copy);
+            memory::SharedMemory control, abi::RingView control_ring, UniqueFd client_eventfd);
   Result<> init_cuda();
   bool retire();
   bool launch();
-  // gpu_copy: batch: the frames of jobs [0, n) and their descriptors in one batch of copies.
-  cudaError_t enqueue_batch(const GatherJob* jobs, uint32_t n, uint32_t slot_in_flight);
-  // gpu_copy: dma: one copy per run of frames in equally spaced buffers bound for consecutive
-  // slots, on copy_stream_; their jobs are left with no bytes (the kernel writes their
-  // descriptors). Sets `any` when it enqueued a copy.
-  cudaError_t enqueue_runs(GatherJob* jobs, uint32_t n, bool& any);
+  // Frame i of the burst: its descriptor into `desc` (header split and payload offset done on
+  // the CPU) and what its GPU slot gets into frames_[i].
+  void prepare(uint32_t i, daqiri_rx_desc& desc);
+  // Enqueues the plan's copies, then the descriptors' (in two pieces when the burst wraps).
+  cudaError_t enqueue_copies(const CopyPlan& plan, uint32_t slot_in_flight, cudaStream_t stream);
   void fail_attachment();
 
   const GpuDevice& gpu_;
@@ -111,20 +118,12 @@ class GpuRxTask final : public GpuRing {
   abi::RingView control_ring_;
   UniqueFd client_eventfd_;
 
-  cudaStream_t stream_ = nullptr;
-  // gpu_copy: dma: the copy engines' stream, so that they move one burst while the kernel
-  // writes the previous one's descriptors; the doorbell waits for both.
-  cudaStream_t copy_stream_ = nullptr;
-  std::array<cudaEvent_t, kMaxInflight> copied_{};
-  GatherJob* jobs_ = nullptr;         // pinned, mapped: kMaxInflight * kMaxBurst
-  GatherJob* jobs_device_ = nullptr;  // the same, as the GPU addresses it
-  config::GpuCopy copy_;
-  daqiri_rx_desc* descs_ = nullptr;  // batch: pinned descriptor staging, kMaxInflight * kMaxBurst
-  std::vector<void*> copy_dsts_;     // batch: kMaxInflight * kMaxCopies each
-  std::vector<const void*> copy_srcs_;
-  std::vector<size_t> copy_sizes_;
-  std::array<uint64_t, kMaxBurst>
-      room_{};  // dma: readable bytes from each job's src to its pool's end
+  std::array<cudaStream_t, kStreams> streams_{};
+  daqiri_rx_desc* descs_ = nullptr;  // pinned: kMaxInflight * kMaxBurst descriptors
+  std::byte* staging_ = nullptr;     // pinned: kMaxInflight * staging_bytes_
+  uint64_t staging_bytes_ = 0;
+  std::array<FrameSource, kMaxBurst> frames_{};
+  std::array<CopyOp, kMaxBurst> ops_{};
   std::array<Inflight, kMaxInflight> inflight_ring_{};
   uint32_t head_ = 0;      // oldest copy in flight
   uint32_t inflight_ = 0;  // copies in flight

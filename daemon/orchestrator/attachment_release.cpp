@@ -93,8 +93,10 @@ void DataPlane::begin_close(uint64_t id, Attachment& a) {
     a.gpu_removal = a.gpu_poller->remove_task(a.gpu.get(), {a.gpu->wake_fd()});
     a.await(a.gpu_removal);
     const gpu::GpuCopyCounters& c = a.gpu->counters;
-    spdlog::info("gpu ring of attachment {} closed: {} frames, {} of them in {} copy-engine runs",
-                 id, c.packets.load(), c.dma_frames.load(), c.dma_copies.load());
+    spdlog::info(
+        "gpu ring of attachment {} closed: {} frames, {} straight from their buffers, {} packed "
+        "first, in {} copies",
+        id, c.packets.load(), c.direct_frames.load(), c.staged_frames.load(), c.copies.load());
   }
   hand_back_when_quiet(a);
 }

@@ -1,6 +1,6 @@
 // GPUDirect pools without the NIC: a flow pool in RDMA-capable GPU memory, exported as a
 // dma-buf (what ibv_reg_dmabuf_mr takes), frames written into it as a NIC would, and the gpu
-// engine gathering them device to device into a GPU ring. The NIC's half (an RDMA device that
+// engine copying them device to device into a GPU ring. The NIC's half (an RDMA device that
 // DMAs into the dma-buf) needs hardware these machines lack; docs/rdma.md says so. Skips, saying
 // why, on machines without a GPU.
 #include <cuda_runtime_api.h>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/packet_fields.hpp"
+#include "daqiri/gpu_payload_offsets.hpp"
 #include "dataplane/rx_attachment.hpp"
 #include "engine_driver.hpp"
 #include "gpu/device_pool_memory.hpp"
@@ -48,9 +49,7 @@ std::vector<uint8_t> frame(uint32_t i) {
 // One frame keeps the payload offset its producer gave it; the others ask the GPU for it.
 constexpr uint32_t kOffsetGiven = 12;
 
-class GpuDirectPool : public ::testing::TestWithParam<config::GpuCopy> {};
-
-TEST_P(GpuDirectPool, FramesInGpuMemoryReachAGpuRingDeviceToDevice) {
+TEST(GpuDirectPool, FramesInGpuMemoryReachAGpuRingDeviceToDevice) {
   auto gpu = gpu::GpuDevice::open(0);
   if (!gpu) GTEST_SKIP() << "no GPU: " << gpu.error().message;
   auto mem = gpu::DevicePoolMemory::create(**gpu, uint64_t{kBufs} * kBufSize);
@@ -84,12 +83,23 @@ TEST_P(GpuDirectPool, FramesInGpuMemoryReachAGpuRingDeviceToDevice) {
   (*att)->publish();
 
   auto task = gpu::GpuRxTask::create(**gpu, **att, {reinterpret_cast<uintptr_t>(pool.data())},
-                                     kBufs, kBufSize, GetParam());
+                                     kBufs, kBufSize);
   ASSERT_TRUE(task) << task.error().message;
   ASSERT_EQ(test::drive_until_produced(**task, kFrames), kFrames);
 
   const gpu::DeviceRing& ring = (*task)->ring();
   std::vector<daqiri_rx_desc> descs(kFrames);
+  ASSERT_EQ(cudaMemcpy(descs.data(), ring.descs(), sizeof(daqiri_rx_desc) * kFrames,
+                       cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  // The daemon reads nothing in GPU memory: the client's helper finds the payloads there.
+  for (uint32_t i = 0; i < kFrames; ++i) {
+    EXPECT_EQ(descs[i].payload_offset, i == kOffsetGiven ? 0 : DAQIRI_PAYLOAD_UNREAD)
+        << "frame " << i;
+  }
+  GpuRingView view{ring.base(),          nullptr, ring.descs(), nullptr, ring.info().size - 1,
+                   ring.info().slot_size};
+  ASSERT_EQ(resolve_payload_offsets(view, 0, kFrames, nullptr), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(descs.data(), ring.descs(), sizeof(daqiri_rx_desc) * kFrames,
                        cudaMemcpyDeviceToHost),
             cudaSuccess);
@@ -102,7 +112,8 @@ TEST_P(GpuDirectPool, FramesInGpuMemoryReachAGpuRingDeviceToDevice) {
         cudaMemcpy(got.data(), ring.base() + descs[i].offset, got.size(), cudaMemcpyDeviceToHost),
         cudaSuccess);
     EXPECT_EQ(got, want) << "frame " << i;
-    // Found on the GPU as the daemon's software steering finds it on the host.
+    // Found on the GPU as the daemon's software steering finds it on the host; one the
+    // producer gave stays.
     auto host = core::PacketFields::parse(reinterpret_cast<const std::byte*>(want.data()),
                                           static_cast<uint32_t>(want.size()));
     EXPECT_EQ(host.payload_offset, i % 4 == 0 ? 42 : i % 4 == 1 ? 50 : 0) << "frame " << i;
@@ -119,7 +130,7 @@ TEST_P(GpuDirectPool, FramesInGpuMemoryReachAGpuRingDeviceToDevice) {
 // the rest; a frame that fit in its header lends none. The engine puts the header bytes in the
 // ring's header slots and the rest in its GPU slots: each frame comes back whole from the two,
 // and every buffer (none for the header-only frame) returns.
-TEST_P(GpuDirectPool, FramesTheNicSplitLineUpInHeaderAndGpuSlots) {
+TEST(GpuDirectPool, FramesTheNicSplitLineUpInHeaderAndGpuSlots) {
   constexpr uint32_t kSplit = 64;
   auto gpu = gpu::GpuDevice::open(0);
   if (!gpu) GTEST_SKIP() << "no GPU: " << gpu.error().message;
@@ -134,7 +145,7 @@ TEST_P(GpuDirectPool, FramesTheNicSplitLineUpInHeaderAndGpuSlots) {
   auto att = dataplane::RxAttachment::create(1, kBufs, dataplane::Backpressure::kDropNew, {&pool});
   ASSERT_TRUE(att) << att.error().message;
   auto task = gpu::GpuRxTask::create(**gpu, **att, {reinterpret_cast<uintptr_t>(pool.data())},
-                                     kBufs, kBufSize, GetParam(), kSplit);
+                                     kBufs, kBufSize, kSplit);
   ASSERT_TRUE(task) << task.error().message;
   std::vector<std::vector<uint8_t>> frames;
   for (uint32_t i = 0; i <= kFrames; ++i) {
@@ -183,11 +194,6 @@ TEST_P(GpuDirectPool, FramesTheNicSplitLineUpInHeaderAndGpuSlots) {
   ASSERT_TRUE((*att)->reclaim());
   EXPECT_EQ(pool.available(), kBufs);
 }
-
-INSTANTIATE_TEST_SUITE_P(CopyMethods, GpuDirectPool,
-                         ::testing::Values(config::GpuCopy::kGather, config::GpuCopy::kBatch,
-                                           config::GpuCopy::kDma),
-                         [](const auto& p) { return std::string(config::to_string(p.param)); });
 
 }  // namespace
 }  // namespace daqiri

@@ -33,10 +33,10 @@ __global__ void timer_echo(const volatile uint32_t* flag, volatile uint64_t* sta
   }
 }
 
-// One thread spins on the doorbell (acquire, system scope, as gpu_ring.cuh does) and stamps
-// when it reaches i + 1, for every i.
+// One thread spins on the doorbell (acquire, device scope: it is GPU memory, as gpu_ring.cuh
+// reads it) and stamps when it reaches i + 1, for every i.
 __global__ void persistent(const uint32_t* doorbell, uint64_t* seen, uint32_t n) {
-  cuda::atomic_ref<uint32_t, cuda::thread_scope_system> d(*const_cast<uint32_t*>(doorbell));
+  cuda::atomic_ref<uint32_t, cuda::thread_scope_device> d(*const_cast<uint32_t*>(doorbell));
   for (uint32_t i = 0; i < n; ++i) {
     while (static_cast<int32_t>(d.load(cuda::memory_order_acquire) - (i + 1)) < 0) {
     }

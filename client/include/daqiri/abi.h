@@ -124,8 +124,10 @@ struct daqiri_ring_header {
 /* daqiri_rx_desc.payload_offset when daqirid did not read the frame: the only flow of its
  * queue takes every frame (a catch-all, or a flow the NIC steers to a queue only its rules
  * reach), so nothing needed reading to steer it. The reader finds the payload with
- * daqiri_rx_payload_offset() below (the client libraries do). GPU rings never carry it: the
- * daemon's GPU engine resolves it before it rings the doorbell. */
+ * daqiri_rx_payload_offset() below (the client libraries do). GPU rings carry it too, for
+ * whole frames: the daemon reads no frame on its way to a GPU, and gpu_ring_payload_offset()
+ * (daqiri/gpu_ring.cuh) finds the payload there (with header-data split the daemon finds it in
+ * the header it copies). */
 #define DAQIRI_PAYLOAD_UNREAD 0xffffu
 
 /* One received frame. The frame starts at `offset` in region `region` of the attachment. */

@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from . import abi, cuda, dlpack
+from . import abi, cuda, dlpack, frames
 from .errors import DaqiriError
 from .ring import Ring
 from .rx import map_fd
@@ -63,6 +63,10 @@ class DeviceArray:
         return out
 
 
+# Enough of a frame for its Ethernet, VLAN, IPv4 (options included) and UDP headers.
+_HEADER_BYTES = 128
+
+
 def _contiguous(shape):
     strides, step = [], 1
     for n in reversed(shape):
@@ -99,7 +103,18 @@ class GpuBurst:
                 r = self._ring
                 cuda.copy_to_host(r._ctx, self._desc.view(np.uint8), r.desc_ptr(self.first & r.mask),
                                   self.count * abi.RX_DESC.itemsize)
+                self._find_payloads()
         return self._desc
+
+    def _find_payloads(self):
+        # Whole frames nobody read to steer them come with payload_offset PAYLOAD_UNREAD (the
+        # daemon reads no frame bound for a GPU): look in their headers, copied over here.
+        r = self._ring
+        head = np.empty(_HEADER_BYTES, np.uint8)
+        for i in np.flatnonzero(self._desc["payload_offset"] == abi.PAYLOAD_UNREAD):
+            n = min(int(self._desc["length"][i]), _HEADER_BYTES, r.slot_size)
+            cuda.copy_to_host(r._ctx, head, self.frames.ptr + int(i) * r.slot_size, n)
+            self._desc["payload_offset"][i] = frames.udp_payload_offset(head[:n])
 
     @property
     def lengths(self):

@@ -12,9 +12,11 @@
 
 namespace daqiri {
 
-// The doorbell, with acquire ordering at system scope: data written before it is visible.
+// The doorbell, with acquire ordering: data written before it is visible. Device scope is
+// enough (the doorbell and the slots are GPU memory, and the daemon's write of the doorbell
+// follows its copies behind a system-wide barrier), and keeps a spinning poller off PCIe.
 __device__ inline uint32_t gpu_ring_producer(const GpuRingView& r) {
-  cuda::atomic_ref<uint32_t, cuda::thread_scope_system> d(*const_cast<uint32_t*>(r.doorbell));
+  cuda::atomic_ref<uint32_t, cuda::thread_scope_device> d(*const_cast<uint32_t*>(r.doorbell));
   return d.load(cuda::memory_order_acquire);
 }
 
@@ -24,6 +26,14 @@ __device__ inline const daqiri_rx_desc& gpu_ring_desc(const GpuRingView& r, uint
 
 __device__ inline const uint8_t* gpu_ring_frame(const GpuRingView& r, uint32_t counter) {
   return r.base + r.descs[counter & r.mask].offset;
+}
+
+// Where the UDP payload of counter's frame starts (0: not UDP). The descriptor says, except for
+// a frame the daemon never read (DAQIRI_PAYLOAD_UNREAD: it came from GPU memory): then it is
+// found in the frame here.
+__device__ inline uint16_t gpu_ring_payload_offset(const GpuRingView& r, uint32_t counter) {
+  const daqiri_rx_desc& d = r.descs[counter & r.mask];
+  return daqiri_rx_payload_offset(&d, r.base + d.offset);
 }
 
 // Spins until the doorbell moves past `seen` or `*stop` becomes non-zero (then returns

@@ -115,7 +115,7 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
     uint16_t txd = 0;
     rte_eth_dev_adjust_nb_rx_tx_desc(id, &rxd, &txd);
     // A queue staging for GPU rings keeps its buffers in release order: the engine's
-    // gpu_copy: dma then finds long runs of consecutive buffers to copy at once.
+    // copies then find long runs of consecutive buffers to move at once.
     bool gpu_staged =
         r->kind == config::RegionKind::kPinned || r->kind == config::RegionKind::kDevice;
     RxQueueSetup setup;

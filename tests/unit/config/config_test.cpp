@@ -93,7 +93,7 @@ TEST(Config, ReadsEveryKeyOfOurSchema) {
       "gpu_memory_mb_total: 2048, tcp_connections_per_peer: 3, tcp_connections_total: 7}\n"
       "memory_regions:\n"
       "  - {name: hdr, kind: huge, buf_size: 256, num_bufs: 8192}\n"
-      "  - {name: pay, kind: device, buf_size: 8192, num_bufs: 8192, gpu: 0, gpu_copy: batch}\n"
+      "  - {name: pay, kind: device, buf_size: 8192, num_bufs: 8192, gpu: 0}\n"
       "interfaces:\n"
       "  - name: p0\n"
       "    backend: dpdk\n"
@@ -136,8 +136,6 @@ TEST(Config, ReadsEveryKeyOfOurSchema) {
   EXPECT_EQ(c.daemon.limits.tcp_connections_per_peer, 3u);
   EXPECT_EQ(c.daemon.limits.tcp_connections_total, 7u);
   EXPECT_EQ(c.memory_regions[1].gpu, 0);
-  EXPECT_EQ(c.memory_regions[1].gpu_copy, GpuCopy::kBatch);
-  EXPECT_FALSE(c.memory_regions[0].gpu_copy.has_value());
   const auto& q = c.interfaces[0].rx_queues[0];
   EXPECT_EQ(q.id, 0u);
   EXPECT_EQ(q.core, 2);
@@ -245,17 +243,16 @@ TEST(Config, CoreThatDoesNotExist) {
             "daqirid (usable cores: 0-3)");
 }
 
-TEST(Config, GpuCopyIsForGpuRegionsOnly) {
-  EXPECT_EQ(
-      only_error("memory_regions:\n"
-                 "  - {name: r, kind: host, buf_size: 2048, num_bufs: 4096, gpu_copy: batch}\n"),
-      "t.yaml:2:69: error: memory_regions[0].gpu_copy: gpu_copy applies to pinned and device "
-      "regions, not host");
-  EXPECT_NE(
-      only_error("memory_regions:\n"
-                 "  - {name: r, kind: device, buf_size: 2048, num_bufs: 4096, gpu_copy: memcpy}\n")
-          .find("gpu_copy: expected one of gather, batch, dma, got \"memcpy\""),
-      std::string::npos);
+// The engine's copy method was a choice once; files that still make it start, told why it no
+// longer matters.
+TEST(Config, GpuCopyIsIgnoredWithAWarning) {
+  auto p = parse(
+      "memory_regions:\n"
+      "  - {name: r, kind: device, buf_size: 2048, num_bufs: 4096, gpu: 0, gpu_copy: gather}\n");
+  ASSERT_TRUE(p.config) << p.diags.render();
+  EXPECT_THAT(p.diags.render(),
+              HasSubstr("t.yaml:2:79: warning: memory_regions[0].gpu_copy: ignored: the GPU "
+                        "engine has one copy method now (copy engines only, docs/gpu.md)"));
 }
 
 TEST(Config, PoolTooSmallForItsRing) {
