@@ -14,7 +14,8 @@
 // blocks: a burst is spread over the whole grid. Each block polls the doorbell itself (a load
 // at device scope from GPU memory: no system-scope traffic while it waits) and, once its warps
 // are done with a burst, says so in done[block]. Block 0's thread 0 releases the lowest of
-// those to the daemon, the one store to host memory per burst, so releases stay in order. Every
+// those to the daemon (after each of its bursts and while it waits), one store to host memory
+// a burst at most, so releases stay in order. Every
 // block must be resident at once (a persistent grid: at most what the GPU runs side by side).
 #pragma once
 
@@ -97,6 +98,9 @@ __device__ void gpu_ring_consume(const GpuRingView& r, uint32_t first, uint32_t 
     if (threadIdx.x == 0) {
       __threadfence();
       detail::device_store(&done[blockIdx.x], p);
+      // Also after each burst, not only while waiting: under a steady stream block 0 may never
+      // wait, and slots it does not release are slots the daemon cannot fill.
+      if (releaser) detail::release_done(r, done, first, released);
     }
     seen = p;
     at = end;
