@@ -5,10 +5,17 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <memory>
 #include <type_traits>
 
 namespace daqiri::bench {
+
+// Whether `e` is cudaSuccess; says which call failed and why on stderr when not.
+inline bool cuda_ok(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+  return e == cudaSuccess;
+}
 
 struct CudaFree {
   void operator()(void* p) const { cudaFree(p); }

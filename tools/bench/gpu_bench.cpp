@@ -134,11 +134,6 @@ void spin_for(double us) {
   }
 }
 
-bool cuda_ok(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  return e == cudaSuccess;
-}
-
 // The consumer side of the graph style: `n` stages of (wait doorbell >= first + i + 1, stamp
 // seen[first + i]).
 bool launch_graph_waiter(const daqiri::cuda::DriverApi& api, CUdeviceptr doorbell, uint64_t* seen,

@@ -35,11 +35,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace daqiri::bench;
 
-bool cuda_ok(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  return e == cudaSuccess;
-}
-
 // The child: waits for 'g', runs a persistent kernel until 's', then exits. Answers each
 // command with one byte once it took effect.
 int child(int commands, int answers) {
@@ -191,10 +186,6 @@ int main(int argc, char** argv) {
     return (*api)->stream_write_value32(reinterpret_cast<CUstream>(s), doorbell, ++bell,
                                         CU_STREAM_WRITE_VALUE_DEFAULT) == CUDA_SUCCESS;
   };
-  auto copy = [&](cudaStream_t s) {
-    return cudaMemcpyAsync(device.get(), host.get(), kBurst * kFrame, cudaMemcpyHostToDevice, s) ==
-           cudaSuccess;
-  };
   auto copy_of = [&](size_t bytes) {
     return [&, bytes](cudaStream_t s) {
       return cudaMemcpyAsync(device.get(), host.get(), bytes, cudaMemcpyHostToDevice, s) ==
@@ -215,6 +206,7 @@ int main(int argc, char** argv) {
                              s) == cudaSuccess;
     };
   };
+  auto copy = copy_of(kBurst * kFrame);
   std::vector<Work> works = {
       {"kernel", [&](cudaStream_t s) { return launch_stamp(stamps.get(), 0, s) == cudaSuccess; }},
       {"copy-48B", copy_of(48)},

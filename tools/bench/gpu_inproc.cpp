@@ -32,6 +32,7 @@ namespace {
 
 using namespace daqiri;
 using Clock = std::chrono::steady_clock;
+using bench::cuda_ok;
 
 constexpr uint32_t kFrame = 1024;
 constexpr uint32_t kBufSize = 1792;  // what run-gpu gives net_null's 1024-byte frames
@@ -39,11 +40,6 @@ constexpr uint32_t kBufs = 16384;
 constexpr uint32_t kSlots = 4096;
 constexpr uint32_t kStages = 8;
 constexpr uint32_t kThreads = 1024;
-
-bool cuda_ok(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  return e == cudaSuccess;
-}
 
 // The RX poller's part: frames into the attachment, BURST at a time, as long as there is room,
 // buffers taken back as the engine lets them go.
