@@ -5,6 +5,9 @@
 //               releases from the GPU (daqiri/gpu_ring_consumer.cuh)
 //   graph       a CUDA graph of (cuStreamWaitValue32, kernel, cuStreamWriteValue32) stages,
 //               re-posted; --count must be a multiple of --burst x --stages
+//   graph-loop  one CUDA graph launch for the whole stream: a WHILE node runs the check kernel
+//               once per --burst packets, waiting, checking and releasing on the GPU;
+//               --count must be a multiple of --burst
 //   hds         header-data split queues: each frame put back together on the host from its
 //               header slot and its GPU part, then checked (proves the halves line up)
 // It verifies daqiri-gen's payload pattern and prints what it saw:
@@ -32,6 +35,7 @@
 #include <thread>
 
 #include "burst_graph.hpp"
+#include "burst_loop.hpp"
 #include "daqiri/gpu_rx_ring.hpp"
 #include "daqiri/test_pattern.hpp"
 #include "gpu_attach.hpp"
@@ -210,6 +214,26 @@ uint64_t run_graph(Run& r, uint32_t burst, uint32_t stages) {
   return posted;
 }
 
+// CUDA graph loop: launched once; the host only waits (and stops it at the deadline).
+uint64_t run_graph_loop(Run& r, uint32_t burst) {
+  auto loop = daqiri::example::BurstLoop::create(r.ring.view(), burst, 0,
+                                                 static_cast<uint32_t>(r.count), r.totals);
+  if (!loop) {
+    std::fprintf(stderr, "graph loop: %s\n", loop.error().message.c_str());
+    std::exit(1);
+  }
+  if (auto ok = loop->launch(r.stream); !ok) {
+    std::fprintf(stderr, "graph loop: %s\n", ok.error().message.c_str());
+    std::exit(1);
+  }
+  if (!wait_stream(r.stream, r.deadline)) loop->stop();
+  if (cudaError_t e = cudaStreamSynchronize(r.stream); e != cudaSuccess) {
+    std::fprintf(stderr, "graph loop: %s\n", cudaGetErrorString(e));
+    std::exit(1);
+  }
+  return r.totals->intact + r.totals->corrupt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -227,12 +251,12 @@ int main(int argc, char** argv) {
   app.add_option("--ring", ring_size, "GPU ring slots (default: the queue's ring_size)");
   app.add_option("--timeout", timeout_s, "seconds to wait for them")->capture_default_str();
   app.add_option("--style", style, "consumer style")
-      ->check(CLI::IsMember({"kernel", "persistent", "graph", "hds"}))
+      ->check(CLI::IsMember({"kernel", "persistent", "graph", "graph-loop", "hds"}))
       ->capture_default_str();
   app.add_option("--blocks", blocks, "persistent: blocks of its grid (all resident at once)")
       ->capture_default_str();
   app.add_option("--threads", threads, "persistent: threads of each block")->capture_default_str();
-  app.add_option("--burst", burst, "graph: packets per stage")->capture_default_str();
+  app.add_option("--burst", burst, "graph, graph-loop: packets per stage")->capture_default_str();
   app.add_option("--stages", stages, "graph: stages per post")->capture_default_str();
   app.add_option("--reconnect", reconnect_arg, "kernel: survive a daemon restart")
       ->check(CLI::IsMember({"yes", "no"}));
@@ -255,6 +279,10 @@ int main(int argc, char** argv) {
   }
   if (style == "graph" && (burst == 0 || stages == 0 || count % (uint64_t{burst} * stages) != 0)) {
     std::fprintf(stderr, "--count must be a multiple of --burst x --stages\n");
+    return 2;
+  }
+  if (style == "graph-loop" && (burst == 0 || count % burst != 0 || count > UINT32_MAX)) {
+    std::fprintf(stderr, "--count must be a multiple of --burst (and below 2^32)\n");
     return 2;
   }
 
@@ -286,10 +314,11 @@ int main(int argc, char** argv) {
           count,
           start + std::chrono::seconds(timeout_s),
           reconnect ? attached->client.get() : nullptr};
-  uint64_t received = style == "persistent" ? run_persistent(run, blocks, threads)
-                      : style == "graph"    ? run_graph(run, burst, stages)
-                      : style == "hds"      ? run_split(run)
-                                            : run_kernel_per_burst(run);
+  uint64_t received = style == "persistent"   ? run_persistent(run, blocks, threads)
+                      : style == "graph"      ? run_graph(run, burst, stages)
+                      : style == "graph-loop" ? run_graph_loop(run, burst)
+                      : style == "hds"        ? run_split(run)
+                                              : run_kernel_per_burst(run);
   std::printf(
       "received %llu packets: %llu intact, %llu corrupt, payload bytes %llu, byte sum %llu, "
       "sequence sum %llu\n",

@@ -95,7 +95,19 @@ __global__ void check_persistent(daqiri::GpuRingView ring, uint32_t first, uint3
                            [&](uint32_t c) { check_packet_warp(ring, c, totals); });
 }
 
+// Graph loop: the whole bursts of gridDim.x packets that are there, a block per packet of each
+// (gpu_ring_loop).
+__global__ void check_loop(daqiri::GpuRingView ring, daqiri::GpuRingLoop* state, Totals* totals,
+                           const volatile uint32_t* stop, cudaGraphConditionalHandle loop) {
+  daqiri::gpu_ring_loop(ring, state, stop, loop,
+                        [&](uint32_t c) { check_packet(ring, c, totals); });
+}
+
 }  // namespace
+
+const void* check_loop_function() {
+  return reinterpret_cast<const void*>(&check_loop);
+}
 
 cudaError_t launch_check(const GpuRingView& ring, uint32_t first, uint32_t count, Totals* totals,
                          cudaStream_t stream) {

@@ -26,6 +26,11 @@ cudaError_t launch_check(const GpuRingView& ring, uint32_t first, uint32_t count
 const void* check_burst_function();
 inline constexpr unsigned kCheckThreads = 128;
 
+// The graph-loop kernel, for daqiri::GpuGraphLoop: parameters (GpuRingView ring, GpuRingLoop*
+// state, Totals* totals, const uint32_t* stop, cudaGraphConditionalHandle loop), one block of
+// kCheckThreads per packet of a burst.
+const void* check_loop_function();
+
 // Persistent kernel: `blocks` blocks of `threads` (a multiple of 32) poll the doorbell and
 // check packets [first, first + count), a warp per packet, releasing from the GPU
 // (daqiri/gpu_ring_consumer.cuh); it returns when they are done or when the host sets *stop

@@ -521,6 +521,26 @@ TEST_F(GpuRingTest, GraphOfWaitKernelWriteSeesExactlyWhatDaqiriGenSent) {
   EXPECT_EQ(parse(rx->output()), expected(4096, 3072, 1000)) << rx->output();
 }
 
+// One graph launch for the whole stream: a WHILE node runs the check kernel once per burst,
+// waiting, checking and releasing on the GPU. 6144 packets through 4096 slots: only the loop's
+// own releases let the daemon fill the ring past its end.
+TEST_F(GpuRingTest, GraphLoopSeesExactlyWhatDaqiriGenSentWithOneLaunch) {
+  auto rx = receive("stream0", 6144, {"--style", "graph-loop", "--burst", "32"});
+  ASSERT_EQ(gen(4096, 6144, 1000).exit_code, 0);
+  EXPECT_EQ(rx->wait(60s), 0) << rx->output() << daemon_->log();
+  EXPECT_EQ(parse(rx->output()), expected(4096, 6144, 1000)) << rx->output();
+}
+
+// A loop waiting for a burst that never completes ends when the host asks it to: the whole
+// bursts before it were checked, the partial one was not, and the process does not hang.
+TEST_F(GpuRingTest, GraphLoopWaitingForAnIncompleteBurstStopsAtTheDeadline) {
+  auto rx = spawn_receiver("stream0", 128, {"--style", "graph-loop", "--burst", "32"}, 3);
+  ASSERT_TRUE(rx->wait_for_output("attached:", 20s)) << rx->output() << daemon_->log();
+  ASSERT_EQ(gen(4096, 100, 1000).exit_code, 0);
+  EXPECT_EQ(rx->wait(30s), 1) << rx->output() << daemon_->log();
+  EXPECT_EQ(parse(rx->output()), expected(4096, 96, 1000)) << rx->output();
+}
+
 TEST_F(GpuRingTest, TwoRingsOnTwoFlowsEachSeeOnlyTheirOwn) {
   auto a = receive("stream0", 1500);
   auto b = receive("stream1", 700);

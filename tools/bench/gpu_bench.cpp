@@ -9,7 +9,7 @@
 //       on one stream. Prints "memcpy bytes B seconds S GBps G".
 //   gpu-bench memcpy-d2d BYTES CHUNK SECONDS
 //       the same from device memory (the peer of gpudirect pools, which are GPU memory).
-//   gpu-bench latency kernel|persistent|graph SAMPLES GAP_US
+//   gpu-bench latency kernel|persistent|graph|graph-loop SAMPLES GAP_US
 //       doorbell-to-consumer latency of each consumer style, in one process on one GPU: a
 //       producer stream stamps the GPU's global timer and then writes the doorbell with
 //       cuStreamWriteValue32 (what daqirid's engine does after its gather kernel), every GAP_US
@@ -18,8 +18,9 @@
 //       (kernel), one thread of a running kernel polling the doorbell (persistent), or a CUDA
 //       graph of cuStreamWaitValue32 + kernel stages (graph). Prints
 //       "latency STYLE samples N p50 A p99 B max C" in microseconds. The graph style posts a
-//       graph of 100 stages at a time.
-//   gpu-bench e2e kernel|persistent|graph SOCKET FLOW PACKETS
+//       graph of 100 stages at a time; graph-loop launches one graph whose WHILE node runs a
+//       one-thread waiter per doorbell.
+//   gpu-bench e2e kernel|persistent|graph|graph-loop SOCKET FLOW PACKETS
 //       the same consumer styles on a real GPU ring of FLOW, fed by daqirid: from the daemon's
 //       receive timestamp (CLOCK_REALTIME, in each descriptor) to the consumer first seeing the
 //       packet (the GPU's global timer), the two clocks related by a calibration in this run.
@@ -48,6 +49,7 @@
 #include "daqiri/common/mapping.hpp"
 #include "daqiri/common/unique_fd.hpp"
 #include "daqiri/cuda/driver_api.hpp"
+#include "daqiri/gpu_graph_loop.hpp"
 #include "daqiri/gpu_rx_ring.hpp"
 #include "gpu_attach.hpp"
 #include "latency_kernels.hpp"
@@ -177,6 +179,22 @@ bool launch_graph_waiter(const daqiri::cuda::DriverApi& api, CUdeviceptr doorbel
   return cuda_ok(cudaGraphLaunch(instance, stream), "cudaGraphLaunch");
 }
 
+// The consumer side of the graph-loop style: one launch of a WHILE node whose kernel waits for
+// the next doorbell and stamps it. `next`: a device word, zeroed.
+std::optional<daqiri::GpuGraphLoop> launch_loop_waiter(const uint32_t* doorbell, uint64_t* seen,
+                                                       uint32_t* next, uint32_t n,
+                                                       cudaStream_t stream) {
+  cudaGraphConditionalHandle handle{};
+  void* args[] = {&doorbell, &seen, &next, &n, &handle};
+  auto loop = daqiri::GpuGraphLoop::create(daqiri::bench::loop_waiter_function(), dim3(1), dim3(1),
+                                           args, &handle);
+  if (!loop || !loop->launch(stream)) {
+    std::fprintf(stderr, "graph loop: %s\n", loop ? "launch failed" : loop.error().message.c_str());
+    return std::nullopt;
+  }
+  return std::move(*loop);
+}
+
 int latency(const std::string& style, uint32_t n, double gap_us) {
   auto api = daqiri::cuda::DriverApi::get();
   if (!api) {
@@ -232,6 +250,16 @@ int latency(const std::string& style, uint32_t n, double gap_us) {
       produce(first, first + m);
       if (!cuda_ok(cudaStreamSynchronize(consumer.get()), "consumer")) return 1;
     }
+  } else if (style == "graph-loop") {
+    DeviceMemory<uint32_t> next;
+    if (!cuda_ok(device_alloc(next, sizeof(uint32_t)), "cudaMalloc") ||
+        !cuda_ok(cudaMemset(next.get(), 0, sizeof(uint32_t)), "cudaMemset")) {
+      return 1;
+    }
+    auto loop = launch_loop_waiter(doorbell.get(), seen, next.get(), n, consumer.get());
+    if (!loop) return 1;
+    produce(0, n);
+    if (!cuda_ok(cudaStreamSynchronize(consumer.get()), "consumer")) return 1;
   } else if (style == "kernel") {
     std::thread host_consumer([&] {
       for (uint32_t i = 0; i < n; ++i) {
@@ -243,7 +271,7 @@ int latency(const std::string& style, uint32_t n, double gap_us) {
     produce(0, n);
     host_consumer.join();
   } else {
-    std::fprintf(stderr, "style: kernel, persistent or graph\n");
+    std::fprintf(stderr, "style: kernel, persistent, graph or graph-loop\n");
     return 2;
   }
   if (!cuda_ok(cudaStreamSynchronize(consumer.get()), "consumer")) return 1;
@@ -351,6 +379,8 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
   }
   const auto db = reinterpret_cast<CUdeviceptr>(view.doorbell);
   std::vector<GraphExec> graphs;
+  std::optional<daqiri::GpuGraphLoop> loop;
+  DeviceMemory<uint32_t> next;
   std::thread host_consumer;
   std::atomic<bool> stop{false};
   if (style == "persistent") {
@@ -371,6 +401,14 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
       }
       graphs.push_back(std::move(exec));
     }
+  } else if (style == "graph-loop") {
+    if (!cuda_ok(device_alloc(next, sizeof(uint32_t)), "cudaMalloc") ||
+        !cuda_ok(cudaMemset(next.get(), 0, sizeof(uint32_t)), "cudaMemset")) {
+      return 1;
+    }
+    auto launched = launch_loop_waiter(view.doorbell, seen, next.get(), n, stream.get());
+    if (!launched) return 1;
+    loop.emplace(std::move(*launched));
   } else if (style == "kernel") {
     host_consumer = std::thread([&] {
       uint32_t got = 0;
@@ -383,7 +421,7 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
       }
     });
   } else {
-    std::fprintf(stderr, "style: kernel, persistent or graph\n");
+    std::fprintf(stderr, "style: kernel, persistent, graph or graph-loop\n");
     return 2;
   }
   std::printf("ready\n");
@@ -451,8 +489,8 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: gpu-bench ring SOCKET FLOW SECONDS FRAME_BYTES\n"
-               "       gpu-bench latency kernel|persistent|graph SAMPLES GAP_US\n"
-               "       gpu-bench e2e kernel|persistent|graph SOCKET FLOW PACKETS\n"
+               "       gpu-bench latency kernel|persistent|graph|graph-loop SAMPLES GAP_US\n"
+               "       gpu-bench e2e kernel|persistent|graph|graph-loop SOCKET FLOW PACKETS\n"
                "       gpu-bench memcpy|memcpy-d2d BYTES CHUNK SECONDS\n");
   return 2;
 }

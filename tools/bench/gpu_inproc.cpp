@@ -4,11 +4,11 @@
 // what the process boundary costs. One thread stands in for the RX poller (1024-byte frames in a
 // pinned pool, BURST at a time, as net_null hands the daemon), one for the GPU poller; the
 // consumer runs on the main thread.
-//   gpu-inproc kernel|persistent|graph BURST COUNT [BLOCKS]
+//   gpu-inproc kernel|persistent|graph|graph-loop BURST COUNT [BLOCKS]
 // Prints "inproc STYLE burst B packets N seconds S Mpps M". Kernel per burst: the host spins on
 // the producer index in host memory, launches the check over the new packets, synchronises and
 // releases. Persistent: BLOCKS blocks of 1024 threads (gpu_ring_consume). Graph: 8 stages of
-// BURST packets, re-posted.
+// BURST packets, re-posted. Graph loop: one launch, a WHILE node running a BURST-packet check.
 #include <cuda_runtime_api.h>
 
 #include <atomic>
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "burst_graph.hpp"
+#include "burst_loop.hpp"
 #include "cuda_owned.hpp"
 #include "dataplane/rx_attachment.hpp"
 #include "gpu/gpu_rx_task.hpp"
@@ -122,6 +123,17 @@ uint64_t consume_graph(const GpuRingView& view, uint32_t burst, uint64_t count,
   return posted;
 }
 
+uint64_t consume_graph_loop(const GpuRingView& view, uint32_t burst, uint64_t count,
+                            example::Totals* totals, cudaStream_t stream) {
+  auto loop = example::BurstLoop::create(view, burst, 0, static_cast<uint32_t>(count), totals);
+  if (!loop) {
+    std::fprintf(stderr, "graph loop: %s\n", loop.error().message.c_str());
+    return 0;
+  }
+  if (!loop->launch(stream) || !cuda_ok(cudaStreamSynchronize(stream), "graph loop")) return 0;
+  return totals->intact + totals->corrupt;
+}
+
 int run(const std::string& style, uint32_t burst, uint64_t count, uint32_t blocks) {
   auto gpu = gpu::GpuDevice::open(0);
   if (!gpu) {
@@ -180,8 +192,9 @@ int run(const std::string& style, uint32_t burst, uint64_t count, uint32_t block
   auto start = Clock::now();
   uint64_t taken =
       style == "persistent" ? consume_persistent(view, count, blocks, totals, stream.get())
-      : style == "graph"
-          ? consume_graph(view, burst, count, totals, stream.get())
+      : style == "graph"    ? consume_graph(view, burst, count, totals, stream.get())
+      : style == "graph-loop"
+          ? consume_graph_loop(view, burst, count, totals, stream.get())
           : consume_kernel_per_burst((*task)->control_ring(), view, count, totals, stream.get());
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   stop = true;
@@ -197,7 +210,8 @@ int run(const std::string& style, uint32_t burst, uint64_t count, uint32_t block
 
 int main(int argc, char** argv) {
   std::string style = argc > 1 ? argv[1] : "";
-  if ((style == "kernel" || style == "persistent" || style == "graph") && argc >= 4) {
+  if ((style == "kernel" || style == "persistent" || style == "graph" || style == "graph-loop") &&
+      argc >= 4) {
     auto burst = static_cast<uint32_t>(std::strtoul(argv[2], nullptr, 10));
     uint64_t count = std::strtoull(argv[3], nullptr, 10);
     auto blocks = argc > 4 ? static_cast<uint32_t>(std::strtoul(argv[4], nullptr, 10)) : 1;
@@ -207,7 +221,7 @@ int main(int argc, char** argv) {
     }
   }
   std::fprintf(stderr,
-               "usage: gpu-inproc kernel|persistent|graph BURST COUNT [BLOCKS]\n"
+               "usage: gpu-inproc kernel|persistent|graph|graph-loop BURST COUNT [BLOCKS]\n"
                "  (COUNT a multiple of BURST x %u)\n",
                kStages);
   return 2;

@@ -44,7 +44,24 @@ __global__ void persistent(const uint32_t* doorbell, uint64_t* seen, uint32_t n)
   }
 }
 
+// One run of the graph loop's kernel: waits for doorbell >= next + 1, stamps seen[next] and
+// runs again until n.
+__global__ void loop_waiter(const uint32_t* doorbell, uint64_t* seen, uint32_t* next, uint32_t n,
+                            cudaGraphConditionalHandle loop) {
+  cuda::atomic_ref<uint32_t, cuda::thread_scope_device> d(*const_cast<uint32_t*>(doorbell));
+  const uint32_t i = *next;
+  while (static_cast<int32_t>(d.load(cuda::memory_order_acquire) - (i + 1)) < 0) {
+  }
+  seen[i] = global_timer();
+  *next = i + 1;
+  cudaGraphSetConditional(loop, i + 1 < n ? 1u : 0u);
+}
+
 }  // namespace
+
+const void* loop_waiter_function() {
+  return reinterpret_cast<const void*>(&loop_waiter);
+}
 
 cudaError_t launch_stamp(uint64_t* at, uint32_t i, cudaStream_t stream) {
   stamp<<<1, 1, 0, stream>>>(at, i);

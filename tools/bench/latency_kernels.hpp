@@ -17,6 +17,10 @@ cudaError_t launch_stamp_range(uint64_t* at, uint32_t first, uint32_t count, cud
 // One thread that, for i in [0, n), spins until *doorbell >= i + 1 and stamps seen[i].
 cudaError_t launch_persistent_waiter(const uint32_t* doorbell, uint64_t* seen, uint32_t n,
                                      cudaStream_t stream);
+// The graph-loop waiter, for daqiri::GpuGraphLoop (parameters: const uint32_t* doorbell,
+// uint64_t* seen, uint32_t* next, uint32_t n, cudaGraphConditionalHandle loop; one thread): each
+// run waits until *doorbell >= *next + 1, stamps seen[*next] and moves *next on, until n.
+const void* loop_waiter_function();
 // Relates the global timer to a host clock: for k in [1, rounds], one thread waits for *flag to
 // reach k and writes the timer to stamps[k]. Both in mapped host memory; the host raises the
 // flag between two readings of its clock.

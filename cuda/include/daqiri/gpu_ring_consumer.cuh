@@ -15,8 +15,12 @@
 // at device scope from GPU memory: no system-scope traffic while it waits) and, once its warps
 // are done with a burst, says so in done[block]. Block 0's thread 0 releases the lowest of
 // those to the daemon (after each of its bursts and while it waits), one store to host memory
-// a burst at most, so releases stay in order. Every
-// block must be resident at once (a persistent grid: at most what the GPU runs side by side).
+// a burst at most, so releases stay in order. Every block must be resident at once (a
+// persistent grid: at most what the GPU runs side by side).
+//
+// gpu_ring_loop is the other shape: a kernel that consumes the bursts that are there and is run
+// again by a CUDA graph loop (daqiri/gpu_graph_loop.hpp) instead of running for the whole
+// stream.
 #pragma once
 
 #include <cuda/atomic>
@@ -40,6 +44,12 @@ __device__ inline void device_store(uint32_t* p, uint32_t v) {
 
 __device__ inline bool counter_before(uint32_t a, uint32_t b) {
   return static_cast<int32_t>(a - b) < 0;
+}
+
+// *stop is host memory: each read crosses PCIe. A poller looks at it once every 256 spins
+// (tens of microseconds), not on every spin, so waiting blocks put no load on the bus.
+__device__ inline bool stop_requested(const volatile uint32_t* stop, uint32_t spins) {
+  return (spins & 255u) == 0 && *stop != 0;
 }
 
 // Block 0, thread 0: the lowest counter every block is done with, released if it moved.
@@ -77,9 +87,9 @@ __device__ void gpu_ring_consume(const GpuRingView& r, uint32_t first, uint32_t 
   while (seen != last) {
     if (threadIdx.x == 0) {
       uint32_t p;
-      for (;;) {
+      for (uint32_t spins = 1;; ++spins) {
         p = gpu_ring_producer(r);
-        if (p != seen || *stop != 0) break;
+        if (p != seen || detail::stop_requested(stop, spins)) break;
         if (releaser) detail::release_done(r, done, first, released);
         __nanosleep(64);
       }
@@ -107,10 +117,66 @@ __device__ void gpu_ring_consume(const GpuRingView& r, uint32_t first, uint32_t 
   }
   // The last bursts' releases: block 0 waits for every block to finish what it saw.
   if (releaser) {
-    for (;;) {
+    for (uint32_t spins = 1;; ++spins) {
       detail::release_done(r, done, first, released);
-      if (released == seen || *stop != 0) break;
+      if (released == seen || detail::stop_requested(stop, spins)) break;
       __nanosleep(64);
+    }
+  }
+}
+
+// One run of a graph loop's kernel (daqiri/gpu_graph_loop.hpp) over bursts of gridDim.x
+// packets: block b works on counter next + k * gridDim.x + b of every burst k of the run (fn
+// is called by every thread of that block). Block 0's thread 0 waits for at least one whole
+// burst behind the doorbell (device scope, as above) and takes every whole burst that is there,
+// up to max_bursts, and tells the other blocks (a word in device memory they poll): a run is
+// one burst under a light load, low latency, and many under a heavy one, so that the loop's
+// relaunch is paid once per many bursts. The last block to finish releases what the run took,
+// moves `next` on and sets the loop's condition: run again until `last`, or until the host
+// sets *stop. (last - first) must be a multiple of gridDim.x; all blocks resident at once.
+template <typename Fn>
+__device__ void gpu_ring_loop(const GpuRingView& r, GpuRingLoop* s, const volatile uint32_t* stop,
+                              cudaGraphConditionalHandle loop, Fn&& fn) {
+  __shared__ uint32_t run_first, run_bursts;
+  const uint32_t burst = gridDim.x;
+  if (threadIdx.x == 0) {
+    const uint32_t first = s->next;  // written by the previous run: a kernel boundary orders it
+    uint32_t bursts = 0;
+    if (blockIdx.x == 0) {
+      for (uint32_t spins = 1;; ++spins) {
+        uint32_t ready = (gpu_ring_producer(r) - first) / burst;
+        if (ready != 0) {
+          bursts = min(min(ready, s->max_bursts), (s->last - first) / burst);
+          break;
+        }
+        if (detail::stop_requested(stop, spins)) break;  // bursts 0: nothing more released
+        __nanosleep(64);
+      }
+      s->bursts = bursts;
+      detail::device_store(&s->decided, first);  // release: `bursts` before it
+    } else {
+      while (detail::device_load(&s->decided) != first)
+        __nanosleep(32);
+      bursts = detail::device_load(&s->bursts);
+    }
+    run_first = first;
+    run_bursts = bursts;
+  }
+  __syncthreads();
+  for (uint32_t k = 0; k < run_bursts; ++k)
+    fn(run_first + k * burst + blockIdx.x);
+  __syncthreads();  // every read of this block's packets done
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&s->arrived, 1u) == burst - 1) {  // the last block of this run
+      __threadfence();
+      s->arrived = 0;
+      const uint32_t end = run_first + run_bursts * burst;
+      if (run_bursts != 0) {
+        gpu_ring_release(r, end);
+        s->next = end;
+      }
+      cudaGraphSetConditional(loop, run_bursts != 0 && end != s->last ? 1u : 0u);
     }
   }
 }

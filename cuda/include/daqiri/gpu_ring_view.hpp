@@ -17,4 +17,15 @@ struct GpuRingView {
   uint32_t slot_size;
 };
 
+// The state of a graph-loop consumer (gpu_ring_loop in daqiri/gpu_ring_consumer.cuh), in device
+// memory: {first, last, max_bursts, first - 1, 0, 0} before the graph is launched.
+struct GpuRingLoop {
+  uint32_t next;        // the first counter the next run works on
+  uint32_t last;        // the loop ends when next reaches it
+  uint32_t max_bursts;  // whole bursts one run takes at most (at least 1)
+  uint32_t decided;     // the `next` for which `bursts` was decided (block 0 to the others)
+  uint32_t bursts;      // whole bursts this run works on (0: the host set *stop)
+  uint32_t arrived;     // blocks done with this run
+};
+
 }  // namespace daqiri
