@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   std::string config_path;
   std::string check_path;
   std::string socket_path;
+  std::optional<std::string> metrics_address;
   std::string log_level;
   bool print_default = false;
   app.add_option("-c,--config", config_path, "YAML configuration (default: the embedded one)")
@@ -58,6 +59,8 @@ int main(int argc, char** argv) {
   app.add_option(
       "-s,--socket", socket_path,
       "control socket path (overrides daemon.socket; the session socket sits beside it)");
+  app.add_option("--metrics", metrics_address,
+                 "metrics listener host:port, or off (overrides daemon.metrics)");
   app.add_option("-l,--log-level", log_level, "trace, debug, info, warn, error, critical, off");
   app.add_flag("--print-default-config", print_default, "print the embedded configuration");
   app.set_version_flag("-V,--version", version_text());
@@ -103,6 +106,8 @@ int main(int argc, char** argv) {
     }
   }
   if (!socket_path.empty()) config->daemon.socket_path = socket_path;
+  if (metrics_address)
+    config->daemon.metrics_address = *metrics_address == "off" ? "" : *metrics_address;
 
   daqiri::system::setup_logging(config->daemon.log_level);
   for (const auto& d : diags.items())

@@ -1,5 +1,6 @@
 // NVIDIA DAQIRI's schema (`daqiri: cfg:`), mapped onto ours so DAQIRI users can bring their
 // files. Where a DAQIRI key means something looser here, a warning says what it became.
+#include "config/daqiri_socket_config.hpp"
 #include "config/schema_common.hpp"
 #include "config/schemas.hpp"
 
@@ -104,16 +105,108 @@ void read_flows(const YamlNode& node, const InterfaceConfig& itf, Config& config
   }
 }
 
-void read_interface(const YamlNode& node, Backend backend, Config& config) {
+// What cfg's stream_type and engine say for every interface.
+struct Stream {
+  Backend backend = Backend::kDpdk;  // raw streams
+  bool socket = false;               // stream_type: socket: each interface has a socket_config
+  std::optional<SocketTransport> engine_transport;
+};
+
+// A socket stream's interface: the backend its transport runs on, and the RDMA settings.
+std::optional<DaqiriSocketConfig> read_socket_stream(YamlMap& map, const Stream& stream,
+                                                     InterfaceConfig& itf) {
+  auto sc = map.require("socket_config");
+  if (!sc) return std::nullopt;
+  auto socket = read_daqiri_socket_config(*sc, stream.engine_transport);
+  auto roce = map.get("roce_config");
+  if (!socket) return std::nullopt;
+  if (socket->transport != SocketTransport::kRoce) {
+    itf.backend = Backend::kSocket;
+    if (roce) roce->warning("roce_config applies to roce:// endpoints only; ignored");
+    return socket;
+  }
+  itf.backend = Backend::kRdma;
+  RdmaConfig rc;
+  rc.mode = socket->server ? RdmaConfig::Mode::kServer : RdmaConfig::Mode::kClient;
+  if (socket->server) rc.port = socket->local->port;
+  if (!roce) {
+    sc->error("a roce:// endpoint needs a roce_config with its transport_mode (RC or UC)");
+    return std::nullopt;
+  }
+  auto transport = read_daqiri_roce_config(*roce);
+  if (!transport) return std::nullopt;
+  rc.transport = *transport;
+  itf.rdma = rc;
+  if (!socket->server) {
+    sc->warning(
+        "a RoCE client dials the server its application names: with daqirid, add a "
+        "flow with connect: IP:PORT on interface " +
+        itf.name + " at runtime (daqiri-ctl flows add)");
+  }
+  return socket;
+}
+
+// The flow a socket stream's interface receives on, named after the interface, into its first
+// RX queue: what the DAQIRI socket engine's connection delivers.
+void add_socket_flow(const DaqiriSocketConfig& socket, const YamlNode& node,
+                     const InterfaceConfig& itf, Config& config) {
+  if (itf.rx_queues.empty()) return;
+  if (socket.transport == SocketTransport::kRoce && !socket.server) return;  // dialled at runtime
+  FlowConfig flow;
+  flow.where.self = node.origin();
+  flow.name = itf.name;
+  flow.interface = itf.name;
+  flow.queue = itf.rx_queues.front().name;
+  auto host = [](const core::Endpoint& e) { return core::Ipv4Prefix{e.ipv4, 32}; };
+  auto port = [](const core::Endpoint& e) { return core::PortRange{e.port, e.port}; };
+  switch (socket.transport) {
+    case SocketTransport::kRoce:
+      flow.match.any = true;  // a server takes every peer's connection
+      break;
+    case SocketTransport::kTcp:
+      if (socket.server) {
+        flow.match.tcp_dst = port(*socket.local);
+        flow.match.ipv4_dst = host(*socket.local);
+      } else {
+        flow.connect = socket.remote;
+        if (socket.local && socket.local->port != 0) {
+          node.warning(
+              "a TCP client flow's local port is chosen by the kernel; local_addr's "
+              "port is not bound");
+        }
+      }
+      break;
+    case SocketTransport::kUdp:
+      if (!socket.local || socket.local->port == 0) {
+        node.error(
+            "daqirid binds the port a UDP endpoint receives on: give local_addr "
+            "udp://IP:PORT");
+        return;
+      }
+      flow.match.udp_dst = port(*socket.local);
+      if (socket.local->ipv4 != 0) flow.match.ipv4_dst = host(*socket.local);
+      if (socket.remote) {  // a client hears only its server, as a connected socket does
+        flow.match.udp_src = port(*socket.remote);
+        flow.match.ipv4_src = host(*socket.remote);
+      }
+      break;
+  }
+  config.flows.push_back(std::move(flow));
+}
+
+void read_interface(const YamlNode& node, const Stream& stream, Config& config) {
   InterfaceConfig itf;
-  itf.backend = backend;
+  itf.backend = stream.backend;
   itf.where.self = node.origin();
   YamlMap map(node);
   map.read_string("name", itf.name, itf.where, true);
   map.read_string("address", itf.address, itf.where, true);
   map.read_bool("flow_isolation", itf.flow_isolation, itf.where);
+  std::optional<DaqiriSocketConfig> socket;
+  if (stream.socket) socket = read_socket_stream(map, stream, itf);
+  const Backend backend = itf.backend;
   if (backend == Backend::kRdma) {
-    RdmaConfig rc;
+    RdmaConfig rc = itf.rdma.value_or(RdmaConfig{});  // a roce:// socket_config's, if any
     map.read_choice("rdma_mode", rc.mode,
                     {{"server", RdmaConfig::Mode::kServer}, {"client", RdmaConfig::Mode::kClient}},
                     itf.where);
@@ -159,6 +252,14 @@ void read_interface(const YamlNode& node, Backend backend, Config& config) {
   }
   map.finish();
   if (flows) read_flows(*flows, itf, config);
+  if (socket) {
+    if (socket->transport == SocketTransport::kTcp && !itf.tx_queues.empty()) {
+      node.error(
+          "daqirid's socket TX queues send UDP datagrams; sending on a TCP connection "
+          "is not offered: remove tx from this tcp:// interface");
+    }
+    add_socket_flow(*socket, node, itf, config);
+  }
   config.interfaces.push_back(std::move(itf));
 }
 
@@ -172,10 +273,28 @@ void read_daqiri_schema(const YamlNode& cfg_node, Config& config) {
 
   uint32_t version = 1;
   cfg.read_uint("version", version, 1, 1, d.where);
-  Backend backend = Backend::kDpdk;
+  Stream stream;
   if (auto m = cfg.get("manager")) {
     auto i = m->to_choice({"dpdk", "socket", "rdma", "default"});
-    if (i) backend = *i == 1 ? Backend::kSocket : *i == 2 ? Backend::kRdma : Backend::kDpdk;
+    if (i) stream.backend = *i == 1 ? Backend::kSocket : *i == 2 ? Backend::kRdma : Backend::kDpdk;
+  }
+  if (auto st = cfg.get("stream_type")) stream.socket = st->to_choice({"raw", "socket"}) == 1;
+  if (auto e = cfg.get("engine")) {
+    if (auto i = e->to_choice({"dpdk", "socket", "ibverbs"})) {
+      // DAQIRI's own rules: which engines a stream type takes.
+      if (stream.socket && *i == 0) {
+        e->error("engine dpdk is not valid for stream_type socket (socket or ibverbs)");
+      } else if (!stream.socket && *i == 1) {
+        e->error("engine socket is not valid for stream_type raw (dpdk or ibverbs)");
+      } else if (stream.socket && *i == 2) {
+        stream.engine_transport = SocketTransport::kRoce;
+      } else if (!stream.socket && *i == 2) {
+        stream.backend = Backend::kDpdk;
+        e->warning(
+            "DAQIRI's ibverbs raw engine (striding RQ on mlx5) runs here as DPDK's mlx5 "
+            "PMD on the same NIC: the same frames, through DPDK's receive path");
+      }
+    }
   }
   if (auto mc = cfg.get("master_core")) {
     if (auto v = mc->to_int(0, 4095)) {
@@ -193,7 +312,6 @@ void read_daqiri_schema(const YamlNode& cfg_node, Config& config) {
     d.log_level = LogLevel::kDebug;
   }
   cfg.read_choice("log_level", d.log_level, log_level_names(), d.where);
-  if (auto st = cfg.get("stream_type")) (void)st->to_choice({"raw"});
   if (auto lb = cfg.get("loopback")) {
     if (auto v = lb->to_string(); v && !v->empty()) {
       lb->error("software loopback is not offered by daqirid; use a net_ring DPDK vdev pair");
@@ -208,7 +326,7 @@ void read_daqiri_schema(const YamlNode& cfg_node, Config& config) {
   }
   if (auto interfaces = cfg.get("interfaces")) {
     for (const auto& i : interfaces->items())
-      read_interface(i, backend, config);
+      read_interface(i, stream, config);
   }
   cfg.finish();
 }

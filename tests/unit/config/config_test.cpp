@@ -663,5 +663,103 @@ TEST(Config, HeaderDataSplitRegionsAreHeadersThenDevicePayloads) {
               HasSubstr("the first region takes the headers: host, huge or pinned, not device"));
 }
 
+// A DAQIRI socket-stream file with one interface: `socket` is its socket_config body, `extra`
+// more interface keys (roce_config), `tx` whether it has a TX queue.
+std::string daqiri_socket_file(const std::string& socket, const std::string& extra = "",
+                               bool tx = false, const std::string& top = "") {
+  std::string text =
+      "daqiri:\n  cfg:\n    version: 1\n    stream_type: socket\n" + top +
+      "    memory_regions:\n"
+      "    - {name: R, kind: host, num_bufs: 4096, buf_size: 2048}\n"
+      "    interfaces:\n"
+      "    - name: ep\n"
+      "      address: 127.0.0.1\n"
+      "      socket_config: {" +
+      socket + "}\n" + extra +
+      "      rx:\n        queues:\n        - {name: rxq, id: 0, cpu_core: 1, batch_size: 1, "
+      "memory_regions: [R]}\n";
+  if (tx) {
+    text +=
+        "      tx:\n        queues:\n        - {name: txq, id: 0, cpu_core: 1, batch_size: 1, "
+        "memory_regions: [R]}\n";
+  }
+  return text;
+}
+
+TEST(DaqiriConfig, SocketEndpointsBecomeFlowsOnTheSocketBackend) {
+  auto udp = parse(daqiri_socket_file(
+      "mode: client, local_addr: 'udp://127.0.0.1:5002', remote_addr: 'udp://10.0.0.9:5001'", "",
+      true));
+  ASSERT_TRUE(udp.config) << udp.diags.render();
+  EXPECT_EQ(udp.config->interfaces[0].backend, Backend::kSocket);
+  ASSERT_EQ(udp.config->flows.size(), 1u);
+  EXPECT_EQ(udp.config->flows[0].name, "ep");
+  EXPECT_EQ(udp.config->flows[0].queue, "rxq");
+  EXPECT_EQ(udp.config->flows[0].match.to_string(),
+            "udp_src=5001 udp_dst=5002 ipv4_src=10.0.0.9 ipv4_dst=127.0.0.1");
+
+  auto tcp_server = parse(daqiri_socket_file("mode: server, local_addr: 'tcp://127.0.0.1:6001'"));
+  ASSERT_TRUE(tcp_server.config) << tcp_server.diags.render();
+  EXPECT_EQ(tcp_server.config->flows[0].match.to_string(), "ipv4_dst=127.0.0.1 tcp_dst=6001");
+
+  // The legacy fields, with the transport from the URI of the other side.
+  auto tcp_client = parse(
+      daqiri_socket_file("mode: client, local_ip: 127.0.0.1, remote_addr: 'tcp://10.0.0.9:6001'"));
+  ASSERT_TRUE(tcp_client.config) << tcp_client.diags.render();
+  ASSERT_TRUE(tcp_client.config->flows[0].connect);
+  EXPECT_EQ(tcp_client.config->flows[0].connect->to_string(), "10.0.0.9:6001");
+}
+
+TEST(DaqiriConfig, RoceEndpointsBecomeRdmaInterfaces) {
+  auto server = parse(daqiri_socket_file("mode: server, local_addr: 'roce://127.0.0.1:4096'",
+                                         "      roce_config: {transport_mode: UC}\n"));
+  ASSERT_TRUE(server.config) << server.diags.render();
+  const auto& itf = server.config->interfaces[0];
+  EXPECT_EQ(itf.backend, Backend::kRdma);
+  ASSERT_TRUE(itf.rdma);
+  EXPECT_EQ(itf.rdma->mode, RdmaConfig::Mode::kServer);
+  EXPECT_EQ(itf.rdma->port, 4096);
+  EXPECT_EQ(itf.rdma->transport, RdmaConfig::Transport::kUc);
+  ASSERT_EQ(server.config->flows.size(), 1u);
+  EXPECT_TRUE(server.config->flows[0].match.any);
+
+  // A client names no peer: the application adds a dialling flow at runtime.
+  auto client = parse(daqiri_socket_file("mode: client, local_addr: 'rdma://127.0.0.1'",
+                                         "      roce_config: {transport_mode: RC}\n"));
+  ASSERT_TRUE(client.config) << client.diags.render();
+  EXPECT_EQ(client.config->interfaces[0].rdma->mode, RdmaConfig::Mode::kClient);
+  EXPECT_TRUE(client.config->flows.empty());
+  EXPECT_THAT(client.diags.render(), HasSubstr("add a flow with connect: IP:PORT on interface ep"));
+
+  // engine: ibverbs implies RoCE for legacy fields, which carry no scheme.
+  auto legacy = parse(daqiri_socket_file("mode: server, local_ip: 127.0.0.1, local_port: 4096",
+                                         "      roce_config: {transport_mode: RC}\n", false,
+                                         "    engine: ibverbs\n"));
+  ASSERT_TRUE(legacy.config) << legacy.diags.render();
+  EXPECT_EQ(legacy.config->interfaces[0].backend, Backend::kRdma);
+}
+
+TEST(DaqiriConfig, SocketConfigErrorsSayWhatIsWrong) {
+  EXPECT_THAT(only_error(daqiri_socket_file("mode: server, local_addr: 'ftp://127.0.0.1:1'")),
+              HasSubstr("unknown endpoint scheme \"ftp\""));
+  EXPECT_THAT(only_error(daqiri_socket_file("mode: server, local_addr: 'udp://127.0.0.1'")),
+              HasSubstr("needs a port (1 to 65535)"));
+  EXPECT_THAT(only_error(daqiri_socket_file("mode: client, local_addr: 'udp://127.0.0.1:5'")),
+              HasSubstr("a client needs remote_addr"));
+  EXPECT_THAT(only_error(daqiri_socket_file("mode: server, local_ip: 127.0.0.1, local_port: 9")),
+              HasSubstr("no transport: write the endpoints as udp://, tcp:// or roce:// URIs"));
+  EXPECT_THAT(only_error(daqiri_socket_file(
+                  "mode: server, local_addr: 'udp://127.0.0.1:9', local_ip: 127.0.0.1")),
+              HasSubstr("give either this URI or local_ip/local_port, not both"));
+  EXPECT_THAT(only_error(daqiri_socket_file("mode: server, local_addr: 'roce://127.0.0.1:9'")),
+              HasSubstr("a roce:// endpoint needs a roce_config"));
+  EXPECT_THAT(only_error(daqiri_socket_file(
+                  "mode: client, local_addr: 'udp://127.0.0.1:5', remote_addr: 'tcp://1.2.3.4:5'")),
+              HasSubstr("its scheme names another transport"));
+  EXPECT_THAT(only_error(daqiri_socket_file(R"(mode: server, local_addr: 'tcp://127.0.0.1:6001')",
+                                            "", true)),
+              HasSubstr("sending on a TCP connection is not offered"));
+}
+
 }  // namespace
 }  // namespace daqiri::config
