@@ -72,9 +72,11 @@ class GpuRxTask final : public GpuRing {
   static constexpr uint32_t kMaxBurst = 1024;
   static constexpr uint32_t kMaxInflight = 8;
   // With this many bursts in flight, the next waits until it has kBatchFrames frames (or one of
-  // them retires).
+  // them retires): a whole launch's worth, since each launch costs its descriptor copy, doorbell
+  // and event whatever its size (1024-byte frames at bursts of 256 on an H200: 25-27 Mpps,
+  // against 23-24 waiting for 128), while the wait never outlasts the copies in flight.
   static constexpr uint32_t kBatchWhenInflight = 2;
-  static constexpr uint32_t kBatchFrames = 128;
+  static constexpr uint32_t kBatchFrames = kMaxBurst;
   // Bursts alternate between streams, so that one burst's copies start while the previous
   // one's are still moving (the copy engines then never wait for the host to queue the next);
   // each doorbell still waits for the one before it.

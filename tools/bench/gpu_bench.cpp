@@ -9,6 +9,10 @@
 //       on one stream. Prints "memcpy bytes B seconds S GBps G".
 //   gpu-bench memcpy-d2d BYTES CHUNK SECONDS
 //       the same from device memory (the peer of gpudirect pools, which are GPU memory).
+//   gpu-bench memcpy-rows BYTES ROWS WIDTH PITCH SECONDS STREAMS
+//       pitched copies of ROWS rows of WIDTH bytes PITCH apart (frames in pool buffers) into
+//       slots of WIDTH rounded up to 256, over STREAMS streams: what the engine's copies cost
+//       against one plain copy. GBps counts the rows' bytes.
 //   gpu-bench latency kernel|persistent|graph|graph-loop SAMPLES GAP_US
 //       doorbell-to-consumer latency of each consumer style, in one process on one GPU: a
 //       producer stream stamps the GPU's global timer and then writes the doorbell with
@@ -91,8 +95,18 @@ int ring(const std::string& socket, const std::string& flow, double seconds, dou
   return n > 0 ? 0 : 1;
 }
 
+// How the peer copies: pieces of `rows` rows of `width` bytes, `pitch` apart in the source and
+// `width` rounded up to 256 apart in GPU memory (as ring slots are), alternating over `streams`
+// streams. One row of CHUNK bytes on one stream is the plain burst-sized copy.
+struct CopyShape {
+  size_t rows = 1;
+  size_t width = 0;
+  size_t pitch = 0;
+  int streams = 1;
+};
+
 // `from_device`: the source is device memory too (cudaMalloc), not registered host memory.
-int memcpy_peer(size_t bytes, size_t chunk, double seconds, bool from_device) {
+int memcpy_peer(size_t bytes, CopyShape shape, double seconds, bool from_device) {
   daqiri::UniqueFd fd(::memfd_create("gpu-bench", MFD_CLOEXEC));
   if (!fd || ::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return 1;
   auto host = daqiri::map_fd(fd.get(), bytes, true);
@@ -103,19 +117,33 @@ int memcpy_peer(size_t bytes, size_t chunk, double seconds, bool from_device) {
     return 1;
   }
   DeviceMemory<char> device, device_source;
-  Stream stream;
+  std::vector<Stream> streams(static_cast<size_t>(std::max(shape.streams, 1)));
   if (device_alloc(device, bytes) != cudaSuccess ||
-      (from_device && device_alloc(device_source, bytes) != cudaSuccess) ||
-      make_stream(stream) != cudaSuccess) {
+      (from_device && device_alloc(device_source, bytes) != cudaSuccess)) {
     return 1;
   }
+  for (Stream& s : streams) {
+    if (make_stream(s) != cudaSuccess) return 1;
+  }
   const auto* source = from_device ? device_source.get() : reinterpret_cast<char*>(host->data());
+  size_t spitch = std::max(shape.pitch, shape.width);
+  size_t dpitch = (shape.width + 255) / 256 * 256;
+  size_t span = std::max(spitch, dpitch) * shape.rows;
   auto pass = [&] {
-    for (size_t off = 0; off + chunk <= bytes; off += chunk) {
-      cudaMemcpyAsync(device.get() + off, source + off, chunk, cudaMemcpyDefault, stream.get());
+    size_t moved = 0;
+    size_t i = 0;
+    for (size_t off = 0; off + span <= bytes; off += span, ++i) {
+      cudaStream_t s = streams[i % streams.size()].get();
+      if (shape.rows == 1) {
+        cudaMemcpyAsync(device.get() + off, source + off, shape.width, cudaMemcpyDefault, s);
+      } else {
+        cudaMemcpy2DAsync(device.get() + off, dpitch, source + off, spitch, shape.width, shape.rows,
+                          cudaMemcpyDefault, s);
+      }
+      moved += shape.rows * shape.width;
     }
-    cudaStreamSynchronize(stream.get());
-    return bytes / chunk * chunk;
+    cudaDeviceSynchronize();
+    return moved;
   };
   pass();  // warm-up
   uint64_t moved = 0;
@@ -484,13 +512,22 @@ int main(int argc, char** argv) {
                static_cast<uint32_t>(std::strtoul(argv[5], nullptr, 10)));
   }
   if ((mode == "memcpy" || mode == "memcpy-d2d") && argc == 5) {
-    return memcpy_peer(std::strtoull(argv[2], nullptr, 10), std::strtoull(argv[3], nullptr, 10),
-                       std::strtod(argv[4], nullptr), mode == "memcpy-d2d");
+    CopyShape chunk{1, std::strtoull(argv[3], nullptr, 10), 0, 1};
+    return memcpy_peer(std::strtoull(argv[2], nullptr, 10), chunk, std::strtod(argv[4], nullptr),
+                       mode == "memcpy-d2d");
+  }
+  if (mode == "memcpy-rows" && argc == 8) {
+    CopyShape shape{std::strtoull(argv[3], nullptr, 10), std::strtoull(argv[4], nullptr, 10),
+                    std::strtoull(argv[5], nullptr, 10),
+                    static_cast<int>(std::strtol(argv[7], nullptr, 10))};
+    return memcpy_peer(std::strtoull(argv[2], nullptr, 10), shape, std::strtod(argv[6], nullptr),
+                       false);
   }
   std::fprintf(stderr,
                "usage: gpu-bench ring SOCKET FLOW SECONDS FRAME_BYTES\n"
                "       gpu-bench latency kernel|persistent|graph|graph-loop SAMPLES GAP_US\n"
                "       gpu-bench e2e kernel|persistent|graph|graph-loop SOCKET FLOW PACKETS\n"
-               "       gpu-bench memcpy|memcpy-d2d BYTES CHUNK SECONDS\n");
+               "       gpu-bench memcpy|memcpy-d2d BYTES CHUNK SECONDS\n"
+               "       gpu-bench memcpy-rows BYTES ROWS WIDTH PITCH SECONDS STREAMS\n");
   return 2;
 }
