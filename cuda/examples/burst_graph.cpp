@@ -2,12 +2,10 @@
 
 #include <string>
 
+#include "daqiri/cuda/cuda_error.hpp"
+
 namespace daqiri::example {
 namespace {
-
-Error runtime_error(cudaError_t e, const std::string& what) {
-  return Error{ErrorCode::kInternal, what + ": " + cudaGetErrorString(e), {}};
-}
 
 // The check kernel over `burst` packets; `args` are its parameters (view, first, totals).
 cudaKernelNodeParams check_node(void** args, uint32_t burst) {
@@ -49,7 +47,7 @@ Result<BurstGraph> BurstGraph::create(const cuda::DriverApi& api, const GpuRingV
     return std::unexpected(cuda::driver_error(api, r, "cuCtxGetCurrent"));
   }
   if (cudaError_t e = cudaGraphCreate(&g.graph_, 0); e != cudaSuccess) {
-    return std::unexpected(runtime_error(e, "cudaGraphCreate"));
+    return std::unexpected(cuda_error(e, "cudaGraphCreate"));
   }
   const auto doorbell = reinterpret_cast<CUdeviceptr>(ring.doorbell);
   const auto consumer = reinterpret_cast<CUdeviceptr>(ring.consumer);
@@ -72,7 +70,7 @@ Result<BurstGraph> BurstGraph::create(const cuda::DriverApi& api, const GpuRingV
     cudaGraphNode_t dep = wait_node;
     if (cudaError_t e = cudaGraphAddKernelNode(&kernel_node, g.graph_, &dep, 1, &kp);
         e != cudaSuccess) {
-      return std::unexpected(runtime_error(e, "cudaGraphAddKernelNode"));
+      return std::unexpected(cuda_error(e, "cudaGraphAddKernelNode"));
     }
     CUstreamBatchMemOpParams write_op = memop(false, consumer, first + burst);
     CUDA_BATCH_MEM_OP_NODE_PARAMS write{g.ctx_, 1, &write_op, 0};
@@ -88,7 +86,7 @@ Result<BurstGraph> BurstGraph::create(const cuda::DriverApi& api, const GpuRingV
     previous = write_node;
   }
   if (cudaError_t e = cudaGraphInstantiate(&g.exec_, g.graph_, 0); e != cudaSuccess) {
-    return std::unexpected(runtime_error(e, "cudaGraphInstantiate"));
+    return std::unexpected(cuda_error(e, "cudaGraphInstantiate"));
   }
   return g;
 }
@@ -136,12 +134,12 @@ Result<> BurstGraph::post(uint32_t first, cudaStream_t stream) {
     cudaKernelNodeParams kp = check_node(args, burst_);
     if (cudaError_t e = cudaGraphExecKernelNodeSetParams(exec_, kernels_[k], &kp);
         e != cudaSuccess) {
-      return std::unexpected(runtime_error(e, "cudaGraphExecKernelNodeSetParams"));
+      return std::unexpected(cuda_error(e, "cudaGraphExecKernelNodeSetParams"));
     }
     if (auto ok = set_memop(writes_[k], false, consumer, end); !ok) return ok;
   }
   if (cudaError_t e = cudaGraphLaunch(exec_, stream); e != cudaSuccess) {
-    return std::unexpected(runtime_error(e, "cudaGraphLaunch"));
+    return std::unexpected(cuda_error(e, "cudaGraphLaunch"));
   }
   return {};
 }

@@ -2,15 +2,9 @@
 
 #include <string>
 
+#include "daqiri/cuda/cuda_error.hpp"
+
 namespace daqiri::example {
-namespace {
-
-Error runtime_error(cudaError_t e, const std::string& what) {
-  return Error{ErrorCode::kInternal, what + ": " + cudaGetErrorString(e), {}};
-}
-
-}  // namespace
-
 Result<BurstLoop> BurstLoop::create(const GpuRingView& ring, uint32_t burst, uint32_t first,
                                     uint32_t count, Totals* totals) {
   if (burst == 0 || count % burst != 0) {
@@ -19,18 +13,18 @@ Result<BurstLoop> BurstLoop::create(const GpuRingView& ring, uint32_t burst, uin
   }
   void* state_memory = nullptr;
   if (cudaError_t e = cudaMalloc(&state_memory, sizeof(GpuRingLoop)); e != cudaSuccess) {
-    return std::unexpected(runtime_error(e, "cudaMalloc"));
+    return std::unexpected(cuda_error(e, "cudaMalloc"));
   }
   std::unique_ptr<GpuRingLoop, FreeDevice> state(static_cast<GpuRingLoop*>(state_memory));
   const GpuRingLoop start{first, first + count, kMaxBurstsPerRun, first - 1, 0, 0};
   if (cudaError_t e = cudaMemcpy(state.get(), &start, sizeof start, cudaMemcpyHostToDevice);
       e != cudaSuccess) {
-    return std::unexpected(runtime_error(e, "cudaMemcpy"));
+    return std::unexpected(cuda_error(e, "cudaMemcpy"));
   }
   void* stop_memory = nullptr;
   if (cudaError_t e = cudaHostAlloc(&stop_memory, sizeof(uint32_t), cudaHostAllocMapped);
       e != cudaSuccess) {
-    return std::unexpected(runtime_error(e, "cudaHostAlloc"));
+    return std::unexpected(cuda_error(e, "cudaHostAlloc"));
   }
   std::unique_ptr<uint32_t, FreeHost> stop(static_cast<uint32_t*>(stop_memory));
   *stop = 0;
@@ -38,7 +32,7 @@ Result<BurstLoop> BurstLoop::create(const GpuRingView& ring, uint32_t burst, uin
   if (cudaError_t e =
           cudaHostGetDevicePointer(reinterpret_cast<void**>(&stop_device), stop.get(), 0);
       e != cudaSuccess) {
-    return std::unexpected(runtime_error(e, "cudaHostGetDevicePointer"));
+    return std::unexpected(cuda_error(e, "cudaHostGetDevicePointer"));
   }
   GpuRingView view = ring;
   GpuRingLoop* state_device = state.get();

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "daqiri/cuda/cuda_error.hpp"
 #include "daqiri/cuda/cufile_api.hpp"
 #include "daqiri/cuda/driver_api.hpp"
 #include "daqiri/gpu_payload_offsets.hpp"
@@ -21,7 +22,7 @@ constexpr uint32_t kMaxRecordsPerPass = 4096;
 constexpr size_t kMinChunk = size_t{1} << 20;
 
 Error cuda_failure(cudaError_t e, const std::string& what) {
-  return Error{ErrorCode::kInternal, "capture: " + what + ": " + cudaGetErrorString(e), {}};
+  return cuda_error(e, "capture: " + what);
 }
 
 // cudaMalloc and cudaHostAlloc into typed pointers (the typed overloads are in cuda_runtime.h,

@@ -3,11 +3,13 @@
 #include <string>
 #include <utility>
 
+#include "daqiri/cuda/cuda_error.hpp"
+
 namespace daqiri {
 namespace {
 
 Error graph_error(cudaError_t e, const std::string& what) {
-  return Error{ErrorCode::kInternal, "graph loop: " + what + ": " + cudaGetErrorString(e), {}};
+  return cuda_error(e, "graph loop: " + what);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "daqiri/gpu_reorder.hpp"
 
+#include "daqiri/cuda/cuda_error.hpp"
 #include "daqiri/cuda/device_scope.hpp"
 #include "gpu_reorder_kernel.hpp"
 
@@ -36,10 +37,6 @@ uint32_t output_bytes(const ReorderOptions& o) {
       return o.data_bytes / 2 * 4;
   }
   return o.data_bytes;
-}
-
-Error cuda_error(cudaError_t e, const std::string& what) {
-  return Error{ErrorCode::kInternal, what + ": " + cudaGetErrorString(e), {}};
 }
 
 }  // namespace
