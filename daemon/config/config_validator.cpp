@@ -494,7 +494,6 @@ class Validator {
   std::map<std::string, std::vector<const QueueConfig*>> users_;
   std::map<const QueueConfig*, std::string> user_names_;
   std::set<std::string> dpdk_devices_;
-  static constexpr uint32_t kMbufHeadroom = 128;  // RTE_PKTMBUF_HEADROOM
 };
 
 }  // namespace

@@ -8,6 +8,9 @@
 
 namespace daqiri::config {
 
+// What DPDK keeps free before a frame in each buffer (RTE_PKTMBUF_HEADROOM), inside buf_size.
+inline constexpr uint32_t kMbufHeadroom = 128;
+
 void validate_config(const Config& config, const SystemFacts& facts, Diagnostics& diags);
 
 // Buffers each pool a queue draws from a region needs: 1.5x its ring plus one burst, so the

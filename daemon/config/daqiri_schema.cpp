@@ -1,6 +1,11 @@
 // NVIDIA DAQIRI's schema (`daqiri: cfg:`), mapped onto ours so DAQIRI users can bring their
 // files. Where a DAQIRI key means something looser here, a warning says what it became.
+#include <algorithm>
+#include <set>
+
+#include "config/config_validator.hpp"
 #include "config/daqiri_socket_config.hpp"
+#include "config/dpdk_address.hpp"
 #include "config/schema_common.hpp"
 #include "config/schemas.hpp"
 
@@ -12,6 +17,15 @@ const std::vector<std::pair<std::string_view, RegionKind>> kRegionKinds = {
     {"host_pinned", RegionKind::kPinned},
     {"huge", RegionKind::kHuge},
     {"device", RegionKind::kDevice}};
+
+// What cfg's stream_type and engine say for every interface.
+struct Stream {
+  Backend backend = Backend::kDpdk;  // raw streams
+  bool socket = false;               // stream_type: socket: each interface has a socket_config
+  std::optional<SocketTransport> engine_transport;
+  bool raw_ibverbs = false;  // engine: ibverbs on a raw stream
+  bool sw_loopback = false;  // loopback: "sw": TX comes back on RX, no NIC
+};
 
 MemoryRegionConfig read_region(const YamlNode& node) {
   MemoryRegionConfig r;
@@ -38,7 +52,31 @@ MemoryRegionConfig read_region(const YamlNode& node) {
   return r;
 }
 
-QueueConfig read_queue(const YamlNode& node, uint32_t index, bool tx) {
+// DAQIRI's poll_mode: direct has the application's thread poll the NIC, on its raw ibverbs
+// engine only, and the queue then names no worker core, batch or timeout. Here a poller still
+// owns the queue; the nearest thing is one that never parks and hands over what each poll finds.
+void read_poll_mode(YamlMap& map, const YamlNode& node, const Stream& stream, QueueConfig& q) {
+  auto mode = map.get("poll_mode");
+  if (!mode) return;
+  auto direct = mode->to_choice({"indirect", "direct"});
+  if (direct != 1) return;
+  if (!stream.raw_ibverbs) {
+    mode->error("poll_mode direct is DAQIRI's raw ibverbs engine's only (engine: ibverbs)");
+    return;
+  }
+  for (const char* field : {"cpu_core", "batch_size", "timeout_us"}) {
+    if (node.raw()[field]) {
+      node.diags().error(q.where.at(field), std::string("a direct queue omits ") + field);
+    }
+  }
+  q.busy_poll = true;
+  q.batch_size = 256;  // what one direct poll returns at most
+  mode->warning(
+      "direct: here the queue's poller never parks (busy_poll) and hands over each poll's "
+      "frames, up to 256, at once; the application reads them from its ring");
+}
+
+QueueConfig read_queue(const YamlNode& node, uint32_t index, bool tx, const Stream& stream) {
   QueueConfig q;
   q.id = index;
   q.where.self = node.origin();
@@ -48,6 +86,7 @@ QueueConfig read_queue(const YamlNode& node, uint32_t index, bool tx) {
   map.read_int("cpu_core", q.core, 0, 4095, q.where);
   map.read_uint("batch_size", q.batch_size, 1, 65536, q.where);
   map.read_string_list("memory_regions", q.regions, q.where);
+  read_poll_mode(map, node, stream, q);
   if (q.regions.empty()) {
     Origin o = q.where.self;
     o.key_path = node.path() + ".memory_regions";
@@ -105,12 +144,41 @@ void read_flows(const YamlNode& node, const InterfaceConfig& itf, Config& config
   }
 }
 
-// What cfg's stream_type and engine say for every interface.
-struct Stream {
-  Backend backend = Backend::kDpdk;  // raw streams
-  bool socket = false;               // stream_type: socket: each interface has a socket_config
-  std::optional<SocketTransport> engine_transport;
-};
+// DAQIRI's software loopback, as its DPDK engine rules it: one interface addressed "loopback"
+// (or a PCI address it never opens), one queue each way. Here the interface becomes a net_ring
+// device, whose TX queue feeds its RX queue, so that frames pass the daemon's steering on the
+// way back in.
+void map_sw_loopback(const YamlNode& node, InterfaceConfig& itf) {
+  auto bdf = parse_dpdk_address(itf.address);
+  if (itf.address != "loopback" && !(bdf && bdf->pci)) {
+    node.diags().error(itf.where.at("address"),
+                       "in software loopback an interface's address is \"loopback\" (or a PCI "
+                       "address, which is not opened), not \"" +
+                           itf.address + "\"");
+    return;
+  }
+  if (itf.rx_queues.size() > 1 || itf.tx_queues.size() > 1) {
+    node.error("software loopback takes one RX and one TX queue per interface, as in DAQIRI");
+    return;
+  }
+  itf.address = "net_ring0";
+}
+
+// DAQIRI's loopback hands its RX queue every frame sent, flows or not: an interface whose file
+// names no flow gets a catch-all, named after the interface, for clients to attach to.
+void add_loopback_flow(const YamlNode& node, const InterfaceConfig& itf, Config& config) {
+  if (itf.rx_queues.empty()) return;
+  for (const auto& f : config.flows) {
+    if (f.interface == itf.name) return;
+  }
+  FlowConfig flow;
+  flow.where.self = node.origin();
+  flow.name = itf.name;
+  flow.interface = itf.name;
+  flow.queue = itf.rx_queues.front().name;
+  flow.match.any = true;
+  config.flows.push_back(std::move(flow));
+}
 
 // A socket stream's interface: the backend its transport runs on, and the RDMA settings.
 std::optional<DaqiriSocketConfig> read_socket_stream(YamlMap& map, const Stream& stream,
@@ -222,10 +290,17 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
   if (auto rx = map.get("rx")) {
     YamlMap r(*rx);
     r.read_bool("flow_isolation", itf.flow_isolation, itf.where);
+    if (auto cap = r.get("dynamic_flow_capacity")) {
+      if (auto v = cap->to_uint(0, UINT32_MAX); v && *v != 0) {
+        cap->warning(
+            "daqirid adds flows at runtime on any port (daqiri-ctl flows add, rte_flow_create "
+            "on DPDK); no template table is reserved");
+      }
+    }
     if (auto qs = r.get("queues")) {
       uint32_t i = 0;
       for (const auto& q : qs->items())
-        itf.rx_queues.push_back(read_queue(q, i++, false));
+        itf.rx_queues.push_back(read_queue(q, i++, false, stream));
     }
     flows = r.get("flows");
     r.finish();
@@ -235,7 +310,7 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
     if (auto qs = t.get("queues")) {
       uint32_t i = 0;
       for (const auto& q : qs->items())
-        itf.tx_queues.push_back(read_queue(q, i++, true));
+        itf.tx_queues.push_back(read_queue(q, i++, true, stream));
     }
     t.ignore("accurate_send", "send-time scheduling is not offered by daqirid");
     // DAQIRI sends what its in-process application wrote; a DAQIRI file names no address to
@@ -251,7 +326,9 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
     t.finish();
   }
   map.finish();
+  if (stream.sw_loopback && backend == Backend::kDpdk) map_sw_loopback(node, itf);
   if (flows) read_flows(*flows, itf, config);
+  if (stream.sw_loopback && backend == Backend::kDpdk) add_loopback_flow(node, itf, config);
   if (socket) {
     if (socket->transport == SocketTransport::kTcp && !itf.tx_queues.empty()) {
       node.error(
@@ -261,6 +338,67 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
     add_socket_flow(*socket, node, itf, config);
   }
   config.interfaces.push_back(std::move(itf));
+}
+
+// DAQIRI's buf_size is a buffer's data room, with DPDK's mbuf headroom on top; daqirid's holds
+// both, so the regions of single-region DPDK RX queues grow by the headroom (a split queue's
+// regions are a header and a payload segment, whose sizes are the split's; TX buffers hold
+// frames as clients write them, with no headroom). And DAQIRI sizes a
+// port's MTU from its queues: the frame the largest queue's buffers hold, less the Ethernet
+// header and FCS, within its jumbo bound.
+void map_dpdk_buffers(Config& config) {
+  constexpr uint32_t kEthernetHeaderAndFcs = 18;
+  constexpr uint32_t kJumboFrame = 9100;  // DAQIRI's JUMBOFRAME_SIZE
+  auto buf_size = [&](const std::string& name) -> uint32_t {
+    const MemoryRegionConfig* r = find_region(config, name);
+    return r != nullptr ? r->buf_size : 0;
+  };
+  std::set<std::string> with_headroom;
+  for (auto& itf : config.interfaces) {
+    if (itf.backend != Backend::kDpdk) continue;
+    uint32_t frame = 64;
+    for (const auto* queues : {&itf.rx_queues, &itf.tx_queues}) {
+      for (const auto& q : *queues) {
+        uint32_t room = 0;
+        for (const auto& name : q.regions)
+          room += buf_size(name);
+        frame = std::max(frame, room);
+        if (queues == &itf.rx_queues && q.regions.size() == 1)
+          with_headroom.insert(q.regions.front());
+      }
+    }
+    itf.mtu = std::max(std::min(frame, kJumboFrame) - kEthernetHeaderAndFcs, uint32_t{68});
+  }
+  for (auto& r : config.memory_regions) {
+    if (with_headroom.contains(r.name)) r.buf_size += kMbufHeadroom;
+  }
+}
+
+// DAQIRI raises a pool that is too small for its NIC ring (it would deadlock) to 3x the ring,
+// with a warning; the same here against daqirid's ring of each queue that draws on the region.
+// A split queue's first region holds headers, not a pool.
+void raise_small_regions(const YamlNode& cfg, Config& config) {
+  for (auto& r : config.memory_regions) {
+    const QueueConfig* worst = nullptr;
+    for (const auto& itf : config.interfaces) {
+      for (const auto* queues : {&itf.rx_queues, &itf.tx_queues}) {
+        for (const auto& q : *queues) {
+          bool pool = q.regions.size() == 2 ? q.regions.back() == r.name
+                                            : std::ranges::count(q.regions, r.name) != 0;
+          if (pool && (!worst || buffers_needed(q) > buffers_needed(*worst))) worst = &q;
+        }
+      }
+    }
+    if (!worst || r.num_bufs >= buffers_needed(*worst)) continue;
+    auto raised = static_cast<uint32_t>(
+        std::max<uint64_t>(uint64_t{worst->ring_size} * 3, buffers_needed(*worst)));
+    cfg.diags().warning(r.where.at("num_bufs"),
+                        "num_bufs " + std::to_string(r.num_bufs) + " is too few for queue " +
+                            worst->name + "'s ring of " + std::to_string(worst->ring_size) +
+                            " (1.5x the ring plus a batch); raised to " + std::to_string(raised) +
+                            ", as DAQIRI raises it");
+    r.num_bufs = raised;
+  }
 }
 
 }  // namespace
@@ -290,6 +428,7 @@ void read_daqiri_schema(const YamlNode& cfg_node, Config& config) {
         stream.engine_transport = SocketTransport::kRoce;
       } else if (!stream.socket && *i == 2) {
         stream.backend = Backend::kDpdk;
+        stream.raw_ibverbs = true;
         e->warning(
             "DAQIRI's ibverbs raw engine (striding RQ on mlx5) runs here as DPDK's mlx5 "
             "PMD on the same NIC: the same frames, through DPDK's receive path");
@@ -312,9 +451,16 @@ void read_daqiri_schema(const YamlNode& cfg_node, Config& config) {
     d.log_level = LogLevel::kDebug;
   }
   cfg.read_choice("log_level", d.log_level, log_level_names(), d.where);
-  if (auto lb = cfg.get("loopback")) {
-    if (auto v = lb->to_string(); v && !v->empty()) {
-      lb->error("software loopback is not offered by daqirid; use a net_ring DPDK vdev pair");
+  std::optional<YamlNode> loopback = cfg.get("loopback");
+  if (loopback) {
+    if (auto v = loopback->to_string()) {
+      if (*v == "sw") {
+        stream.sw_loopback = !stream.socket && stream.backend == Backend::kDpdk;
+        if (!stream.sw_loopback)
+          loopback->warning("software loopback is DAQIRI's DPDK engine's; ignored for this stream");
+      } else if (!v->empty()) {
+        loopback->error("loopback is \"sw\" or \"\" (off), not \"" + *v + "\"");
+      }
     }
   }
   cfg.ignore("tx_meta_buffers", "daqirid sizes descriptor rings per attachment");
@@ -327,7 +473,11 @@ void read_daqiri_schema(const YamlNode& cfg_node, Config& config) {
   if (auto interfaces = cfg.get("interfaces")) {
     for (const auto& i : interfaces->items())
       read_interface(i, stream, config);
+    if (stream.sw_loopback && config.interfaces.size() > 1)
+      loopback->error("software loopback takes a single interface, as in DAQIRI");
   }
+  map_dpdk_buffers(config);
+  raise_small_regions(cfg_node, config);
   cfg.finish();
 }
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -69,6 +70,15 @@ class DataPlaneTest : public ::testing::Test {
   bool eventually(const std::function<bool(const v1::Stats&)>& pred,
                   std::chrono::milliseconds timeout = 5s) {
     return control_->eventually(pred, timeout);
+  }
+  // Waits until each of `flows` has exactly one client attached.
+  bool each_attached(const std::vector<std::string>& flows) {
+    return eventually([&](const v1::Stats& s) {
+      return std::ranges::all_of(flows, [&](const std::string& f) {
+        const v1::FlowStats* fs = flow_stats(s, f);
+        return fs != nullptr && fs->attachments() == 1;
+      });
+    });
   }
   bool healthy() { return run({ctl_path(), "--socket", socket_, "health"}).exit_code == 0; }
 

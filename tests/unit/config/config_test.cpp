@@ -8,6 +8,7 @@ namespace daqiri::config {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 SystemFacts facts() {
   SystemFacts f;
@@ -759,6 +760,125 @@ TEST(DaqiriConfig, SocketConfigErrorsSayWhatIsWrong) {
   EXPECT_THAT(only_error(daqiri_socket_file(R"(mode: server, local_addr: 'tcp://127.0.0.1:6001')",
                                             "", true)),
               HasSubstr("sending on a TCP connection is not offered"));
+}
+
+// DAQIRI raw files run DPDK on hugepages: parsed with enough of them free.
+Parsed parse_daqiri(const std::string& text) {
+  return parse(text, daqiri_file_facts());
+}
+std::string only_daqiri_error(const std::string& text) {
+  return only_error(text, daqiri_file_facts());
+}
+
+// DAQIRI's software-loopback example's shape: one interface, one queue each way.
+std::string daqiri_loopback_file(const std::string& loopback, const std::string& address,
+                                 const std::string& extra = "") {
+  return "daqiri:\n  cfg:\n    version: 1\n    stream_type: raw\n    loopback: \"" + loopback +
+         "\"\n"
+         "    memory_regions:\n"
+         "    - {name: R, kind: host, num_bufs: 4096, buf_size: 2048}\n"
+         "    interfaces:\n"
+         "    - name: lb\n"
+         "      address: \"" +
+         address +
+         "\"\n"
+         "      tx:\n        queues:\n        - {name: txq, id: 0, cpu_core: 1, batch_size: 64, "
+         "memory_regions: [R]}\n"
+         "      rx:\n        queues:\n        - {name: rxq, id: 0, cpu_core: 1, batch_size: 64, "
+         "memory_regions: [R]}\n" +
+         extra;
+}
+
+TEST(DaqiriConfig, SoftwareLoopbackLoopsAnInterfaceThroughARingDevice) {
+  // No flows: like DAQIRI's, the RX queue gets every frame sent, through a catch-all.
+  auto bare = parse_daqiri(daqiri_loopback_file("sw", "loopback"));
+  ASSERT_TRUE(bare.config) << bare.diags.render();
+  const auto& itf = bare.config->interfaces[0];
+  EXPECT_EQ(itf.backend, Backend::kDpdk);
+  EXPECT_EQ(itf.address, "net_ring0");
+  ASSERT_EQ(bare.config->flows.size(), 1u);
+  EXPECT_EQ(bare.config->flows[0].name, "lb");
+  EXPECT_EQ(bare.config->flows[0].queue, "rxq");
+  EXPECT_TRUE(bare.config->flows[0].match.any);
+
+  // The file's flows steer the looped frames; a PCI address is a name only.
+  auto steered = parse_daqiri(daqiri_loopback_file(
+      "sw", "0000:17:00.0",
+      "        flows:\n        - {name: f, action: {type: queue, id: 0}, match: {udp_dst: 9}}\n"));
+  ASSERT_TRUE(steered.config) << steered.diags.render();
+  EXPECT_EQ(steered.config->interfaces[0].address, "net_ring0");
+  ASSERT_EQ(steered.config->flows.size(), 1u);
+  EXPECT_EQ(steered.config->flows[0].name, "f");
+
+  // Off: the address is the NIC's.
+  auto off = parse_daqiri(daqiri_loopback_file("", "0000:17:00.0"));
+  ASSERT_TRUE(off.config) << off.diags.render();
+  EXPECT_EQ(off.config->interfaces[0].address, "0000:17:00.0");
+}
+
+TEST(DaqiriConfig, SoftwareLoopbackRefusesWhatDaqiriRefuses) {
+  EXPECT_THAT(only_daqiri_error(daqiri_loopback_file("hw", "loopback")),
+              HasSubstr("loopback is \"sw\" or \"\" (off), not \"hw\""));
+  EXPECT_THAT(only_daqiri_error(daqiri_loopback_file("sw", "net_null0")),
+              HasSubstr("address is \"loopback\" (or a PCI address, which is not opened)"));
+  EXPECT_THAT(only_daqiri_error(daqiri_loopback_file(
+                  "sw", "loopback", "    - name: second\n      address: loopback\n")),
+              HasSubstr("software loopback takes a single interface"));
+}
+
+// A raw DAQIRI file with one RX queue written as QUEUE, TOP under cfg and RX under rx.
+std::string daqiri_raw_file(const std::string& queue, const std::string& top = "",
+                            const std::string& rx = "", uint32_t num_bufs = 4096) {
+  return "daqiri:\n  cfg:\n    version: 1\n    stream_type: raw\n" + top +
+         "    memory_regions:\n"
+         "    - {name: R, kind: host, num_bufs: " +
+         std::to_string(num_bufs) +
+         ", buf_size: 2048}\n"
+         "    interfaces:\n"
+         "    - name: p\n"
+         "      address: net_null0\n"
+         "      rx:\n" +
+         rx + "        queues:\n        - {name: q, id: 0, memory_regions: [R]" + queue + "}\n";
+}
+
+TEST(DaqiriConfig, DirectPollingBecomesAPollerThatNeverParks) {
+  auto direct = parse_daqiri(daqiri_raw_file(", poll_mode: direct", "    engine: ibverbs\n"));
+  ASSERT_TRUE(direct.config) << direct.diags.render();
+  const auto& q = direct.config->interfaces[0].rx_queues[0];
+  EXPECT_TRUE(q.busy_poll);
+  EXPECT_EQ(q.batch_size, 256u);
+  EXPECT_THAT(direct.diags.render(), HasSubstr("the queue's poller never parks (busy_poll)"));
+
+  auto indirect =
+      parse_daqiri(daqiri_raw_file(", poll_mode: indirect, cpu_core: 1, batch_size: 32"));
+  ASSERT_TRUE(indirect.config) << indirect.diags.render();
+  EXPECT_FALSE(indirect.config->interfaces[0].rx_queues[0].busy_poll);
+
+  // DAQIRI's own rules: direct on its raw ibverbs engine only, with no worker fields.
+  EXPECT_THAT(only_daqiri_error(daqiri_raw_file(", poll_mode: direct")),
+              HasSubstr("poll_mode direct is DAQIRI's raw ibverbs engine's only"));
+  EXPECT_THAT(only_daqiri_error(
+                  daqiri_raw_file(", poll_mode: direct, batch_size: 8", "    engine: ibverbs\n")),
+              HasSubstr("a direct queue omits batch_size"));
+}
+
+TEST(DaqiriConfig, DynamicFlowCapacityIsAcceptedAndSaysFlowsComeAtRuntime) {
+  auto none = parse_daqiri(daqiri_raw_file("", "", "        dynamic_flow_capacity: 0\n"));
+  ASSERT_TRUE(none.config) << none.diags.render();
+  EXPECT_THAT(none.diags.render(), Not(HasSubstr("template table")));
+  auto some = parse_daqiri(daqiri_raw_file("", "", "        dynamic_flow_capacity: 64\n"));
+  ASSERT_TRUE(some.config) << some.diags.render();
+  EXPECT_THAT(some.diags.render(), HasSubstr("no template table is reserved"));
+}
+
+// DAQIRI raises a region too small for the ring it feeds to three rings, and says so.
+TEST(DaqiriConfig, TooFewBuffersAreRaisedAsDaqiriRaisesThem) {
+  auto p = parse_daqiri(daqiri_raw_file(", batch_size: 64", "", "", 1000));
+  ASSERT_TRUE(p.config) << p.diags.render();
+  EXPECT_EQ(p.config->memory_regions[0].num_bufs, 3072u);
+  EXPECT_THAT(p.diags.render(),
+              HasSubstr("num_bufs 1000 is too few for queue q's ring of 1024 (1.5x the ring plus "
+                        "a batch); raised to 3072, as DAQIRI raises it"));
 }
 
 }  // namespace
