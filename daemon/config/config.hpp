@@ -92,6 +92,9 @@ struct MemoryRegionConfig {
   [[nodiscard]] uint64_t total_bytes() const { return uint64_t{buf_size} * num_bufs; }
 };
 
+// A TX queue's pacing_mbps at most: 1 Tb/s.
+inline constexpr uint32_t kMaxPacingMbps = 1'000'000;
+
 struct QueueConfig {
   std::string name;
   uint32_t id = 0;
@@ -102,6 +105,7 @@ struct QueueConfig {
   bool busy_poll = false;
   // TX queues only; unset: kChecked.
   std::optional<TxPolicy> tx_policy;
+  uint32_t pacing_mbps = 0;  // TX queues only: the long-run rate cap; 0: none
   std::vector<std::string> regions;
   Located where;
 };

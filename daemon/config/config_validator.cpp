@@ -165,6 +165,10 @@ class Validator {
       error(q.where.at(regions_key), "a queue takes one region, or two for header-data split");
     }
     if (q.regions.size() == 2) check_split(q, itf.backend, dir, regions_key);
+    if (q.pacing_mbps != 0 && itf.backend == Backend::kRdma) {
+      error(q.where.at("pacing_mbps"),
+            "rdma TX queues carry RDMA operations, which are not paced: no pacing_mbps");
+    }
     if (q.tx_policy && itf.backend == Backend::kRdma) {
       error(q.where.at("tx_policy"),
             "rdma TX queues carry RDMA operations, not frames: no tx_policy");

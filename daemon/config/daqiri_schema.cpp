@@ -102,6 +102,7 @@ QueueConfig read_queue(const YamlNode& node, uint32_t index, bool tx, const Stre
   map.ignore("split_boundary", "header-data split follows from a queue with two memory regions");
   if (tx) {
     map.ignore("offloads", "TX offloads are chosen per interface by the backend");
+    map.read_uint("pacing_mbps", q.pacing_mbps, 0, kMaxPacingMbps, q.where);
   }
   map.finish();
   return q;

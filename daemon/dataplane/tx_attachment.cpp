@@ -54,7 +54,7 @@ TxAttachment::TxAttachment(uint64_t id, memory::SharedMemory rings, memory::Shar
       client_kicks_(client_kicks),
       with_daemon_(num_bufs, 0) {}
 
-uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max) {
+uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max, uint64_t budget, uint64_t* bytes) {
   uint32_t p = tx_.load_producer();
   uint32_t pending = p - tx_cons_;
   if (pending > tx_.size()) {
@@ -64,7 +64,8 @@ uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max) {
   }
   uint32_t n = pending < max ? pending : max;
   uint32_t taken = 0;
-  for (; taken < n; ++taken) {
+  uint64_t spent = 0;
+  for (; taken < n && spent < budget; ++taken) {
     daqiri_tx_desc d = *tx_.slot<daqiri_tx_desc>(tx_cons_);  // read once: the client may change it
     if (!valid(d)) {
       bump(counters.bad_descriptor, 1);
@@ -73,9 +74,11 @@ uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max) {
     }
     with_daemon_[d.buffer] = 1;
     out[taken] = d;
+    spent += d.length;
     ++tx_cons_;
   }
   if (taken > 0) tx_.publish_consumer(tx_cons_);
+  if (bytes != nullptr) *bytes = spent;
   return taken;
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -55,8 +56,10 @@ class TxAttachment {
 
   // ---- poller side ----
   // Up to `max` descriptors the client submitted, copied out of shared memory and validated;
-  // returns how many. Stops at the first invalid one and marks the attachment violated.
-  uint32_t take(daqiri_tx_desc* out, uint32_t max);
+  // returns how many. Stops at the first invalid one and marks the attachment violated, and
+  // once the frames taken reach `budget` bytes (a paced queue's credit, spent into `bytes`).
+  uint32_t take(daqiri_tx_desc* out, uint32_t max,
+                uint64_t budget = std::numeric_limits<uint64_t>::max(), uint64_t* bytes = nullptr);
   // Hands buffers back through the completion ring (and wakes the client if it sleeps);
   // `failed`: without their work done.
   void complete(const daqiri_tx_desc* done, uint32_t n, bool failed = false);

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 
 #include "dataplane_fixture.hpp"
@@ -90,9 +91,9 @@ socket_bench_server:
   server_port: 5001
 )";
 
-// DAQIRI's daqiri_bench_raw_sw_loopback.yaml, regions on the host instead of the GPU; FLOWS
-// goes under its RX queues.
-std::string sw_loopback_example(const std::string& flows = "") {
+// DAQIRI's daqiri_bench_raw_sw_loopback.yaml, regions on the host instead of the GPU; TX_KEYS
+// go into its TX queue, FLOWS under its RX queues.
+std::string sw_loopback_example(const std::string& flows = "", const std::string& tx_keys = "") {
   return R"(%YAML 1.2
 ---
 daqiri:
@@ -130,7 +131,8 @@ daqiri:
             - "Data_TX_GPU"
           offloads:
             - "tx_eth_src"
-      rx:
+)" + tx_keys +
+         R"(      rx:
         queues:
         - name: "rq_q_0"
           id: 0
@@ -218,6 +220,24 @@ TEST_F(DaqiriFileTest, SoftwareLoopbackHandsItsRxQueueEveryFrameSent) {
   ASSERT_TRUE(queue_stats(s, "tx_q_0"));
   EXPECT_EQ(queue_stats(s, "tx_q_0")->packets(), 3000u);
   EXPECT_EQ(queue_stats(s, "rq_q_0")->packets(), 3000u);
+}
+
+// DAQIRI's pacing_mbps on a DPDK TX queue: 16 Mb/s is 2 MB/s, so 1000 frames of 1000 bytes
+// cannot all have started before the bucket (two 1518-byte frames) and one frame's overshoot,
+// then 0.5 s at the cap; every one comes back whole and in order.
+TEST_F(DaqiriFileTest, SoftwareLoopbackTxQueueKeepsToItsPacingCap) {
+  start_daqiri_file(sw_loopback_example("", "          pacing_mbps: 16\n"));
+  if (HasFatalFailure()) return;
+  Spawned rx(dir_, tap("loopback_ports", 1000));
+  ASSERT_TRUE(each_attached({"loopback_ports"})) << stats().DebugString();
+  auto start = std::chrono::steady_clock::now();
+  send_looped(6000, 1000, 1000 - 42);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(seconds, (1000.0 * 1000 - 2 * 1518 - 1518) / 2e6);
+  ASSERT_EQ(rx.wait(), 0) << rx.output() << daemon_->log();
+  EXPECT_THAT(rx.output(), HasSubstr("received 1000 packets, 958000 payload bytes"));
+  EXPECT_THAT(rx.output(),
+              HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
 }
 
 // The file's own flows steer what comes back, as they would what a NIC received: each flow's

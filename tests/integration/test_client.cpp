@@ -262,6 +262,7 @@ int tx(const std::string& socket, const std::string& itf, uint16_t src_port, uin
   daqiri::TxStream& s = **t;
   uint64_t seq = 0;
   std::vector<daqiri::TxBuffer> bufs(32);
+  auto start = std::chrono::steady_clock::now();  // from the first reserve to the last completion
   while (seq < count) {
     size_t want = std::min<uint64_t>(bufs.size(), count - seq);
     size_t got = s.reserve({bufs.data(), want});
@@ -286,8 +287,9 @@ int tx(const std::string& socket, const std::string& itf, uint16_t src_port, uin
     say("flush failed: %s", ok.error().message.c_str());
     return 1;
   }
-  say("sent %llu, %llu failed", static_cast<unsigned long long>(count),
-      static_cast<unsigned long long>(s.failed()));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  say("sent %llu, %llu failed in %.6f s", static_cast<unsigned long long>(count),
+      static_cast<unsigned long long>(s.failed()), seconds);
   return 0;
 }
 

@@ -200,6 +200,7 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
     setup.source_ipv4 = config::sending_ipv4(itf);
     rte_eth_macaddr_get(id, &setup.mac);
     setup.multi_segment = multi_segment;
+    setup.pacing_mbps = q.pacing_mbps;
     if (setup.policy == config::TxPolicy::kChecked) {
       spdlog::info("{}: TX queue {} checked: {}", where, q.name,
                    multi_segment ? "headers copied, payloads sent zero-copy"

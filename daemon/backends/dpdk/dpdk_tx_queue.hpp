@@ -26,6 +26,7 @@
 #include "dataplane/poller.hpp"
 #include "dataplane/snapshot.hpp"
 #include "dataplane/tx_attachment.hpp"
+#include "dataplane/tx_pacer.hpp"
 #include "dataplane/tx_queue_task.hpp"
 
 namespace daqiri::backends::dpdk {
@@ -50,6 +51,7 @@ struct TxQueueSetup {
   uint32_t source_ipv4 = 0;    // checked: the source address frames must carry (host order)
   rte_ether_addr mac{};        // checked: written as every frame's source MAC
   bool multi_segment = false;  // the port takes chained mbufs (RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+  uint32_t pacing_mbps = 0;    // the queue's rate cap in megabits of frames a second; 0: none
 };
 
 class DpdkTxQueue final : public dataplane::TxQueueTask {
@@ -93,7 +95,8 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
   DpdkTxQueue(const TxQueueSetup& setup, rte_mempool* headers);
   static void on_freed(void* addr, void* opaque);
   bool complete(Binding& b);
-  bool send(Binding& b);
+  // Sends what `b`'s client submitted, up to `budget` bytes (spent from it).
+  bool send(Binding& b, uint64_t& budget);
   // The mbuf that carries frame `d` of `b`, or null when it is refused or already complete.
   rte_mbuf* zero_copy(Binding& b, const daqiri_tx_desc& d);
   rte_mbuf* checked_copy(Binding& b, const daqiri_tx_desc& d, uint32_t& done_now);
@@ -117,6 +120,7 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
   // Raw: 0.
   uint32_t copy_length_;
   uint32_t mbufs_per_frame_;  // at most: 2 where checked frames chain their payload
+  dataplane::TxPacer pacer_;
   dataplane::Published<Set> set_;
   std::vector<std::unique_ptr<Binding>> bindings_;  // control side: owns them
   std::array<daqiri_tx_desc, kMaxBatch> descs_{};

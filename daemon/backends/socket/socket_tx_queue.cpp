@@ -14,7 +14,8 @@ namespace daqiri::backends::socket {
 
 Result<std::unique_ptr<SocketTxQueue>> SocketTxQueue::create(uint32_t source_ipv4, uint32_t batch,
                                                              uint32_t max_frame,
-                                                             config::TxPolicy policy) {
+                                                             config::TxPolicy policy,
+                                                             uint32_t pacing_mbps) {
   UniqueFd raw(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_RAW));
   if (!raw) return fail_errno("socket(SOCK_RAW) for TX (needs CAP_NET_RAW)");
   int one = 1;
@@ -23,30 +24,40 @@ Result<std::unique_ptr<SocketTxQueue>> SocketTxQueue::create(uint32_t source_ipv
   }
   int sndbuf = 8 << 20;
   ::setsockopt(raw.get(), SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf);
+  dataplane::TxPacer pacer;
+  if (pacing_mbps != 0) {
+    pacer = dataplane::TxPacer(pacing_mbps, dataplane::tx_pacer_depth(pacing_mbps, max_frame),
+                               dataplane::monotonic_ns());
+  }
   return std::unique_ptr<SocketTxQueue>(new SocketTxQueue(
-      std::move(raw), source_ipv4, std::min(batch, kMaxBatch), max_frame, policy));
+      std::move(raw), source_ipv4, std::min(batch, kMaxBatch), max_frame, policy, pacer));
 }
 
 SocketTxQueue::SocketTxQueue(UniqueFd raw, uint32_t source_ipv4, uint32_t batch, uint32_t max_frame,
-                             config::TxPolicy policy)
+                             config::TxPolicy policy, dataplane::TxPacer pacer)
     : raw_(std::move(raw)),
       source_ipv4_(source_ipv4),
       batch_(batch),
       max_frame_(max_frame),
       policy_(policy),
+      pacer_(pacer),
       staging_(size_t{batch} * max_frame),
       set_(std::make_unique<const Set>()) {}
 
 bool SocketTxQueue::poll() {
   bool work = false;
-  for (dataplane::TxAttachment* a : set_.load()) {
+  const Set& set = set_.load();
+  uint64_t budget = pacer_.budget_now();
+  size_t first = pacer_.first_served(set.size());
+  for (size_t i = 0; i < set.size(); ++i) {
+    dataplane::TxAttachment* a = set[(first + i) % set.size()];
     if (a->lifecycle.released.load(std::memory_order_relaxed)) continue;
     if (a->lifecycle.closing.load(std::memory_order_acquire)) {
       a->detach();  // frames are copied by the kernel at send time: nothing is left on loan
       continue;
     }
     if (a->lifecycle.violated.load(std::memory_order_relaxed)) continue;
-    work |= drain(*a);
+    work |= drain(*a, budget);
   }
   return work;
 }
@@ -69,8 +80,12 @@ bool SocketTxQueue::needs_timed_wakeup() const {
   return dataplane::has_client_without_kicks(set_.load(), attachment_of);
 }
 
-bool SocketTxQueue::drain(dataplane::TxAttachment& a) {
-  uint32_t n = a.take(descs_.data(), batch_);
+bool SocketTxQueue::drain(dataplane::TxAttachment& a, uint64_t& budget) {
+  if (budget == 0) return false;
+  uint64_t taken_bytes = 0;
+  uint32_t n = a.take(descs_.data(), batch_, budget, &taken_bytes);
+  budget -= std::min(budget, taken_bytes);
+  pacer_.spend(taken_bytes);
   if (n == 0) return false;
   // Frames the policy refuses are completed first, as failed; the rest keep their order.
   uint32_t m = 0;

@@ -16,6 +16,7 @@
 #include "config/config.hpp"
 #include "daqiri/common/unique_fd.hpp"
 #include "daqiri/frame.hpp"
+#include "dataplane/tx_pacer.hpp"
 #include "dataplane/tx_queue_task.hpp"
 
 namespace daqiri::backends::socket {
@@ -23,8 +24,10 @@ namespace daqiri::backends::socket {
 class SocketTxQueue final : public dataplane::TxQueueTask {
  public:
   // `max_frame`: the TX region's buf_size, the longest frame a client can submit.
+  // `pacing_mbps`: the queue's rate cap in megabits of frames a second; 0: none.
   static Result<std::unique_ptr<SocketTxQueue>> create(uint32_t source_ipv4, uint32_t batch,
-                                                       uint32_t max_frame, config::TxPolicy policy);
+                                                       uint32_t max_frame, config::TxPolicy policy,
+                                                       uint32_t pacing_mbps = 0);
 
   bool poll() override;
   // NEED_WAKEUP on its attachments' TX rings while the poller sleeps (their clients kick).
@@ -43,14 +46,16 @@ class SocketTxQueue final : public dataplane::TxQueueTask {
   static constexpr uint32_t kMaxBatch = 256;
 
   SocketTxQueue(UniqueFd raw, uint32_t source_ipv4, uint32_t batch, uint32_t max_frame,
-                config::TxPolicy policy);
-  bool drain(dataplane::TxAttachment& a);
+                config::TxPolicy policy, dataplane::TxPacer pacer);
+  // Sends what `a` submitted, up to `budget` bytes (spent from it).
+  bool drain(dataplane::TxAttachment& a, uint64_t& budget);
 
   UniqueFd raw_;
   uint32_t source_ipv4_;
   uint32_t batch_;
   uint32_t max_frame_;
   config::TxPolicy policy_;
+  dataplane::TxPacer pacer_;
   std::vector<std::byte> staging_;  // batch_ frames of max_frame_ bytes
   dataplane::Published<Set> set_;
   std::array<daqiri_tx_desc, kMaxBatch> descs_{};    // taken; then the refused ones
