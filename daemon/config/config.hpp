@@ -127,6 +127,7 @@ struct InterfaceConfig {
   uint32_t mtu = 1500;
   bool promiscuous = false;
   bool flow_isolation = false;
+  bool hardware_timestamps = false;  // dpdk: descriptors carry the NIC's receive timestamps
   std::optional<RdmaConfig> rdma;
   std::vector<QueueConfig> rx_queues;
   std::vector<QueueConfig> tx_queues;

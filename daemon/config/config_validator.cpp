@@ -252,6 +252,12 @@ class Validator {
           }
           [[fallthrough]];
         case Backend::kSocket: {
+          if (itf.hardware_timestamps) {
+            error(itf.where.at("hardware_timestamps"),
+                  std::string(to_string(itf.backend)) +
+                      " interfaces stamp frames with the daemon's clock: hardware_timestamps is "
+                      "for dpdk ones, whose NIC stamps them");
+          }
           if (!itf.source_ipv4.empty()) {
             error(itf.where.at("source_ipv4"),
                   std::string(to_string(itf.backend)) +

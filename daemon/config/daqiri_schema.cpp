@@ -291,6 +291,15 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
   if (auto rx = map.get("rx")) {
     YamlMap r(*rx);
     r.read_bool("flow_isolation", itf.flow_isolation, itf.where);
+    if (auto ts = r.get("hardware_timestamps"); ts && ts->to_bool().value_or(false)) {
+      // DAQIRI's rule: raw streams only.
+      if (backend == Backend::kDpdk) {
+        itf.hardware_timestamps = true;
+        itf.where.record("hardware_timestamps", ts->origin());
+      } else {
+        ts->warning("hardware timestamps are for raw streams (DAQIRI's rule); ignored here");
+      }
+    }
     if (auto cap = r.get("dynamic_flow_capacity")) {
       if (auto v = cap->to_uint(0, UINT32_MAX); v && *v != 0) {
         cap->warning(

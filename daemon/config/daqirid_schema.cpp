@@ -159,6 +159,7 @@ InterfaceConfig read_interface(const YamlNode& node) {
   map.read_uint("mtu", itf.mtu, 68, 9216, itf.where);
   map.read_bool("promiscuous", itf.promiscuous, itf.where);
   map.read_bool("flow_isolation", itf.flow_isolation, itf.where);
+  map.read_bool("hardware_timestamps", itf.hardware_timestamps, itf.where);
   if (auto rdma = map.get("rdma")) {
     RdmaConfig rc;
     YamlMap r(*rdma);

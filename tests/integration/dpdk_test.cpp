@@ -13,7 +13,9 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <string>
 #include <thread>
+#include <tuple>
 
 #include "daqiri/frame.hpp"
 #include "daqiri/test_pattern.hpp"
@@ -727,6 +729,30 @@ TEST_F(DpdkTest, TwoDaemonsOnOneHostDoNotCollide) {
   EXPECT_EQ(a.exit_code, 0) << a.out;
   EXPECT_EQ(b.exit_code, 0) << b.out;
   EXPECT_EQ(other.stop(), 0) << other.log();
+}
+
+// hardware_timestamps needs a port whose PMD stamps frames (RTE_ETH_RX_OFFLOAD_TIMESTAMP), as
+// DAQIRI rules: none of the virtual devices here offers it, so each refuses to start, saying
+// which port and why, and the daemon leaves nothing running.
+TEST_F(DpdkTest, HardwareTimestampsNeedAPortThatStampsFrames) {
+  std::string pcap = dir_.file("in.pcap");
+  write_pcap(pcap, {make_frame(1000, 7000, 0, 100)});
+  for (auto [name, address, driver] : {std::tuple{"pcap0", "net_pcap0,rx_pcap=" + pcap, "net_pcap"},
+                                       std::tuple{"null0", std::string("net_null0"), "net_null"}}) {
+    std::string itf = port(name, address, 1, false);
+    const std::string at = "    source_ipv4: 127.0.0.1\n";
+    itf.insert(itf.find(at) + at.size(), "    hardware_timestamps: true\n");
+    std::string socket = dir_.file(std::string(name) + ".sock");
+    std::string yaml = dir_.write(
+        std::string(name) + ".yaml",
+        config(socket, itf,
+               "  - {name: all, interface: " + std::string(name) + ", match: {any: true}}\n"));
+    auto r = run({daqirid_path(), "--config", yaml});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_THAT(r.out + r.err, HasSubstr("hardware_timestamps: " + std::string(driver) +
+                                         " offers no RX timestamps"));
+    EXPECT_FALSE(std::filesystem::exists(socket));
+  }
 }
 
 // A port that cannot start fails the daemon with a clear error and leaves no EAL runtime

@@ -120,6 +120,9 @@ struct daqiri_ring_header {
 /* GPU ring with header-data split: bytes [0, min(length, header_size)) of the frame are in its
  * header slot, the rest at `offset` in the GPU ring (length stays the frame's). */
 #define DAQIRI_DESC_SPLIT 0x20u
+/* timestamp_ns is the NIC's receive timestamp (hardware_timestamps), in the NIC's clock, not
+ * CLOCK_REALTIME. */
+#define DAQIRI_DESC_NIC_TIME 0x40u
 
 /* daqiri_rx_desc.payload_offset when daqirid did not read the frame: the only flow of its
  * queue takes every frame (a catch-all, or a flow the NIC steers to a queue only its rules
@@ -133,7 +136,8 @@ struct daqiri_ring_header {
 /* One received frame. The frame starts at `offset` in region `region` of the attachment. */
 struct daqiri_rx_desc {
   uint64_t offset;       /* bytes from the start of the region */
-  uint64_t timestamp_ns; /* CLOCK_REALTIME when the daemon received it */
+  uint64_t timestamp_ns; /* CLOCK_REALTIME when the daemon received it; DAQIRI_DESC_NIC_TIME:
+                          * the NIC's receive timestamp, in its clock */
   uint32_t length;       /* frame bytes, Ethernet header included */
   uint32_t flow_id;
   uint16_t region;         /* index in the attachment's region table */

@@ -3,6 +3,7 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_flow.h>
+#include <rte_mbuf_dyn.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -89,6 +90,22 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
   }
   rte_eth_conf conf{};
   conf.rxmode.mtu = itf.mtu;
+  // hardware_timestamps: each descriptor carries the NIC's receive stamp; as in DAQIRI, a port
+  // that cannot give one does not start.
+  int timestamp_offset = -1;
+  uint64_t timestamp_flag = 0;
+  if (itf.hardware_timestamps) {
+    if ((info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP) == 0) {
+      return fail(ErrorCode::kFailedPrecondition,
+                  where + ": hardware_timestamps: " + port->driver_ +
+                      " offers no RX timestamps (RTE_ETH_RX_OFFLOAD_TIMESTAMP)");
+    }
+    if (rte_mbuf_dyn_rx_timestamp_register(&timestamp_offset, &timestamp_flag) != 0) {
+      return fail(ErrorCode::kInternal,
+                  where + ": the mbuf timestamp field: " + std::string(rte_strerror(rte_errno)));
+    }
+    conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
+  }
   // Checked TX frames chain their payload behind the daemon's copy of their headers, where the
   // port takes chained mbufs; elsewhere each is copied whole (DpdkTxQueue).
   bool any_checked_tx = std::any_of(itf.tx_queues.begin(), itf.tx_queues.end(), [](const auto& q) {
@@ -129,6 +146,8 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
     setup.socket = socket;
     setup.dma_device = dma;
     setup.in_order = gpu_staged;
+    setup.timestamp_offset = timestamp_offset;
+    setup.timestamp_flag = timestamp_flag;
     setup.reach = software_reach(isolated, address->pci, static_cast<uint16_t>(q.id));
     if (auto d = device_pools.find(itf.name + "/" + q.name); d != device_pools.end()) {
       setup.device = &d->second;

@@ -35,6 +35,8 @@ Result<std::unique_ptr<DpdkRxQueue>> DpdkRxQueue::create(const RxQueueSetup& s) 
                                s.num_bufs, s.socket, !s.in_order);
   if (!mp) return std::unexpected(mp.error());
   q->mbufs_pool_ = std::move(*mp);
+  q->timestamp_offset_ = s.timestamp_offset;
+  q->timestamp_flag_ = s.timestamp_flag;
   q->base_ = q->pool_.data();
   if (auto ok = q->map_mbufs(); !ok) return std::unexpected(ok.error());
   if (s.split != 0) {
@@ -205,6 +207,7 @@ void DpdkRxQueue::deliver_whole(DpdkRxFlow& flow, dataplane::RxAttachment& a, ui
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = rx_[i];
     uint16_t flags = 0;
+    const uint64_t received = stamp(m, now, flags);  // before a copy replaces the mbuf
     if (m->pool != mp) [[unlikely]] {
       m = adopt(m);
       if (m == nullptr) {
@@ -216,7 +219,7 @@ void DpdkRxQueue::deliver_whole(DpdkRxFlow& flow, dataplane::RxAttachment& a, ui
     }
     daqiri_rx_desc d{};
     d.offset = offset_from(base, m);
-    d.timestamp_ns = now;
+    d.timestamp_ns = received;
     d.length = m->data_len;
     d.flow_id = flow_id;
     d.flags = flags;
@@ -328,6 +331,7 @@ bool DpdkRxQueue::poll_general(const Flows& flows, DpdkRxFlow* takes_all, bool w
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = rx_[i];
     uint16_t flags = 0;
+    const uint64_t received = stamp(m, now, flags);  // before a copy replaces the mbuf
     // The NIC split it: the header mbuf is read (and its bytes copied) here, then freed; the
     // payload's buffer is what clients borrow (none when the frame fit in the header).
     rte_mbuf* header = nullptr;
@@ -368,7 +372,7 @@ bool DpdkRxQueue::poll_general(const Flows& flows, DpdkRxFlow* takes_all, bool w
     uint32_t index = m != nullptr ? index_of(m) : dataplane::RxAttachment::kNoBuffer;
     daqiri_rx_desc d{};
     if (m != nullptr) d.offset = offset_of(m);
-    d.timestamp_ns = now;
+    d.timestamp_ns = received;
     d.length = length;
     d.flow_id = flow->flow().id;
     d.flags = flags;

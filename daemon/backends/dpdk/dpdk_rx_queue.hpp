@@ -11,6 +11,7 @@
 #pragma once
 
 #include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
 
 #include <array>
 #include <atomic>
@@ -89,6 +90,10 @@ struct RxQueueSetup {
   // into a header mbuf pool of the EAL's (copied beside GPU rings, then freed), the rest into
   // this queue's pool. 0: whole frames.
   uint16_t split = 0;
+  // hardware_timestamps: where the PMD puts each frame's receive timestamp (the mbuf dynamic
+  // field) and the flag that says it did; flag 0: the poll's own time for every frame.
+  int timestamp_offset = -1;
+  uint64_t timestamp_flag = 0;
 };
 
 class DpdkRxQueue final : public dataplane::PollTask, public memory::BufferPool::Owner {
@@ -133,6 +138,13 @@ class DpdkRxQueue final : public dataplane::PollTask, public memory::BufferPool:
   using Flows = std::vector<DpdkRxFlow*>;  // catch-all last
   DpdkRxQueue(uint16_t port, uint16_t queue, memory::BufferPool pool, uint32_t batch,
               SoftwareReach reach);
+  // A frame's receive time: the NIC's stamp where the port gives one (flagged in `flags`),
+  // else the poll's.
+  uint64_t stamp(const rte_mbuf* m, uint64_t now, uint16_t& flags) const {
+    if (timestamp_flag_ == 0 || (m->ol_flags & timestamp_flag_) == 0) return now;
+    flags |= DAQIRI_DESC_NIC_TIME;
+    return *RTE_MBUF_DYNFIELD(m, timestamp_offset_, const rte_mbuf_timestamp_t*);
+  }
   // The flow that takes every frame of the poll unread (takes_every_frame()), or null.
   [[nodiscard]] DpdkRxFlow* takes_all(const Flows& flows) const;
   // A poll of a queue whose flow takes_all() frames whole to host memory and has one client,
@@ -193,6 +205,8 @@ class DpdkRxQueue final : public dataplane::PollTask, public memory::BufferPool:
   rte_mempool* private_pool_ = nullptr;
   rte_mempool* header_pool_ = nullptr;  // NIC buffer split
   uint16_t split_ = 0;
+  int timestamp_offset_ = -1;
+  uint64_t timestamp_flag_ = 0;
   const std::byte* base_ = nullptr;
   uint32_t batch_;
   bool spinning_ = false;

@@ -871,6 +871,22 @@ TEST(DaqiriConfig, DynamicFlowCapacityIsAcceptedAndSaysFlowsComeAtRuntime) {
   EXPECT_THAT(some.diags.render(), HasSubstr("no template table is reserved"));
 }
 
+// DAQIRI's rx.hardware_timestamps becomes the DPDK interface's; a socket interface has no NIC
+// to stamp frames.
+TEST(DaqiriConfig, HardwareTimestampsAreForDpdkPorts) {
+  auto raw = parse_daqiri(daqiri_raw_file("", "", "        hardware_timestamps: true\n"));
+  ASSERT_TRUE(raw.config) << raw.diags.render();
+  EXPECT_TRUE(raw.config->interfaces[0].hardware_timestamps);
+  auto off = parse_daqiri(daqiri_raw_file("", "", "        hardware_timestamps: false\n"));
+  ASSERT_TRUE(off.config) << off.diags.render();
+  EXPECT_FALSE(off.config->interfaces[0].hardware_timestamps);
+
+  std::string socket = with_interface();
+  socket.replace(socket.find("    address: 127.0.0.1\n"), 23,
+                 "    address: 127.0.0.1\n    hardware_timestamps: true\n");
+  EXPECT_THAT(only_error(socket), HasSubstr("hardware_timestamps is for dpdk ones"));
+}
+
 // DAQIRI raises a region too small for the ring it feeds to three rings, and says so.
 TEST(DaqiriConfig, TooFewBuffersAreRaisedAsDaqiriRaisesThem) {
   auto p = parse_daqiri(daqiri_raw_file(", batch_size: 64", "", "", 1000));
