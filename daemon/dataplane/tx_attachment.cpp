@@ -54,7 +54,7 @@ TxAttachment::TxAttachment(uint64_t id, memory::SharedMemory rings, memory::Shar
       client_kicks_(client_kicks),
       with_daemon_(num_bufs, 0) {}
 
-uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max, uint64_t budget, uint64_t* bytes) {
+uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max, TxPacer& pacer) {
   uint32_t p = tx_.load_producer();
   uint32_t pending = p - tx_cons_;
   if (pending > tx_.size()) {
@@ -65,6 +65,7 @@ uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max, uint64_t budget, 
   uint32_t n = pending < max ? pending : max;
   uint32_t taken = 0;
   uint64_t spent = 0;
+  const uint64_t budget = pacer.budget();
   for (; taken < n && spent < budget; ++taken) {
     daqiri_tx_desc d = *tx_.slot<daqiri_tx_desc>(tx_cons_);  // read once: the client may change it
     if (!valid(d)) {
@@ -78,7 +79,7 @@ uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max, uint64_t budget, 
     ++tx_cons_;
   }
   if (taken > 0) tx_.publish_consumer(tx_cons_);
-  if (bytes != nullptr) *bytes = spent;
+  pacer.spend(spent);
   return taken;
 }
 

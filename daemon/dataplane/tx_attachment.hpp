@@ -7,13 +7,13 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <vector>
 
 #include "daqiri/abi.h"
 #include "daqiri/ring.hpp"
 #include "dataplane/attachment_state.hpp"
+#include "dataplane/tx_pacer.hpp"
 #include "memory/buffer_pool.hpp"
 
 namespace daqiri::dataplane {
@@ -57,9 +57,12 @@ class TxAttachment {
   // ---- poller side ----
   // Up to `max` descriptors the client submitted, copied out of shared memory and validated;
   // returns how many. Stops at the first invalid one and marks the attachment violated, and
-  // once the frames taken reach `budget` bytes (a paced queue's credit, spent into `bytes`).
-  uint32_t take(daqiri_tx_desc* out, uint32_t max,
-                uint64_t budget = std::numeric_limits<uint64_t>::max(), uint64_t* bytes = nullptr);
+  // once the frames taken reach the pacer's budget (spending them from it).
+  uint32_t take(daqiri_tx_desc* out, uint32_t max, TxPacer& pacer);
+  uint32_t take(daqiri_tx_desc* out, uint32_t max) {
+    TxPacer unpaced(0, 0, 0);
+    return take(out, max, unpaced);
+  }
   // Hands buffers back through the completion ring (and wakes the client if it sleeps);
   // `failed`: without their work done.
   void complete(const daqiri_tx_desc* done, uint32_t n, bool failed = false);

@@ -58,11 +58,7 @@ DpdkTxQueue::DpdkTxQueue(const TxQueueSetup& setup, rte_mempool* headers)
       mac_(setup.mac),
       copy_length_(copy_length_of(setup)),
       mbufs_per_frame_(mbufs_per_frame_of(setup)),
-      pacer_(setup.pacing_mbps == 0
-                 ? dataplane::TxPacer()
-                 : dataplane::TxPacer(setup.pacing_mbps,
-                                      dataplane::tx_pacer_depth(setup.pacing_mbps, setup.max_frame),
-                                      dataplane::monotonic_ns())),
+      pacer_(setup.pacing_mbps, setup.max_frame),
       set_(std::make_unique<const Set>()) {}
 
 DpdkTxQueue::~DpdkTxQueue() {
@@ -116,7 +112,7 @@ void DpdkTxQueue::refill_stash() {
   rte_eth_tx_done_cleanup(port_, queue_, 0);  // the PMD may hold headers it has sent
 }
 
-bool DpdkTxQueue::send(Binding& b, uint64_t& budget) {
+bool DpdkTxQueue::send(Binding& b) {
   dataplane::TxAttachment& a = *b.attachment;
   if (b.pending_count > 0) {
     uint16_t sent = rte_eth_tx_burst(port_, queue_, b.pending.data() + b.pending_first,
@@ -128,13 +124,10 @@ bool DpdkTxQueue::send(Binding& b, uint64_t& budget) {
     if (b.pending_count > 0) return sent > 0;
     b.pending_first = 0;
   }
-  if (budget == 0) return false;
+  if (pacer_.budget() == 0) return false;
   if (stash_count_ < batch_) refill_stash();
   // A checked frame may take two mbufs: headers, and the payload chained behind them.
-  uint64_t taken_bytes = 0;
-  uint32_t n = a.take(descs_.data(), stash_count_ / mbufs_per_frame_, budget, &taken_bytes);
-  budget -= std::min(budget, taken_bytes);
-  pacer_.spend(taken_bytes);
+  uint32_t n = a.take(descs_.data(), stash_count_ / mbufs_per_frame_, pacer_);
   if (n == 0) {
     // Nothing new: let a lazy PMD give back what it has sent, so clients get their buffers.
     if (b.in_flight > 0) rte_eth_tx_done_cleanup(port_, queue_, 0);
@@ -237,17 +230,17 @@ bool DpdkTxQueue::needs_timed_wakeup() const {
 bool DpdkTxQueue::poll() {
   bool work = false;
   const Set& set = set_.load();
-  uint64_t budget = pacer_.budget_now();
+  pacer_.refill();
   size_t first = pacer_.first_served(set.size());
   for (size_t i = 0; i < set.size(); ++i) {
-    Binding* b = set[(first + i) % set.size()];
+    Binding* b = set[dataplane::served(first, i, set.size())];
     dataplane::TxAttachment& a = *b->attachment;
     if (a.lifecycle.released.load(std::memory_order_relaxed)) continue;
     work |= complete(*b);
     bool stopping = a.lifecycle.closing.load(std::memory_order_acquire) ||
                     a.lifecycle.violated.load(std::memory_order_relaxed);
     if (!stopping) {
-      work |= send(*b, budget);
+      work |= send(*b);
       continue;
     }
     flush_pending(*b);

@@ -95,8 +95,8 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
   DpdkTxQueue(const TxQueueSetup& setup, rte_mempool* headers);
   static void on_freed(void* addr, void* opaque);
   bool complete(Binding& b);
-  // Sends what `b`'s client submitted, up to `budget` bytes (spent from it).
-  bool send(Binding& b, uint64_t& budget);
+  // Sends what `b`'s client submitted, as far as the pacer's budget goes.
+  bool send(Binding& b);
   // The mbuf that carries frame `d` of `b`, or null when it is refused or already complete.
   rte_mbuf* zero_copy(Binding& b, const daqiri_tx_desc& d);
   rte_mbuf* checked_copy(Binding& b, const daqiri_tx_desc& d, uint32_t& done_now);

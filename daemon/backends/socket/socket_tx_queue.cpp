@@ -24,13 +24,9 @@ Result<std::unique_ptr<SocketTxQueue>> SocketTxQueue::create(uint32_t source_ipv
   }
   int sndbuf = 8 << 20;
   ::setsockopt(raw.get(), SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf);
-  dataplane::TxPacer pacer;
-  if (pacing_mbps != 0) {
-    pacer = dataplane::TxPacer(pacing_mbps, dataplane::tx_pacer_depth(pacing_mbps, max_frame),
-                               dataplane::monotonic_ns());
-  }
-  return std::unique_ptr<SocketTxQueue>(new SocketTxQueue(
-      std::move(raw), source_ipv4, std::min(batch, kMaxBatch), max_frame, policy, pacer));
+  return std::unique_ptr<SocketTxQueue>(
+      new SocketTxQueue(std::move(raw), source_ipv4, std::min(batch, kMaxBatch), max_frame, policy,
+                        dataplane::TxPacer(pacing_mbps, max_frame)));
 }
 
 SocketTxQueue::SocketTxQueue(UniqueFd raw, uint32_t source_ipv4, uint32_t batch, uint32_t max_frame,
@@ -47,17 +43,17 @@ SocketTxQueue::SocketTxQueue(UniqueFd raw, uint32_t source_ipv4, uint32_t batch,
 bool SocketTxQueue::poll() {
   bool work = false;
   const Set& set = set_.load();
-  uint64_t budget = pacer_.budget_now();
+  pacer_.refill();
   size_t first = pacer_.first_served(set.size());
   for (size_t i = 0; i < set.size(); ++i) {
-    dataplane::TxAttachment* a = set[(first + i) % set.size()];
+    dataplane::TxAttachment* a = set[dataplane::served(first, i, set.size())];
     if (a->lifecycle.released.load(std::memory_order_relaxed)) continue;
     if (a->lifecycle.closing.load(std::memory_order_acquire)) {
       a->detach();  // frames are copied by the kernel at send time: nothing is left on loan
       continue;
     }
     if (a->lifecycle.violated.load(std::memory_order_relaxed)) continue;
-    work |= drain(*a, budget);
+    work |= drain(*a);
   }
   return work;
 }
@@ -80,12 +76,9 @@ bool SocketTxQueue::needs_timed_wakeup() const {
   return dataplane::has_client_without_kicks(set_.load(), attachment_of);
 }
 
-bool SocketTxQueue::drain(dataplane::TxAttachment& a, uint64_t& budget) {
-  if (budget == 0) return false;
-  uint64_t taken_bytes = 0;
-  uint32_t n = a.take(descs_.data(), batch_, budget, &taken_bytes);
-  budget -= std::min(budget, taken_bytes);
-  pacer_.spend(taken_bytes);
+bool SocketTxQueue::drain(dataplane::TxAttachment& a) {
+  if (pacer_.budget() == 0) return false;
+  uint32_t n = a.take(descs_.data(), batch_, pacer_);
   if (n == 0) return false;
   // Frames the policy refuses are completed first, as failed; the rest keep their order.
   uint32_t m = 0;

@@ -47,8 +47,8 @@ class SocketTxQueue final : public dataplane::TxQueueTask {
 
   SocketTxQueue(UniqueFd raw, uint32_t source_ipv4, uint32_t batch, uint32_t max_frame,
                 config::TxPolicy policy, dataplane::TxPacer pacer);
-  // Sends what `a` submitted, up to `budget` bytes (spent from it).
-  bool drain(dataplane::TxAttachment& a, uint64_t& budget);
+  // Sends what `a` submitted, as far as the pacer's budget goes.
+  bool drain(dataplane::TxAttachment& a);
 
   UniqueFd raw_;
   uint32_t source_ipv4_;
