@@ -165,18 +165,25 @@ void map_sw_loopback(const YamlNode& node, InterfaceConfig& itf) {
   itf.address = "net_ring0";
 }
 
-// DAQIRI's loopback hands its RX queue every frame sent, flows or not: an interface whose file
-// names no flow gets a catch-all, named after the interface, for clients to attach to.
-void add_loopback_flow(const YamlNode& node, const InterfaceConfig& itf, Config& config) {
-  if (itf.rx_queues.empty()) return;
-  for (const auto& f : config.flows) {
-    if (f.interface == itf.name) return;
-  }
+// The flow daqirid adds for what DAQIRI's interface itself receives: named after the
+// interface, into its first RX queue (the caller checks it has one).
+FlowConfig interface_flow(const YamlNode& node, const InterfaceConfig& itf) {
   FlowConfig flow;
   flow.where.self = node.origin();
   flow.name = itf.name;
   flow.interface = itf.name;
   flow.queue = itf.rx_queues.front().name;
+  return flow;
+}
+
+// DAQIRI's loopback hands its RX queue every frame sent, flows or not: an interface whose file
+// names no flow gets a catch-all for clients to attach to.
+void add_loopback_flow(const YamlNode& node, const InterfaceConfig& itf, Config& config) {
+  if (itf.rx_queues.empty()) return;
+  for (const auto& f : config.flows) {
+    if (f.interface == itf.name) return;
+  }
+  FlowConfig flow = interface_flow(node, itf);
   flow.match.any = true;
   config.flows.push_back(std::move(flow));
 }
@@ -221,11 +228,7 @@ void add_socket_flow(const DaqiriSocketConfig& socket, const YamlNode& node,
                      const InterfaceConfig& itf, Config& config) {
   if (itf.rx_queues.empty()) return;
   if (socket.transport == SocketTransport::kRoce && !socket.server) return;  // dialled at runtime
-  FlowConfig flow;
-  flow.where.self = node.origin();
-  flow.name = itf.name;
-  flow.interface = itf.name;
-  flow.queue = itf.rx_queues.front().name;
+  FlowConfig flow = interface_flow(node, itf);
   auto host = [](const core::Endpoint& e) { return core::Ipv4Prefix{e.ipv4, 32}; };
   auto port = [](const core::Endpoint& e) { return core::PortRange{e.port, e.port}; };
   switch (socket.transport) {
@@ -353,9 +356,9 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
 // DAQIRI's buf_size is a buffer's data room, with DPDK's mbuf headroom on top; daqirid's holds
 // both, so the regions of single-region DPDK RX queues grow by the headroom (a split queue's
 // regions are a header and a payload segment, whose sizes are the split's; TX buffers hold
-// frames as clients write them, with no headroom). And DAQIRI sizes a
-// port's MTU from its queues: the frame the largest queue's buffers hold, less the Ethernet
-// header and FCS, within its jumbo bound.
+// frames as clients write them, with no headroom). And DAQIRI sizes a port's MTU from its
+// queues: the frame the largest queue's buffers hold, less the Ethernet header and FCS, within
+// its jumbo bound.
 void map_dpdk_buffers(Config& config) {
   constexpr uint32_t kEthernetHeaderAndFcs = 18;
   constexpr uint32_t kJumboFrame = 9100;  // DAQIRI's JUMBOFRAME_SIZE
