@@ -163,14 +163,6 @@ class DaqiriFileTest : public DataPlaneTest {
     ASSERT_EQ(tx.exit_code, 0) << tx.out << tx.err << daemon_->log();
     EXPECT_THAT(tx.out, HasSubstr("sent " + std::to_string(count) + ", 0 failed"));
   }
-  const v1::NicQueueStats* queue_stats(const v1::Stats& s, const std::string& name) {
-    for (const auto& n : s.nics()) {
-      for (const auto& q : n.queues()) {
-        if (q.name() == name) return &q;
-      }
-    }
-    return nullptr;
-  }
 };
 
 // The server hears anyone on its port; the client hears only its server (port 5001, which
@@ -217,9 +209,9 @@ TEST_F(DaqiriFileTest, SoftwareLoopbackHandsItsRxQueueEveryFrameSent) {
   auto s = stats();
   EXPECT_EQ(flow_stats(s, "loopback_ports")->packets(), 3000u);
   EXPECT_EQ(flow_stats(s, "loopback_ports")->bytes(), 3000u * (777 + 42));
-  ASSERT_TRUE(queue_stats(s, "tx_q_0"));
-  EXPECT_EQ(queue_stats(s, "tx_q_0")->packets(), 3000u);
-  EXPECT_EQ(queue_stats(s, "rq_q_0")->packets(), 3000u);
+  ASSERT_TRUE(nic_queue(s, "tx_q_0"));
+  EXPECT_EQ(nic_queue(s, "tx_q_0")->packets(), 3000u);
+  EXPECT_EQ(nic_queue(s, "rq_q_0")->packets(), 3000u);
 }
 
 // DAQIRI's pacing_mbps on a DPDK TX queue: 16 Mb/s is 2 MB/s, so 1000 frames of 1000 bytes
@@ -272,9 +264,9 @@ TEST_F(DaqiriFileTest, SoftwareLoopbackSteersWhatComesBackByTheFilesFlows) {
   EXPECT_EQ(flow_stats(s, "six")->packets(), 300u);
   EXPECT_EQ(flow_stats(s, "six_one")->packets(), 200u);
   EXPECT_EQ(flow_stats(s, "loopback_ports"), nullptr);  // the file's flows, no catch-all
-  ASSERT_TRUE(queue_stats(s, "rq_q_0"));
-  EXPECT_EQ(queue_stats(s, "rq_q_0")->packets(), 550u);
-  EXPECT_EQ(queue_stats(s, "rq_q_0")->unmatched(), 50u);
+  ASSERT_TRUE(nic_queue(s, "rq_q_0"));
+  EXPECT_EQ(nic_queue(s, "rq_q_0")->packets(), 550u);
+  EXPECT_EQ(nic_queue(s, "rq_q_0")->unmatched(), 50u);
 }
 
 }  // namespace

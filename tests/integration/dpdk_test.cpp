@@ -116,11 +116,7 @@ class DpdkTest : public ::testing::Test {
     return none;
   }
   static const v1::NicQueueStats& queue(const v1::Stats& s, const std::string& name) {
-    for (const auto& n : s.nics()) {
-      for (const auto& q : n.queues()) {
-        if (q.name() == name) return q;
-      }
-    }
+    if (const v1::NicQueueStats* q = nic_queue(s, name)) return *q;
     static v1::NicQueueStats none;
     ADD_FAILURE() << "no NIC queue " << name;
     return none;

@@ -25,6 +25,16 @@ inline int claimed(const v1::Stats& s) {
   return n;
 }
 
+// A DPDK port's queue by name, or null.
+inline const v1::NicQueueStats* nic_queue(const v1::Stats& s, const std::string& name) {
+  for (const auto& n : s.nics()) {
+    for (const auto& q : n.queues()) {
+      if (q.name() == name) return &q;
+    }
+  }
+  return nullptr;
+}
+
 class StatsClient {
  public:
   explicit StatsClient(const std::string& socket)
