@@ -469,10 +469,16 @@ class Validator {
       }
       return;
     }
-    if (!f.match.any) return;
+    const char* needs_frames = f.match.any           ? "match any (a queue's catch-all)"
+                               : f.match.decap       ? "decapsulating"
+                               : f.match.ecpri       ? "eCPRI matching"
+                               : f.match.flex        ? "flex-item matching"
+                               : f.match.ipv4_length ? "matching the IPv4 length"
+                                                     : nullptr;
+    if (needs_frames == nullptr) return;
     for (const auto& itf : c_.interfaces) {
       if (itf.name == f.interface && itf.backend != Backend::kDpdk) {
-        error(f.where.at("match"), "match any (a queue's catch-all) needs a dpdk interface; \"" +
+        error(f.where.at("match"), std::string(needs_frames) + " needs a dpdk interface; \"" +
                                        itf.name + "\" is " + to_string(itf.backend));
       }
     }

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "config/config_validator.hpp"
+#include "config/daqiri_flows.hpp"
 #include "config/daqiri_socket_config.hpp"
 #include "config/dpdk_address.hpp"
 #include "config/schema_common.hpp"
@@ -106,43 +107,6 @@ QueueConfig read_queue(const YamlNode& node, uint32_t index, bool tx, const Stre
   }
   map.finish();
   return q;
-}
-
-void read_flows(const YamlNode& node, const InterfaceConfig& itf, Config& config) {
-  for (const auto& f : node.items()) {
-    FlowConfig flow;
-    flow.where.self = f.origin();
-    flow.interface = itf.name;
-    YamlMap map(f);
-    map.read_string("name", flow.name, flow.where, true);
-    uint32_t id = 0;
-    if (map.read_uint("id", id, 0, (1u << 24) - 1, flow.where)) flow.id = id;
-    if (auto action = map.require("action")) {
-      YamlMap a(*action);
-      if (auto type = a.require("type")) (void)type->to_choice({"queue"});
-      uint32_t queue_id = 0;
-      if (a.read_uint("id", queue_id, 0, 1023, flow.where, true)) {
-        for (const auto& q : itf.rx_queues) {
-          if (q.id == queue_id) flow.queue = q.name;
-        }
-        if (flow.queue.empty()) {
-          action->error("no RX queue with id " + std::to_string(queue_id) + " on interface " +
-                        itf.name);
-        }
-      }
-      a.finish();
-    }
-    if (auto m = map.require("match")) {
-      flow.match = read_flow_match(*m, [](YamlMap& mm) {
-        mm.ignore("ipv4_len",
-                  "daqirid does not match on the IPv4 total length; the flow "
-                  "matches packets of any length");
-      });
-      flow.where.record("match", m->origin());
-    }
-    map.finish();
-    config.flows.push_back(std::move(flow));
-  }
 }
 
 // DAQIRI's software loopback, as its DPDK engine rules it: one interface addressed "loopback"
@@ -291,6 +255,7 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
     itf.rdma = rc;
   }
   std::optional<YamlNode> flows;
+  std::optional<YamlNode> flex_items;
   if (auto rx = map.get("rx")) {
     YamlMap r(*rx);
     r.read_bool("flow_isolation", itf.flow_isolation, itf.where);
@@ -316,6 +281,7 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
         itf.rx_queues.push_back(read_queue(q, i++, false, stream));
     }
     flows = r.get("flows");
+    flex_items = r.get("flex_items");
     r.finish();
   }
   if (auto tx = map.get("tx")) {
@@ -340,7 +306,11 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
   }
   map.finish();
   if (stream.sw_loopback && backend == Backend::kDpdk) map_sw_loopback(node, itf);
-  if (flows) read_flows(*flows, itf, config);
+  if (flows) {
+    read_daqiri_flows(*flows, flex_items, itf, config);
+  } else if (flex_items) {
+    flex_items->warning("no flow of this interface uses a flex item");
+  }
   if (stream.sw_loopback && backend == Backend::kDpdk) add_loopback_flow(node, itf, config);
   if (socket) {
     if (socket->transport == SocketTransport::kTcp && !itf.tx_queues.empty()) {

@@ -30,7 +30,9 @@ std::optional<uint64_t> numeric(const std::string& s) {
 
 }  // namespace
 
-core::FlowMatch read_flow_match(const YamlNode& node, const std::function<void(YamlMap&)>& extra) {
+core::FlowMatch read_flow_match(const YamlNode& node,
+                                const std::function<void(YamlMap&, core::FlowMatch&)>& extra,
+                                bool may_be_empty) {
   core::FlowMatch m;
   YamlMap map(node);
   m.udp_src = read_match_dim<core::PortRange>(map, "udp_src", core::parse_port_range);
@@ -40,9 +42,9 @@ core::FlowMatch read_flow_match(const YamlNode& node, const std::function<void(Y
   m.tcp_dst = read_match_dim<core::PortRange>(map, "tcp_dst", core::parse_port_range);
   Located any_where;
   map.read_bool("any", m.any, any_where);
-  if (extra) extra(map);
+  if (extra) extra(map, m);
   map.finish();
-  if (map.valid() && m.empty() && !node.diags().has_errors()) {
+  if (!may_be_empty && map.valid() && m.empty() && !node.diags().has_errors()) {
     node.error(
         "a match needs at least one of udp_src, udp_dst, ipv4_src, ipv4_dst, tcp_dst, or any: "
         "true");

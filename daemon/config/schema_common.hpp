@@ -10,10 +10,12 @@
 
 namespace daqiri::config {
 
-// A flow's `match:` map: udp_src, udp_dst (port or "first-last"), ipv4_src, ipv4_dst.
-// `extra` lets a schema accept (and warn about) keys of its own.
+// A flow's `match:` map: udp_src, udp_dst (port or "first-last"), ipv4_src, ipv4_dst, tcp_dst,
+// any. `extra` lets a schema read keys of its own into the match. Unless `may_be_empty`, a
+// match that names nothing is an error.
 core::FlowMatch read_flow_match(const YamlNode& node,
-                                const std::function<void(YamlMap&)>& extra = {});
+                                const std::function<void(YamlMap&, core::FlowMatch&)>& extra = {},
+                                bool may_be_empty = false);
 // A user by name or number; reports names that do not resolve.
 std::optional<uid_t> read_user(const YamlNode& node);
 std::optional<gid_t> read_group(const YamlNode& node);

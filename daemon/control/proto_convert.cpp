@@ -86,6 +86,7 @@ void to_proto(const core::Flow& flow, std::optional<dataplane::Steering> steerin
   if (flow.match.ipv4_dst) to_proto(*flow.match.ipv4_dst, *m->mutable_ipv4_dst());
   if (flow.match.tcp_dst) to_proto(*flow.match.tcp_dst, *m->mutable_tcp_dst());
   m->set_any(flow.match.any);
+  m->set_text(flow.match.to_string());
   if (flow.connect) out.set_connect(flow.connect->to_string());
   out.set_allow_block(flow.allow_block.anyone);
   for (const auto& u : flow.allow_block.users)

@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 
+#include <cstdio>
+
 #include "daqiri/common/match_text.hpp"
 
 namespace daqiri::core {
@@ -10,6 +12,16 @@ namespace {
 template <typename Dim>
 bool dims_overlap(const std::optional<Dim>& a, const std::optional<Dim>& b) {
   return !a || !b || a->overlaps(*b);
+}
+
+template <typename T>
+bool values_overlap(const std::optional<T>& a, const std::optional<T>& b) {
+  return !a || !b || *a == *b;
+}
+
+bool flex_overlap(const std::optional<FlexMatch>& a, const std::optional<FlexMatch>& b) {
+  if (!a || !b || a->udp_dst_port != b->udp_dst_port || a->offset != b->offset) return true;
+  return ((a->value ^ b->value) & a->mask & b->mask) == 0;
 }
 
 }  // namespace
@@ -29,10 +41,18 @@ std::string Ipv4Prefix::to_string() const {
 
 bool FlowMatch::overlaps(const FlowMatch& o) const {
   if (any || o.any) return any && o.any;
+  // Decapsulating flows are tried before the others: what their outer headers match is theirs.
+  if (decap.has_value() != o.decap.has_value()) return false;
+  if (decap && !decap->overlaps(*o.decap)) return false;
+  if (ecpri.has_value() != o.ecpri.has_value()) return false;  // not IPv4 at all
+  if (ecpri)
+    return values_overlap(ecpri->msg_type, o.ecpri->msg_type) &&
+           values_overlap(ecpri->id, o.ecpri->id);
   if (is_tcp() != o.is_tcp()) return false;  // a UDP datagram is never a TCP stream
   return dims_overlap(udp_src, o.udp_src) && dims_overlap(udp_dst, o.udp_dst) &&
          dims_overlap(ipv4_src, o.ipv4_src) && dims_overlap(ipv4_dst, o.ipv4_dst) &&
-         dims_overlap(tcp_dst, o.tcp_dst);
+         dims_overlap(tcp_dst, o.tcp_dst) && values_overlap(ipv4_length, o.ipv4_length) &&
+         flex_overlap(flex, o.flex);
 }
 
 std::string FlowMatch::to_string() const {
@@ -49,6 +69,18 @@ std::string FlowMatch::to_string() const {
   if (ipv4_src) add("ipv4_src", ipv4_src->to_string());
   if (ipv4_dst) add("ipv4_dst", ipv4_dst->to_string());
   if (tcp_dst) add("tcp_dst", tcp_dst->to_string());
+  if (ipv4_length) add("ipv4_len", std::to_string(*ipv4_length));
+  if (ecpri) {
+    add("ecpri", ecpri->msg_type ? "type " + std::to_string(*ecpri->msg_type) : "any");
+    if (ecpri->id) out += " id " + std::to_string(*ecpri->id);
+  }
+  if (flex) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%u val=0x%08x mask=0x%08x", unsigned{flex->item_id},
+                  flex->value, flex->mask);
+    add("flex_item", text);
+  }
+  if (decap) add("decap", decap->to_string());
   return out.empty() ? "any" : out;
 }
 
@@ -124,8 +156,8 @@ Result<> check_rdma_flow(const FlowMatch& match, const std::optional<Endpoint>& 
                 "an RDMA server interface takes connections; connect is for client interfaces",
                 "connect");
   }
-  if (match.udp_src || match.udp_dst || match.ipv4_dst || match.tcp_dst ||
-      (!match.any && !match.ipv4_src)) {
+  if (match.udp_src || match.udp_dst || match.ipv4_dst || match.tcp_dst || match.ipv4_length ||
+      match.raw_ethernet() || (!match.any && !match.ipv4_src)) {
     return fail(ErrorCode::kInvalidArgument,
                 "a flow on an RDMA server interface matches its peers: any: true, or ipv4_src",
                 "match");

@@ -1,5 +1,7 @@
-// What a flow matches: UDP ports (single or ranges) and IPv4 prefixes. Unset fields match
-// anything. Used by the config parser, the control API and, later, the steering tables.
+// What a flow matches: UDP ports (single or ranges), IPv4 prefixes and total length, eCPRI
+// message types and ids, 32 bits of a UDP payload (a flex item), and the tunnel or VLAN tag
+// the frame arrives in (decap). Unset fields match anything. Used by the config parser, the
+// control API and the steering tables.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/decap.hpp"
 #include "core/packet_fields.hpp"
 #include "daqiri/common/result.hpp"
 
@@ -40,18 +43,57 @@ struct Ipv4Prefix {
   friend bool operator==(const Ipv4Prefix&, const Ipv4Prefix&) = default;
 };
 
+// eCPRI over Ethernet (EtherType 0xAEFE): every such frame, or those of one message type, or
+// of one type and one PC_ID / RTC_ID (which needs the type to be found).
+struct EcpriMatch {
+  std::optional<uint8_t> msg_type;
+  std::optional<uint16_t> id;
+  friend bool operator==(const EcpriMatch&, const EcpriMatch&) = default;
+};
+
+// DAQIRI's flex item: UDP datagrams to `udp_dst_port` whose 32 bits at `offset` bytes into the
+// payload, read as DAQIRI's DPDK engine hands them to the NIC (the value's bytes in the host's
+// little-endian order), equal `value` under `mask`.
+struct FlexMatch {
+  uint16_t item_id = 0;  // the interface's flex item, by its id
+  uint16_t udp_dst_port = 0;
+  uint8_t offset = 0;
+  uint32_t value = 0;
+  uint32_t mask = 0;
+  [[nodiscard]] bool matches(const PacketFields& p) const {
+    if (p.protocol != PacketFields::kUdp || p.dst_port != udp_dst_port || p.payload_offset == 0)
+      return false;
+    uint32_t at = uint32_t{p.payload_offset} + offset;
+    if (p.length < at + 4) return false;
+    uint32_t sample = uint32_t{p.frame[at]} | uint32_t{p.frame[at + 1]} << 8 |
+                      uint32_t{p.frame[at + 2]} << 16 | uint32_t{p.frame[at + 3]} << 24;
+    return (sample & mask) == (value & mask);
+  }
+  friend bool operator==(const FlexMatch&, const FlexMatch&) = default;
+};
+
 struct FlowMatch {
   std::optional<PortRange> udp_src;
   std::optional<PortRange> udp_dst;
   std::optional<Ipv4Prefix> ipv4_src;
   std::optional<Ipv4Prefix> ipv4_dst;
-  std::optional<PortRange> tcp_dst;  // TCP streams to these ports (the daemon listens)
+  std::optional<PortRange> tcp_dst;     // TCP streams to these ports (the daemon listens)
+  std::optional<uint16_t> ipv4_length;  // IPv4 total length
+  std::optional<EcpriMatch> ecpri;      // instead of the IPv4 fields
+  std::optional<FlexMatch> flex;        // instead of the IPv4 fields (DPDK)
+  // The frame arrives in this tunnel or VLAN tag (DPDK): the fields above are the inner
+  // packet's, and the flow's clients receive the inner frame (core/decap.hpp). Steering
+  // decapsulates before it calls matches().
+  std::optional<Decap> decap;
   // The queue's catch-all: every frame no other flow of the queue takes, IP or not (DPDK).
   bool any = false;
 
   [[nodiscard]] bool empty() const {
-    return !any && !udp_src && !udp_dst && !ipv4_src && !ipv4_dst && !tcp_dst;
+    return !any && !udp_src && !udp_dst && !ipv4_src && !ipv4_dst && !tcp_dst && !ipv4_length &&
+           !ecpri && !flex && !decap;
   }
+  // Matches on more than the IPv4 and UDP/TCP fields kernel sockets and NICs' plain rules see.
+  [[nodiscard]] bool raw_ethernet() const { return ecpri || flex || decap; }
   [[nodiscard]] bool is_tcp() const { return tcp_dst.has_value(); }
   // True when some packet would match both: steering between them would be ambiguous.
   // A catch-all overlaps nothing (it takes what is left) but another catch-all.
@@ -60,7 +102,11 @@ struct FlowMatch {
   // every frame.
   [[nodiscard]] bool matches(const PacketFields& p) const {
     if (any) return true;
+    if (ecpri) [[unlikely]]
+      return matches_ecpri(p);
     if (!p.ipv4) return false;
+    if (ipv4_length && p.ipv4_length != *ipv4_length) return false;
+    if (flex && !flex->matches(p)) return false;
     if (ipv4_src && !ipv4_src->contains(p.src_ip)) return false;
     if (ipv4_dst && !ipv4_dst->contains(p.dst_ip)) return false;
     if (udp_src || udp_dst) {
@@ -72,6 +118,17 @@ struct FlowMatch {
       return false;
     }
     return true;
+  }
+  // A decapsulating flow's match on the inner packet (decapsulate()'s fields): with no field of
+  // its own, every inner frame.
+  [[nodiscard]] bool matches_inner(const PacketFields& p) const {
+    if (!udp_src && !udp_dst && !ipv4_src && !ipv4_dst && !tcp_dst && !ipv4_length) return true;
+    return matches(p);
+  }
+  [[nodiscard]] bool matches_ecpri(const PacketFields& p) const {
+    if (!p.ecpri) return false;
+    if (ecpri->msg_type && p.ecpri_type != *ecpri->msg_type) return false;
+    return !ecpri->id || (p.ecpri_has_id && p.ecpri_id == *ecpri->id);
   }
   // "udp_dst=4096 ipv4_dst=10.0.0.0/24"
   [[nodiscard]] std::string to_string() const;

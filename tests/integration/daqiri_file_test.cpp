@@ -1,7 +1,9 @@
 // A DAQIRI application's YAML run as it is, from DAQIRI's examples folder with cores changed to
 // ones every host has: its UDP socket example (client and server on loopback), each interface
 // receiving what DAQIRI's socket engine would hand it, and nothing else; its software-loopback
-// example (regions in host memory), what a client sends coming back to a client.
+// example (regions in host memory), what a client sends coming back to a client; and RX flows
+// written from its configuration reference (tunnel decap, VLAN pop, eCPRI, flex items) on
+// net_pcap ports replaying frames the test wrote.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +12,7 @@
 
 #include "dataplane_fixture.hpp"
 #include "harness.hpp"
+#include "pcap_frames.hpp"
 
 namespace daqiri::test {
 namespace {
@@ -267,6 +270,186 @@ TEST_F(DaqiriFileTest, SoftwareLoopbackSteersWhatComesBackByTheFilesFlows) {
   ASSERT_TRUE(nic_queue(s, "rq_q_0"));
   EXPECT_EQ(nic_queue(s, "rq_q_0")->packets(), 550u);
   EXPECT_EQ(nic_queue(s, "rq_q_0")->unmatched(), 50u);
+}
+
+// A DAQIRI raw file of net_pcap interfaces, each with an RX queue (id 0, 1, ...; a region of
+// its own) per file it replays and the flows under `flows`. One flow a queue: a queue is polled
+// from its first client on, so each flow's frames wait for its own client.
+struct PcapPort {
+  std::string name;
+  std::vector<std::string> pcaps;
+  std::string flows;
+};
+std::string pcap_ports_file(const std::vector<PcapPort>& ports) {
+  std::string regions, interfaces;
+  for (size_t i = 0; i < ports.size(); ++i) {
+    std::string address = "net_pcap" + std::to_string(i), queues;
+    for (size_t q = 0; q < ports[i].pcaps.size(); ++q) {
+      std::string region = ports[i].name + std::to_string(q);
+      regions += "    - {name: \"" + region + "\", kind: host, num_bufs: 4096, buf_size: 2048}\n";
+      address += ",rx_pcap=" + ports[i].pcaps[q];
+      queues += "        - {name: \"" + region + "\", id: " + std::to_string(q) +
+                ", cpu_core: 1, batch_size: 64, memory_regions: [\"" + region + "\"]}\n";
+    }
+    interfaces += "    - name: \"" + ports[i].name + "\"\n      address: \"" + address +
+                  "\"\n      rx:\n        queues:\n" + queues + "        flows:\n" + ports[i].flows;
+  }
+  return "daqiri:\n  cfg:\n    version: 1\n    stream_type: \"raw\"\n    master_core: 0\n"
+         "    memory_regions:\n" +
+         regions + "    interfaces:\n" + interfaces;
+}
+
+// What a DAQIRI flow's outer headers name, as the tunnel builders of pcap_frames.hpp write them.
+std::string tunnel_fields(const std::string& type) {
+  return std::string("{type: ") + type + ", outer_eth_src: \"" + kOuterEthSrc +
+         "\", outer_eth_dst: \"" + kOuterEthDst +
+         "\", outer_ipv4_src: 192.0.2.1, outer_ipv4_dst: 192.0.2.2";
+}
+
+// Each decapsulating flow's client gets exactly the inner frames of its tunnel (a GRE tunnel of
+// IPv4 packets: the inner packet behind the outer MAC addresses), a VLAN pop flow the frames
+// without their tag; tunnels with another VNI, inner packets the flow does not match and
+// untagged frames are counted unmatched. eCPRI flows take their message type and PC_ID,
+// flex-item flows their 32 bits. Byte for byte, as tap writes them.
+TEST_F(DaqiriFileTest, RxFlowsDecapsulateAndMatchEcpriAndFlexItemsAsDaqiriDoes) {
+  struct Queue {
+    explicit Queue(const char* name) : flow(name) {}
+    const char* flow;
+    std::vector<Frame> sent;  // what the queue's file replays
+    std::vector<Frame> want;  // what its flow's client gets
+    uint64_t unmatched = 0;
+  };
+  Queue vx{"vx"}, gre{"gre"}, nv{"nv"}, tagged{"tagged"}, iq{"iq"}, rtc{"rtc"}, fa{"fa"}, fb{"fb"};
+  auto stray = [](Queue& q, const Frame& f) {
+    q.sent.push_back(f);
+    ++q.unmatched;
+  };
+  for (uint64_t i = 0; i < 300; ++i) {
+    vx.want.push_back(make_frame(1000, 7000, i, 100 + i % 700));
+    vx.sent.push_back(in_vxlan(vx.want.back(), 100, static_cast<uint16_t>(49152 + i % 7)));
+    if (i % 15 == 0) stray(vx, in_vxlan(make_frame(1000, 7000, i, 80), 200));
+    if (i < 200) {
+      Frame inner = make_frame(1000, 7001, i, 60 + i);
+      gre.sent.push_back(in_gre(inner, 0x0800, i % 2 == 0 ? int64_t(i) : -1));
+      std::memcpy(inner.data(), gre.sent.back().data(), 12);  // the outer frame's addresses
+      gre.want.push_back(inner);
+      if (i % 20 == 0) stray(gre, in_gre(make_frame(1000, 7009, i, 64), 0x0800));
+    }
+    if (i < 150) {
+      nv.want.push_back(make_frame(1000, 7002, i, 500));
+      nv.sent.push_back(in_nvgre(nv.want.back(), 0x1234, 0));
+      if (i % 50 == 0) stray(nv, in_nvgre(nv.want.back(), 0x1234, 1));  // another flow id
+    }
+    if (i < 100) {
+      tagged.want.push_back(make_frame(1000, 7003, i, 256));
+      tagged.sent.push_back(with_tag(tagged.want.back(), 0x8100));
+      if (i % 10 == 0) stray(tagged, make_frame(1000, 7003, 1000 + i, 64));  // no tag
+    }
+    if (i < 120) {
+      iq.want.push_back(ecpri_frame(0, 7, 64 + i));
+      iq.sent.push_back(iq.want.back());
+      if (i % 5 == 0) stray(iq, ecpri_frame(0, 8, 64));  // another PC_ID
+    }
+    if (i < 80) {
+      rtc.want.push_back(ecpri_frame(2, static_cast<uint16_t>(i), 40));
+      rtc.sent.push_back(rtc.want.back());
+      if (i % 8 == 0) stray(rtc, ecpri_frame(1, 0, 40));  // another message type
+    }
+    if (i < 60) {
+      auto word = [&i](const uint8_t(&bytes)[4]) {
+        Frame f = make_frame(1000, 4791, i, 64);
+        std::memcpy(f.data() + frame::kUdpHeaders + 8, bytes, 4);
+        return f;
+      };
+      fa.want.push_back(word({0x01, 0x00, 0x00, 0xaa}));
+      fa.sent.push_back(fa.want.back());
+      fb.want.push_back(word({0x02, uint8_t(i), 9, 9}));
+      fb.sent.push_back(fb.want.back());
+      if (i % 2 == 0) stray(fa, word({0x01, 0x00, 0x00, 0xab}));
+      if (i % 3 == 0) stray(fb, word({0x03, 0x00, 0x00, 0x00}));
+    }
+  }
+  auto files = [this](std::initializer_list<const Queue*> queues) {
+    std::vector<std::string> paths;
+    for (const Queue* q : queues) {
+      paths.push_back(dir_.file(std::string(q->flow) + "_sent.pcap"));
+      write_pcap(paths.back(), q->sent);
+    }
+    return paths;
+  };
+  auto queue_action = [](int id) { return "{type: queue, id: " + std::to_string(id) + "}"; };
+  start_daqiri_file(
+      pcap_ports_file({{"tunnels", files({&vx, &gre, &nv, &tagged}),
+                        "        - name: vx\n          id: 1\n          actions:\n"
+                        "          - {type: tunnel_decap, tunnel: " +
+                            tunnel_fields("vxlan") +
+                            ", vni: 100}}\n"
+                            "          - " +
+                            queue_action(0) +
+                            "\n"
+                            "        - name: gre\n          id: 2\n          actions:\n"
+                            "          - {type: tunnel_decap, tunnel: " +
+                            tunnel_fields("gre") +
+                            ", gre_protocol: 0x0800}}\n"
+                            "          - " +
+                            queue_action(1) +
+                            "\n          match: {udp_dst: 7001}\n"
+                            "        - name: nv\n          id: 3\n          actions:\n"
+                            "          - {type: tunnel_decap, tunnel: " +
+                            tunnel_fields("nvgre") +
+                            ", tni: 0x1234}}\n"
+                            "          - " +
+                            queue_action(2) +
+                            "\n"
+                            "        - {name: tagged, id: 4, actions: [{type: vlan_pop}, " +
+                            queue_action(3) + "], match: {udp_dst: 7003}}\n"},
+                       {"radio", files({&iq, &rtc}),
+                        "        - {name: iq, id: 11, action: " + queue_action(0) +
+                            ", match: {ecpri: {msg_type: 0, pc_id: 7}}}\n"
+                            "        - {name: rtc, id: 12, action: " +
+                            queue_action(1) + ", match: {ecpri: {msg_type: 2}}}\n"},
+                       {"flexed", files({&fa, &fb}),
+                        "        - {name: fa, id: 21, action: " + queue_action(0) +
+                            ", match: {flex_item_id: 4, val: 0xaa000001, mask: 0xffffffff}}\n"
+                            "        - {name: fb, id: 22, action: " +
+                            queue_action(1) +
+                            ", match: {flex_item_id: 4, val: 2, mask: 0xff}}\n"
+                            "        flex_items:\n        - {name: word, id: 4, offset: 8, "
+                            "udp_dst_port: 4791}\n"}}));
+  if (HasFatalFailure()) return;
+  std::vector<Queue*> queues = {&vx, &gre, &nv, &tagged, &iq, &rtc, &fa, &fb};
+  std::vector<std::unique_ptr<Spawned>> taps;
+  for (const Queue* q : queues) {
+    auto args = tap(q->flow, q->want.size(), {"--pcap", dir_.file(std::string(q->flow) + ".pcap")});
+    std::erase(args, std::string("--verify"));  // eCPRI and flex frames carry no test pattern
+    taps.push_back(std::make_unique<Spawned>(dir_, args));
+  }
+  auto s = stats();
+  for (size_t i = 0; i < queues.size(); ++i) {
+    const Queue& q = *queues[i];
+    ASSERT_EQ(taps[i]->wait(), 0) << q.flow << ": " << taps[i]->output() << daemon_->log();
+    auto got = read_pcap(dir_.file(std::string(q.flow) + ".pcap"));
+    ASSERT_EQ(got.size(), q.want.size()) << q.flow;
+    for (size_t k = 0; k < got.size(); ++k)
+      ASSERT_EQ(got[k], q.want[k]) << q.flow << " frame " << k;
+    s = stats();
+    uint64_t bytes = 0;
+    for (const auto& f : q.want)
+      bytes += f.size();
+    EXPECT_EQ(flow_stats(s, q.flow)->packets(), q.want.size()) << q.flow;
+    EXPECT_EQ(flow_stats(s, q.flow)->bytes(), bytes) << q.flow;
+  }
+  for (const auto& [queue, q] : {std::pair{"tunnels0", &vx},
+                                 {"tunnels1", &gre},
+                                 {"tunnels2", &nv},
+                                 {"tunnels3", &tagged},
+                                 {"radio0", &iq},
+                                 {"radio1", &rtc},
+                                 {"flexed0", &fa},
+                                 {"flexed1", &fb}}) {
+    ASSERT_TRUE(nic_queue(s, queue)) << queue;
+    EXPECT_EQ(nic_queue(s, queue)->unmatched(), q->unmatched) << queue;
+  }
 }
 
 }  // namespace

@@ -90,6 +90,66 @@ inline Frame as_later_fragment(Frame f) {  // fragment offset 185 (1480 bytes)
   return f;
 }
 
+// Tunnels as the decap tests name them: 02:00:00:00:00:01 / 192.0.2.1 to 02:00:00:00:00:02 /
+// 192.0.2.2, the outer IPv4 header checksummed.
+inline constexpr const char* kOuterEthSrc = "02:00:00:00:00:01";
+inline constexpr const char* kOuterEthDst = "02:00:00:00:00:02";
+inline constexpr uint32_t kOuterIpv4Src = 0xc0000201;  // 192.0.2.1
+inline constexpr uint32_t kOuterIpv4Dst = 0xc0000202;
+// Outer Ethernet and IPv4 headers (protocol `protocol`) in front of `body`.
+inline Frame outer_ipv4(uint8_t protocol, const Frame& body) {
+  Frame f(frame::kEthHeader + frame::kIpv4Header);
+  const uint8_t macs[12] = {2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1};  // dst, src
+  std::memcpy(f.data(), macs, 12);
+  frame::detail::put16(f.data() + 12, frame::kEtherTypeIpv4);
+  std::byte* ip = f.data() + frame::kEthHeader;
+  ip[0] = std::byte{0x45};
+  frame::detail::put16(ip + 2, static_cast<uint16_t>(frame::kIpv4Header + body.size()));
+  ip[8] = std::byte{64};
+  ip[9] = std::byte{protocol};
+  frame::detail::put32(ip + 12, kOuterIpv4Src);
+  frame::detail::put32(ip + 16, kOuterIpv4Dst);
+  frame::detail::put16(ip + 10, frame::internet_checksum(ip, frame::kIpv4Header));
+  f.insert(f.end(), body.begin(), body.end());
+  return f;
+}
+inline Frame in_vxlan(const Frame& inner, uint32_t vni, uint16_t udp_src = 49152) {
+  Frame body(16);
+  frame::detail::put16(body.data(), udp_src);
+  frame::detail::put16(body.data() + 2, 4789);
+  frame::detail::put16(body.data() + 4, static_cast<uint16_t>(16 + inner.size()));
+  body[8] = std::byte{0x08};
+  frame::detail::put32(body.data() + 12, vni << 8);
+  body.insert(body.end(), inner.begin(), inner.end());
+  return outer_ipv4(17, body);
+}
+// GRE carrying `protocol`: 0x0800, the inner frame's IPv4 packet; 0x6558, the whole frame.
+// `key` (0 to 2^32 - 1): a key word follows the base header; negative: none.
+inline Frame in_gre(const Frame& inner, uint16_t protocol, int64_t key = -1) {
+  Frame body(key >= 0 ? 8 : 4);
+  frame::detail::put16(body.data(), key >= 0 ? 0x2000 : 0);
+  frame::detail::put16(body.data() + 2, protocol);
+  if (key >= 0) frame::detail::put32(body.data() + 4, static_cast<uint32_t>(key));
+  auto from = protocol == 0x6558 ? inner.begin() : inner.begin() + frame::kEthHeader;
+  body.insert(body.end(), from, inner.end());
+  return outer_ipv4(47, body);
+}
+inline Frame in_nvgre(const Frame& inner, uint32_t tni, uint8_t flow_id) {
+  return in_gre(inner, 0x6558, tni << 8 | flow_id);
+}
+// An eCPRI message of type `type` whose first body word is `id`, `size` body bytes in all.
+inline Frame ecpri_frame(uint8_t type, uint16_t id, size_t size) {
+  Frame f(frame::kEthHeader + 4 + size, std::byte{0x5a});
+  const uint8_t macs[12] = {2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1};
+  std::memcpy(f.data(), macs, 12);
+  frame::detail::put16(f.data() + 12, 0xaefe);
+  f[14] = std::byte{0x10};  // revision 1
+  f[15] = std::byte{type};
+  frame::detail::put16(f.data() + 16, static_cast<uint16_t>(size));
+  frame::detail::put16(f.data() + 18, id);
+  return f;
+}
+
 // A frame of each kind a payload search meets, and where its UDP payload starts (0: none),
 // as abi.h's daqiri_udp_payload_offset() defines it.
 inline std::vector<std::pair<Frame, uint16_t>> payload_search_cases(uint64_t seq) {

@@ -58,6 +58,7 @@ std::string prefix(const v1::Ipv4Prefix& p) {
 }
 
 std::string match_text(const v1::FlowMatch& m) {
+  if (!m.text().empty()) return m.text();  // the daemon's own words, whole
   std::string out;
   auto add = [&out](const std::string& s) { out += (out.empty() ? "" : " ") + s; };
   if (m.has_udp_src()) add("udp_src=" + range(m.udp_src()));

@@ -155,7 +155,8 @@ DpdkRxFlow* DpdkRxQueue::takes_all(const Flows& flows) const {
 }
 
 inline DpdkRxFlow* DpdkRxQueue::steer(const Flows& flows, const rte_mbuf* first, bool readable,
-                                      core::PacketFields& fields) {
+                                      core::PacketFields& fields,
+                                      std::optional<core::Decapsulation>& decap) {
   if (!readable) {
     fields.payload_offset = core::kPayloadOffsetUnread;
     if ((first->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0) {
@@ -168,9 +169,24 @@ inline DpdkRxFlow* DpdkRxQueue::steer(const Flows& flows, const rte_mbuf* first,
   }
   fields = core::PacketFields::parse(rte_pktmbuf_mtod(first, const std::byte*), first->data_len);
   for (DpdkRxFlow* f : flows) {
-    if (f->flow().match.matches(fields)) return f;
+    const core::FlowMatch& match = f->flow().match;
+    if (match.decap) [[unlikely]] {
+      auto d = match.decap->decapsulate(rte_pktmbuf_mtod(first, const uint8_t*), first->data_len);
+      if (d && match.matches_inner(d->inner)) {
+        fields = d->inner;
+        decap = *d;
+        return f;
+      }
+      continue;
+    }
+    if (match.matches(fields)) return f;
   }
   return nullptr;
+}
+
+void DpdkRxQueue::decapsulate(rte_mbuf* first, const core::Decapsulation& d) {
+  core::apply(d, rte_pktmbuf_mtod(first, uint8_t*));
+  rte_pktmbuf_adj(first, static_cast<uint16_t>(d.strip));
 }
 
 void DpdkRxQueue::keep_first_segment(rte_mbuf* m, uint16_t& flags) {
@@ -353,12 +369,15 @@ bool DpdkRxQueue::poll_general(const Flows& flows, DpdkRxFlow* takes_all, bool w
       keep_first_segment(m, flags);
     }
     core::PacketFields fields;
-    const rte_mbuf* first = header != nullptr ? header : m;
+    rte_mbuf* first = header != nullptr ? header : m;
     DpdkRxFlow* flow = takes_all;
     if (flow != nullptr) {
       fields.payload_offset = core::kPayloadOffsetUnread;
     } else {
-      flow = steer(flows, first, header != nullptr || !on_device, fields);
+      std::optional<core::Decapsulation> decap;
+      flow = steer(flows, first, header != nullptr || !on_device, fields, decap);
+      if (decap) [[unlikely]]
+        decapsulate(first, *decap);
     }
     std::span<const std::byte> head;
     if (header != nullptr) head = {rte_pktmbuf_mtod(header, const std::byte*), header->data_len};
@@ -426,8 +445,12 @@ dataplane::NicQueueStats DpdkRxQueue::stats(const std::string& name) const {
 void DpdkRxQueue::add(DpdkRxFlow* flow, const dataplane::Epoch& epoch) {
   auto next = std::make_unique<Flows>(flows_.load());
   next->push_back(flow);
-  std::stable_partition(next->begin(), next->end(),
-                        [](const DpdkRxFlow* f) { return !f->flow().match.any; });
+  auto rank = [](const DpdkRxFlow* f) {
+    const core::FlowMatch& m = f->flow().match;
+    return m.decap ? 0 : m.any ? 2 : 1;
+  };
+  std::stable_sort(next->begin(), next->end(),
+                   [&rank](const DpdkRxFlow* a, const DpdkRxFlow* b) { return rank(a) < rank(b); });
   flows_.replace(std::move(next), epoch);
 }
 

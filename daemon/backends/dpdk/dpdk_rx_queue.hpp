@@ -16,6 +16,7 @@
 #include <array>
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -135,7 +136,7 @@ class DpdkRxQueue final : public dataplane::PollTask, public memory::BufferPool:
   dataplane::Grace remove(DpdkRxFlow* flow, const dataplane::Epoch& epoch);
 
  private:
-  using Flows = std::vector<DpdkRxFlow*>;  // catch-all last
+  using Flows = std::vector<DpdkRxFlow*>;  // decapsulating flows first, catch-all last
   DpdkRxQueue(uint16_t port, uint16_t queue, memory::BufferPool pool, uint32_t batch,
               SoftwareReach reach);
   // A frame's receive time: the NIC's stamp where the port gives one (flagged in `flags`),
@@ -178,11 +179,14 @@ class DpdkRxQueue final : public dataplane::PollTask, public memory::BufferPool:
   }
   rte_mbuf* adopt(rte_mbuf* foreign);
   // Which flow takes the frame starting in `first`; null when none does. `readable`: its bytes
-  // are in host memory (else only the NIC's mark says). Inline in poll(): a call per frame.
-  [[nodiscard, gnu::always_inline]] static inline DpdkRxFlow* steer(const Flows& flows,
-                                                                    const rte_mbuf* first,
-                                                                    bool readable,
-                                                                    core::PacketFields& fields);
+  // are in host memory (else only the NIC's mark says). A decapsulating flow's frame comes with
+  // what to strip (`decap`), and `fields` are then the inner frame's. Inline in poll(): a call
+  // per frame.
+  [[nodiscard, gnu::always_inline]] static inline DpdkRxFlow* steer(
+      const Flows& flows, const rte_mbuf* first, bool readable, core::PacketFields& fields,
+      std::optional<core::Decapsulation>& decap);
+  // Turns `first` into the inner frame that `d` says (its bytes and its start).
+  static void decapsulate(rte_mbuf* first, const core::Decapsulation& d);
   // Frees the segments after `m`'s first, flagging and counting the frame truncated if any.
   void keep_first_segment(rte_mbuf* m, uint16_t& flags);
   // NIC buffer split: detaches the payload from header mbuf `h` (the payload, or null when the

@@ -28,6 +28,10 @@ Result<std::unique_ptr<HardwareRule>> HardwareRule::install(uint16_t port,
                                                             uint16_t queue, uint32_t mark) {
   if (match.any)
     return fail(ErrorCode::kFailedPrecondition, "a catch-all has no rule: it takes the rest");
+  // The NIC would steer these frames undecapsulated, or would need a flex parser or eCPRI
+  // item this rule does not build: the poller matches them, on its own reading.
+  if (match.raw_ethernet())
+    return fail(ErrorCode::kFailedPrecondition, "decap, eCPRI and flex matches are the poller's");
   rte_flow_attr attr{};
   attr.ingress = 1;
 
@@ -39,6 +43,10 @@ Result<std::unique_ptr<HardwareRule>> HardwareRule::install(uint16_t port,
   if (match.ipv4_dst) {
     ip_spec.hdr.dst_addr = rte_cpu_to_be_32(match.ipv4_dst->address);
     ip_mask.hdr.dst_addr = rte_cpu_to_be_32(match.ipv4_dst->mask());
+  }
+  if (match.ipv4_length) {
+    ip_spec.hdr.total_length = rte_cpu_to_be_16(*match.ipv4_length);
+    ip_mask.hdr.total_length = 0xffff;
   }
   rte_flow_item_udp udp_spec{}, udp_last{}, udp_mask{};
   PortFields us = port_fields(match.udp_src);

@@ -1,4 +1,4 @@
-// A flow's match as an rte_flow rule (eth / ipv4 src,dst / udp or tcp src,dst, port ranges
+// A flow's match as an rte_flow rule (eth / ipv4 src,dst,length / udp or tcp src,dst, port ranges
 // through `last`) whose actions mark matching packets with the flow's id (MARK, where the PMD
 // takes it) and send them to the flow's queue. Installed only when rte_flow_validate accepts
 // it; otherwise the flow is steered by the queue's poller alone.

@@ -26,9 +26,11 @@ Result<dataplane::TxQueueTask*> SocketBackend::open_tx_queue(const QueueHome& ho
 Result<std::unique_ptr<dataplane::RxFlowTask>> SocketBackend::add_flow(const core::Flow& flow,
                                                                        const QueueHome& home,
                                                                        memory::PageArena* arena) {
-  if (flow.match.any) {
+  if (flow.match.any || flow.match.raw_ethernet() || flow.match.ipv4_length) {
     return fail(ErrorCode::kFailedPrecondition,
-                "match any (a queue's catch-all) needs a dpdk interface", "match");
+                "a catch-all, or a match on more than a datagram's addresses and ports, needs a "
+                "dpdk interface, which reads whole frames",
+                "match");
   }
   bool huge = home.region->kind == config::RegionKind::kHuge;
   uint32_t ipv4 = config::sending_ipv4(*home.itf);

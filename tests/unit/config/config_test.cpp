@@ -492,7 +492,7 @@ TEST(DaqiriConfig, MapsOntoOurModel) {
   EXPECT_EQ(c.flows[0].name, "ADC Samples");
   EXPECT_EQ(c.flows[0].interface, "rx_port");
   EXPECT_EQ(c.flows[0].queue, "rx_q_0");
-  EXPECT_EQ(c.flows[0].match.to_string(), "udp_src=4096 udp_dst=4096");
+  EXPECT_EQ(c.flows[0].match.to_string(), "udp_src=4096 udp_dst=4096 ipv4_len=1050");
 
   // What maps loosely is said, with its place in the file.
   std::string warnings = p.diags.render();
@@ -502,7 +502,6 @@ TEST(DaqiriConfig, MapsOntoOurModel) {
                                   "NUMA affinity of host regions is not applied"));
   EXPECT_THAT(warnings, HasSubstr("daqiri.cfg.interfaces[0].rx.queues[0].output_port: ignored: "
                                   "Holoscan operator wiring belongs to the application"));
-  EXPECT_THAT(warnings, HasSubstr("daqiri.cfg.interfaces[0].rx.flows[0].match.ipv4_len: ignored"));
 }
 
 TEST(DaqiriConfig, UnknownKeysInsideCfgAreErrors) {
@@ -885,6 +884,109 @@ TEST(DaqiriConfig, HardwareTimestampsAreForDpdkPorts) {
   socket.replace(socket.find("    address: 127.0.0.1\n"), 23,
                  "    address: 127.0.0.1\n    hardware_timestamps: true\n");
   EXPECT_THAT(only_error(socket), HasSubstr("hardware_timestamps is for dpdk ones"));
+}
+
+// DAQIRI's RX flow keys: flex items, eCPRI, VLAN pop and tunnel decap in an actions list
+// ending in a queue, each read into the flow's match.
+TEST(DaqiriConfig, FlowsTakeFlexItemsEcpriAndDecapActions) {
+  auto flex = parse_daqiri(daqiri_raw_file("", "", R"(        flex_items:
+        - {name: hdr, id: 3, offset: 8, udp_dst_port: 4791}
+        flows:
+        - name: f
+          id: 1
+          action: {type: queue, ids: [0]}
+          match: {flex_item_id: 3, val: 0x11223344, mask: 0xffff0000}
+)"));
+  ASSERT_TRUE(flex.config) << flex.diags.render();
+  const auto& fm = flex.config->flows.at(0).match;
+  ASSERT_TRUE(fm.flex);
+  EXPECT_EQ(fm.flex->udp_dst_port, 4791);
+  EXPECT_EQ(fm.flex->offset, 8);
+  EXPECT_EQ(fm.flex->value, 0x11223344u);
+  EXPECT_EQ(fm.flex->mask, 0xffff0000u);
+
+  auto ecpri = parse_daqiri(daqiri_raw_file("", "", R"(        flows:
+        - {name: iq, id: 1, action: {type: queue, id: 0}, match: {ecpri: {msg_type: 0, pc_id: 7}}}
+        - {name: rtc, id: 2, action: {type: queue, id: 0}, match: {ecpri: {msg_type: 2}}}
+)"));
+  ASSERT_TRUE(ecpri.config) << ecpri.diags.render();
+  EXPECT_EQ(ecpri.config->flows.at(0).match.to_string(), "ecpri=type 0 id 7");
+  EXPECT_EQ(ecpri.config->flows.at(1).match.to_string(), "ecpri=type 2");
+
+  auto decap = parse_daqiri(daqiri_raw_file("", "", R"(        flows:
+        - name: vx
+          id: 1
+          actions:
+          - type: tunnel_decap
+            tunnel: {type: vxlan, outer_eth_src: "02:00:00:00:00:01", outer_eth_dst: "02:00:00:00:00:02",
+                     outer_ipv4_src: 192.0.2.1, outer_ipv4_dst: 192.0.2.2, vni: 100}
+          - {type: queue, id: 0}
+        - name: gre
+          id: 2
+          actions:
+          - {type: tunnel_decap, tunnel_type: gre, outer_eth_src: "02:00:00:00:00:01",
+             outer_eth_dst: "02:00:00:00:00:02", outer_ipv4_src: 192.0.2.1,
+             outer_ipv4_dst: 192.0.2.2, gre_protocol: 0x0800}
+          - {type: queue, id: 0}
+          match: {udp_dst: 7000}
+        - name: tagged
+          id: 3
+          actions: [{type: vlan_pop}, {type: queue, id: 0}]
+        - name: rest
+          id: 4
+          action: {type: queue, id: 0}
+)"));
+  ASSERT_TRUE(decap.config) << decap.diags.render();
+  const auto& flows = decap.config->flows;
+  ASSERT_EQ(flows.size(), 4u);
+  EXPECT_EQ(flows[0].match.to_string(),
+            "decap=vxlan vni=100 port=4789 from 192.0.2.1 to 192.0.2.2");
+  EXPECT_EQ(flows[1].match.to_string(),
+            "udp_dst=7000 decap=gre protocol=0x0800 from 192.0.2.1 to 192.0.2.2");
+  EXPECT_EQ(flows[2].match.to_string(), "decap=vlan_pop");
+  EXPECT_TRUE(flows[3].match.any);  // no match: DAQIRI's Ethernet-only rule, every frame
+  EXPECT_EQ(flows[0].queue, "q");
+}
+
+TEST(DaqiriConfig, FlowRulesAreDaqirisWithTheirReasons) {
+  auto error = [](const std::string& flows, const std::string& flex = "") {
+    return only_daqiri_error(daqiri_raw_file("", "", flex + "        flows:\n" + flows));
+  };
+  EXPECT_THAT(error("        - {name: a, action: {type: queue, id: 0}, match: {udp_dst: 1}}\n"
+                    "        - {name: b, action: {type: queue, id: 0}, match: {ecpri: {}}}\n"),
+              HasSubstr("flow b matches eCPRI but flow a of interface p matches IPv4/UDP: one "
+                        "class of flow per interface, as in DAQIRI"));
+  EXPECT_THAT(error("        - {name: a, action: {type: queue, ids: [0, 1]}}\n"),
+              HasSubstr("spreading a flow over several queues (RSS) is not offered"));
+  EXPECT_THAT(error("        - {name: a, action: {type: queue, ids: [0, 0]}}\n"),
+              HasSubstr("queue id 0 is listed twice"));
+  EXPECT_THAT(error("        - {name: a, action: {type: queue, id: 0}, match: {flex_item_id: 1, "
+                    "val: 1, mask: 1}}\n"),
+              HasSubstr("no flex item with id 1 under this interface's rx.flex_items"));
+  EXPECT_THAT(error("        - {name: a, action: {type: queue, id: 0}, match: {flex_item_id: 1, "
+                    "val: 1, mask: 1, udp_dst: 5}}\n",
+                    "        flex_items: [{name: x, id: 1, offset: 0, udp_dst_port: 9}]\n"),
+              HasSubstr("a flex-item match cannot be combined with UDP/IP matching"));
+  EXPECT_THAT(error("        - {name: a, action: {type: queue, id: 0}}\n",
+                    "        flex_items: [{name: x, id: 1, offset: 6, udp_dst_port: 9}]\n"),
+              HasSubstr("a flex item's offset is a multiple of 4 bytes after the UDP header"));
+  EXPECT_THAT(
+      error("        - {name: a, action: {type: queue, id: 0}, match: {ecpri: {pc_id: 3}}}\n"),
+      HasSubstr("matching the eCPRI message id needs a msg_type"));
+  EXPECT_THAT(error("        - {name: a, actions: [{type: queue, id: 0}, {type: vlan_pop}]}\n"),
+              HasSubstr("an RX flow's actions end with type: queue"));
+  EXPECT_THAT(
+      error(
+          "        - {name: a, actions: [{type: vlan_push, vlan_id: 3}, {type: queue, id: 0}]}\n"),
+      HasSubstr("vlan_push transforms outgoing frames: it belongs in tx.flows"));
+  EXPECT_THAT(error("        - {name: a, actions: [{type: vlan_pop}, {type: vlan_pop}, {type: "
+                    "queue, id: 0}]}\n"),
+              HasSubstr("a flow strips one VLAN tag or one tunnel"));
+  EXPECT_THAT(
+      error("        - {name: a, actions: [{type: tunnel_decap, tunnel: {type: vxlan, "
+            "outer_eth_src: 1, outer_eth_dst: \"02:00:00:00:00:02\", outer_ipv4_src: 1.2.3.4, "
+            "outer_ipv4_dst: 1.2.3.5}}, {type: queue, id: 0}]}\n"),
+      HasSubstr("expected a MAC address like 02:00:00:00:00:01, got \"1\""));
 }
 
 // DAQIRI raises a region too small for the ring it feeds to three rings, and says so.
