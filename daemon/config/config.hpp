@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/diagnostics.hpp"
+#include "core/encap.hpp"
 #include "core/flow_match.hpp"
 #include "core/flow_table.hpp"
 
@@ -131,6 +132,9 @@ struct InterfaceConfig {
   std::optional<RdmaConfig> rdma;
   std::vector<QueueConfig> rx_queues;
   std::vector<QueueConfig> tx_queues;
+  // dpdk: headers put around the frames clients send here that a flow matches (DAQIRI's
+  // tx.flows), the first that matches.
+  std::vector<core::TxFlow> tx_flows;
   Located where;
 };
 

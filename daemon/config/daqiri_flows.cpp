@@ -86,7 +86,9 @@ std::optional<uint32_t> read_ipv4(YamlMap& map, std::string_view key) {
 
 // A tunnel_decap action's tunnel: its fields in a `tunnel:` map, or on the action itself with
 // the type as `tunnel_type` (both as DAQIRI reads them).
-std::optional<core::Decap> read_tunnel(YamlMap& action) {
+// `ttl` and `tos` (where given) take what an encapsulation writes.
+std::optional<core::Decap> read_tunnel(YamlMap& action, uint8_t* ttl = nullptr,
+                                       uint8_t* tos = nullptr) {
   std::optional<YamlNode> nested = action.get("tunnel");
   std::optional<YamlMap> own;
   if (nested) own.emplace(*nested);
@@ -106,9 +108,11 @@ std::optional<core::Decap> read_tunnel(YamlMap& action) {
   auto ip_dst = read_ipv4(t, "outer_ipv4_dst");
   // What an encapsulation writes; a decap's match leaves them free, as DAQIRI's rule does.
   Located where;
-  uint32_t unused = 0;
-  t.read_uint("outer_ipv4_ttl", unused, 0, 255, where);
-  t.read_uint("outer_ipv4_tos", unused, 0, 255, where);
+  uint32_t ttl_value = 64, tos_value = 0;
+  t.read_uint("outer_ipv4_ttl", ttl_value, 0, 255, where);
+  t.read_uint("outer_ipv4_tos", tos_value, 0, 255, where);
+  if (ttl != nullptr) *ttl = static_cast<uint8_t>(ttl_value);
+  if (tos != nullptr) *tos = static_cast<uint8_t>(tos_value);
   // Each tunnel's own fields; another's is a mistake worth saying, not an error.
   auto field = [&](std::string_view key, core::Decap::Kind owner, uint32_t& out, uint32_t max) {
     auto n = t.get(key);
@@ -299,7 +303,80 @@ void check_match(const YamlNode& node, const core::FlowMatch& m) {
   if (m.ecpri && m.decap) node.error("an eCPRI flow cannot pop VLAN tags or decapsulate tunnels");
 }
 
+// A TX flow's one action: vlan_push (its fields in a `vlan:` map or on the action) or
+// tunnel_encap.
+std::optional<core::Encap> read_tx_action(const YamlNode& node) {
+  YamlMap a(node);
+  auto type = a.require("type");
+  std::optional<size_t> kind;
+  if (type)
+    kind = type->to_choice({"vlan_push", "tunnel_encap", "queue", "vlan_pop", "tunnel_decap"});
+  if (kind && *kind >= 2) {
+    type->error(type->raw().Scalar() + " is an RX flow's: a TX flow pushes a tag or encapsulates");
+    return std::nullopt;
+  }
+  core::Encap e;
+  bool ok = kind.has_value();
+  if (kind == 0u) {
+    std::optional<YamlNode> nested = a.get("vlan");
+    std::optional<YamlMap> own;
+    if (nested) own.emplace(*nested);
+    YamlMap& v = own ? *own : a;
+    Located where;
+    uint32_t id = 0, pcp = 0, dei = 0, tpid = e.tpid;
+    ok = v.read_uint("vlan_id", id, 0, 4095, where, true) && ok;
+    v.read_uint("pcp", pcp, 0, 7, where);
+    v.read_uint("dei", dei, 0, 1, where);
+    v.read_uint("ethertype", tpid, 0, 65535, where);
+    if (own) own->finish();
+    e.vlan_id = static_cast<uint16_t>(id);
+    e.pcp = static_cast<uint8_t>(pcp);
+    e.dei = static_cast<uint8_t>(dei);
+    e.tpid = static_cast<uint16_t>(tpid);
+  } else if (kind == 1u) {
+    auto t = read_tunnel(a, &e.ttl, &e.tos);
+    ok = t.has_value();
+    if (t) {
+      e.kind = t->kind;
+      e.tunnel = *t;
+    }
+  }
+  a.finish();
+  return ok ? std::optional<core::Encap>(e) : std::nullopt;
+}
+
 }  // namespace
+
+void read_daqiri_tx_flows(const YamlNode& node, InterfaceConfig& itf) {
+  for (const auto& f : node.items()) {
+    core::TxFlow flow;
+    YamlMap map(f);
+    Located where;
+    map.read_string("name", flow.name, where, true);
+    uint32_t id = 0;
+    map.read_uint("id", id, 0, (1u << 24) - 1, where);  // DAQIRI's handle; nothing here
+    std::optional<core::Encap> encap;
+    if (auto actions = map.require("actions")) {
+      auto list = actions->items();
+      if (list.size() != 1 && actions->is_sequence()) {
+        actions->error("a TX flow here takes one action: a vlan_push or a tunnel_encap");
+      }
+      if (!list.empty()) encap = read_tx_action(list.front());
+    }
+    if (auto m = map.get("match")) flow.match = read_flow_match(*m, {}, true);
+    map.finish();
+    if (!encap) continue;
+    flow.encap = *encap;
+    if (flow.match.empty()) flow.match.any = true;  // every frame sent
+    for (const auto& other : itf.tx_flows) {
+      if (other.match.overlaps(flow.match)) {
+        f.error("TX flow " + flow.name + " matches frames TX flow " + other.name +
+                " matches too: which headers they get would be ambiguous");
+      }
+    }
+    itf.tx_flows.push_back(std::move(flow));
+  }
+}
 
 void read_daqiri_flows(const YamlNode& node, const std::optional<YamlNode>& flex_node,
                        const InterfaceConfig& itf, Config& config) {

@@ -1,7 +1,7 @@
 // NVIDIA DAQIRI's schema (`daqiri: cfg:`), mapped onto ours so DAQIRI users can bring their
 // files. Where a DAQIRI key means something looser here, a warning says what it became.
 #include <algorithm>
-#include <set>
+#include <map>
 
 #include "config/config_validator.hpp"
 #include "config/daqiri_flows.hpp"
@@ -292,6 +292,13 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
         itf.tx_queues.push_back(read_queue(q, i++, true, stream));
     }
     t.ignore("accurate_send", "send-time scheduling is not offered by daqirid");
+    if (auto f = t.get("flows")) {
+      if (backend == Backend::kDpdk) {
+        read_daqiri_tx_flows(*f, itf);
+      } else {
+        f->error("TX flows transform raw Ethernet frames: DAQIRI's raw streams only");
+      }
+    }
     // DAQIRI sends what its in-process application wrote; a DAQIRI file names no address to
     // hold a daemon's clients to, so its DPDK TX queues stay raw, and say so.
     if (backend == Backend::kDpdk && !itf.tx_queues.empty()) {
@@ -327,8 +334,8 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
 // both, so the regions of single-region DPDK RX queues grow by the headroom (a split queue's
 // regions are a header and a payload segment, whose sizes are the split's; TX buffers hold
 // frames as clients write them, with no headroom). And DAQIRI sizes a port's MTU from its
-// queues: the frame the largest queue's buffers hold, less the Ethernet header and FCS, within
-// its jumbo bound.
+// queues: the frame the largest queue's buffers hold, plus the largest header its flows push or
+// strip, less the Ethernet header and FCS, within its jumbo bound.
 void map_dpdk_buffers(Config& config) {
   constexpr uint32_t kEthernetHeaderAndFcs = 18;
   constexpr uint32_t kJumboFrame = 9100;  // DAQIRI's JUMBOFRAME_SIZE
@@ -336,9 +343,21 @@ void map_dpdk_buffers(Config& config) {
     const MemoryRegionConfig* r = find_region(config, name);
     return r != nullptr ? r->buf_size : 0;
   };
-  std::set<std::string> with_headroom;
+  // Bytes each region grows by: the mbuf headroom, and the headers this daemon strips after the
+  // frame landed in the buffer (DAQIRI's NIC strips them before).
+  std::map<std::string, uint32_t> growth;
   for (auto& itf : config.interfaces) {
     if (itf.backend != Backend::kDpdk) continue;
+    // As DAQIRI sizes the port for VLAN and tunnel transforms: room for the outer wire frame.
+    uint32_t encap = 0, decap = 0;
+    for (const auto& f : itf.tx_flows)
+      encap = std::max(encap, f.encap.overhead());
+    for (const auto& f : config.flows) {
+      if (f.interface != itf.name || !f.match.decap) continue;
+      core::Encap as_sent;
+      as_sent.kind = f.match.decap->kind;
+      decap = std::max(decap, as_sent.overhead());
+    }
     uint32_t frame = 64;
     for (const auto* queues : {&itf.rx_queues, &itf.tx_queues}) {
       for (const auto& q : *queues) {
@@ -346,14 +365,17 @@ void map_dpdk_buffers(Config& config) {
         for (const auto& name : q.regions)
           room += buf_size(name);
         frame = std::max(frame, room);
-        if (queues == &itf.rx_queues && q.regions.size() == 1)
-          with_headroom.insert(q.regions.front());
+        if (queues == &itf.rx_queues && q.regions.size() == 1) {
+          uint32_t& g = growth[q.regions.front()];
+          g = std::max(g, kMbufHeadroom + decap);
+        }
       }
     }
+    frame += std::max(encap, decap);
     itf.mtu = std::max(std::min(frame, kJumboFrame) - kEthernetHeaderAndFcs, uint32_t{68});
   }
   for (auto& r : config.memory_regions) {
-    if (with_headroom.contains(r.name)) r.buf_size += kMbufHeadroom;
+    if (auto g = growth.find(r.name); g != growth.end()) r.buf_size += g->second;
   }
 }
 

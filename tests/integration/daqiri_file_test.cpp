@@ -7,7 +7,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <sstream>
 #include <string>
 
 #include "dataplane_fixture.hpp"
@@ -95,8 +98,9 @@ socket_bench_server:
 )";
 
 // DAQIRI's daqiri_bench_raw_sw_loopback.yaml, regions on the host instead of the GPU; TX_KEYS
-// go into its TX queue, FLOWS under its RX queues.
-std::string sw_loopback_example(const std::string& flows = "", const std::string& tx_keys = "") {
+// go into its TX queue, TX_FLOWS after its TX queues, FLOWS under its RX queues.
+std::string sw_loopback_example(const std::string& flows = "", const std::string& tx_keys = "",
+                                const std::string& tx_flows = "") {
   return R"(%YAML 1.2
 ---
 daqiri:
@@ -135,6 +139,7 @@ daqiri:
           offloads:
             - "tx_eth_src"
 )" + tx_keys +
+         tx_flows +
          R"(      rx:
         queues:
         - name: "rq_q_0"
@@ -450,6 +455,129 @@ TEST_F(DaqiriFileTest, RxFlowsDecapsulateAndMatchEcpriAndFlexItemsAsDaqiriDoes) 
     ASSERT_TRUE(nic_queue(s, queue)) << queue;
     EXPECT_EQ(nic_queue(s, queue)->unmatched(), q->unmatched) << queue;
   }
+}
+
+// A DAQIRI TX flow's encapsulation, and an RX flow of the same fields decapsulating what comes
+// back through software loopback: the client receives exactly the frames sent.
+TEST_F(DaqiriFileTest, SoftwareLoopbackEncapsulatesOnTxAndDecapsulatesOnRx) {
+  std::string tunnel = "{type: vxlan, outer_eth_src: \"" + std::string(kOuterEthSrc) +
+                       "\", outer_eth_dst: \"" + kOuterEthDst +
+                       "\", outer_ipv4_src: 192.0.2.1, outer_ipv4_dst: 192.0.2.2, vni: 42}";
+  start_daqiri_file(
+      sw_loopback_example("        flows:\n"
+                          "        - {name: inner, id: 1, actions: [{type: tunnel_decap, tunnel: " +
+                              tunnel + "}, {type: queue, id: 0}]}\n",
+                          "",
+                          "        flows:\n"
+                          "        - {name: out, id: 9, actions: [{type: tunnel_encap, tunnel: " +
+                              tunnel + "}], match: {udp_dst: 6000}}\n"));
+  if (HasFatalFailure()) return;
+  Spawned rx(dir_, tap("inner", 500));
+  ASSERT_TRUE(each_attached({"inner"})) << stats().DebugString();
+  send_looped(6000, 500, 900);
+  ASSERT_EQ(rx.wait(), 0) << rx.output() << daemon_->log();
+  EXPECT_THAT(rx.output(), HasSubstr("received 500 packets, 450000 payload bytes"));
+  EXPECT_THAT(rx.output(),
+              HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+  auto s = stats();
+  EXPECT_EQ(nic_queue(s, "tx_q_0")->bytes(), 500u * (900 + 42 + 50));  // with the tunnel's
+  EXPECT_EQ(flow_stats(s, "inner")->bytes(), 500u * (900 + 42));       // without
+}
+
+// What TX flows put around the frames a client sends, as they leave (net_pcap writes them to a
+// file): each frame exactly the client's frame behind the headers its flow names (byte for
+// byte against the tests' own tunnel builders, and as tshark decodes them); a frame no flow
+// matches, as it was sent.
+TEST_F(DaqiriFileTest, TxFlowsPutTheirHeadersAroundWhatClientsSend) {
+  std::string out = dir_.file("out.pcap");
+  auto tunnel = [](const std::string& type, const std::string& fields) {
+    return "{type: tunnel_encap, tunnel: " + tunnel_fields(type) + ", " + fields + "}}";
+  };
+  start_daqiri_file(
+      "daqiri:\n  cfg:\n    version: 1\n    stream_type: raw\n    master_core: 0\n"
+      "    memory_regions:\n    - {name: TX, kind: host, num_bufs: 4096, buf_size: 2048}\n"
+      "    interfaces:\n    - name: wire\n      address: \"net_pcap0,tx_pcap=" +
+      out +
+      "\"\n      tx:\n        queues:\n"
+      "        - {name: tq, id: 0, cpu_core: 1, batch_size: 32, memory_regions: [TX]}\n"
+      "        flows:\n"
+      "        - {name: vx, id: 1, match: {udp_dst: 7000}, actions: [" +
+      tunnel("vxlan", "vni: 100, outer_udp_src: 49152") +
+      "]}\n"
+      "        - {name: tag, id: 2, match: {udp_dst: 7001}, actions: [{type: vlan_push, "
+      "vlan: {vlan_id: 5}}]}\n"
+      "        - {name: gre, id: 3, match: {udp_dst: 7002}, actions: [" +
+      tunnel("gre", "gre_protocol: 0x0800") +
+      "]}\n"
+      "        - {name: nv, id: 4, match: {udp_dst: 7003}, actions: [" +
+      tunnel("nvgre", "tni: 0xabcdef, flow_id: 3") + "]}\n");
+  if (HasFatalFailure()) return;
+  constexpr uint64_t kEach = 100;
+  for (uint16_t port = 7000; port <= 7004; ++port) {
+    auto tx = run(client({"tx", "wire", "5555", std::to_string(port), std::to_string(kEach),
+                          std::to_string(100 + port % 7000 * 100)}));
+    ASSERT_EQ(tx.exit_code, 0) << tx.out << tx.err << daemon_->log();
+  }
+  ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();  // net_pcap writes its file out on close
+  daemon_.reset();
+  auto sent = read_pcap(out);
+  ASSERT_EQ(sent.size(), 5 * kEach);
+  // Each kind of frame: the client's frame behind the headers, from the tests' own builders.
+  const size_t headers[] = {50, 16, 38, 42, 0};
+  for (size_t i = 0; i < sent.size(); ++i) {
+    size_t kind = i / kEach;
+    uint16_t port = static_cast<uint16_t>(7000 + kind);
+    const Frame& f = sent[i];
+    ASSERT_GT(f.size(), headers[kind]) << "frame " << i;
+    Frame inner;
+    switch (kind) {
+      case 0:
+        inner.assign(f.begin() + 50, f.end());
+        EXPECT_EQ(f, in_vxlan(inner, 100, 49152)) << "frame " << i;
+        break;
+      case 1:
+        inner = f;
+        inner.erase(inner.begin() + 12, inner.begin() + 16);
+        EXPECT_EQ(f, with_tag(inner, 0x8100)) << "frame " << i;
+        break;
+      case 2:  // the client's packet behind a new Ethernet header: check the packet's frame
+        inner = Frame(14);
+        inner.insert(inner.end(), f.begin() + 38, f.end());
+        EXPECT_EQ(f, in_gre(inner, 0x0800)) << "frame " << i;
+        inner.erase(inner.begin(), inner.begin() + 14);
+        inner.insert(inner.begin(), f.begin(), f.begin() + 14);  // parse_udp reads from 0
+        break;
+      case 3:
+        inner.assign(f.begin() + 42, f.end());
+        EXPECT_EQ(f, in_nvgre(inner, 0xabcdef, 3)) << "frame " << i;
+        break;
+      default:
+        inner = f;
+    }
+    auto udp = frame::parse_udp(inner);
+    ASSERT_TRUE(udp) << "frame " << i;
+    EXPECT_EQ(udp->dst.port, port) << "frame " << i;
+    pattern::Header h{};
+    EXPECT_EQ(pattern::check(std::span(inner).subspan(udp->payload_offset, udp->payload_length), h),
+              pattern::Check::kOk)
+        << "frame " << i;
+    EXPECT_EQ(h.sequence, i % kEach) << "frame " << i;
+  }
+  // A reader nobody here wrote: tshark's decoding of the same file, one line a frame.
+  if (::access("/usr/bin/tshark", X_OK) != 0) return;  // the bytes above are checked anyway
+  auto t = run({"/usr/bin/tshark", "-r", out, "-T", "fields", "-e", "vxlan.vni", "-e", "vlan.id",
+                "-e", "gre.proto", "-e", "ip.proto", "-e", "udp.dstport"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  std::vector<std::string> lines;
+  std::istringstream in(t.out);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5 * kEach);
+  EXPECT_EQ(lines[0], "100\t\t\t17,17\t4789,7000");
+  EXPECT_EQ(lines[kEach], "\t5\t\t17\t7001");
+  EXPECT_EQ(lines[2 * kEach], "\t\t0x0800\t47,17\t7002");
+  EXPECT_EQ(lines[3 * kEach], "\t\t0x6558\t47,17\t7003");
+  EXPECT_EQ(lines[4 * kEach], "\t\t\t17\t7004");
 }
 
 }  // namespace

@@ -106,13 +106,14 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
     }
     conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
   }
-  // Checked TX frames chain their payload behind the daemon's copy of their headers, where the
-  // port takes chained mbufs; elsewhere each is copied whole (DpdkTxQueue).
+  // Checked TX frames chain their payload behind the daemon's copy of their headers, and TX
+  // flows a raw frame behind its new headers, where the port takes chained mbufs; elsewhere each
+  // is copied whole (DpdkTxQueue).
   bool any_checked_tx = std::any_of(itf.tx_queues.begin(), itf.tx_queues.end(), [](const auto& q) {
     return q.tx_policy.value_or(config::TxPolicy::kChecked) == config::TxPolicy::kChecked;
   });
-  bool multi_segment =
-      any_checked_tx && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
+  bool multi_segment = (any_checked_tx || !itf.tx_flows.empty()) &&
+                       (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
   if (multi_segment) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
   if (any_split && nic_splits) {
     // mlx5 chains the segments of a split frame: scatter comes with the split.
@@ -220,6 +221,8 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
     rte_eth_macaddr_get(id, &setup.mac);
     setup.multi_segment = multi_segment;
     setup.pacing_mbps = q.pacing_mbps;
+    // DAQIRI's TX flows come with DAQIRI files, whose TX queues are raw.
+    if (setup.policy == config::TxPolicy::kRaw) setup.flows = itf.tx_flows;
     if (setup.policy == config::TxPolicy::kChecked) {
       spdlog::info("{}: TX queue {} checked: {}", where, q.name,
                    multi_segment ? "headers copied, payloads sent zero-copy"

@@ -18,9 +18,20 @@ uint32_t copy_length_of(const TxQueueSetup& s) {
   return s.multi_segment ? uint32_t{dataplane::kCheckedHeaders} : s.max_frame;
 }
 
-// The most mbufs one frame takes: two where a checked frame's payload is chained.
+// The most mbufs one frame takes: two where a checked frame's payload is chained, or where TX
+// flows put headers in front of a raw frame.
 uint32_t mbufs_per_frame_of(const TxQueueSetup& s) {
-  return copy_length_of(s) != 0 && s.multi_segment ? 2 : 1;
+  if (copy_length_of(s) != 0) return s.multi_segment ? 2 : 1;
+  return s.flows.empty() ? 1 : 2;
+}
+
+// Room in each of the queue's own mbufs: a checked frame's copy, or a TX flow's headers (and,
+// where the port cannot chain, the frame behind them).
+uint32_t room_of(const TxQueueSetup& s) {
+  uint32_t copy = copy_length_of(s);
+  if (copy != 0) return RTE_PKTMBUF_HEADROOM + copy;
+  if (s.flows.empty()) return 0;
+  return RTE_PKTMBUF_HEADROOM + core::Encap::kMaxHeaders + (s.multi_segment ? 0 : s.max_frame);
 }
 
 }  // namespace
@@ -31,8 +42,7 @@ Result<std::unique_ptr<DpdkTxQueue>> DpdkTxQueue::create(const TxQueueSetup& set
   // running dry is handled (see the header comment), so this is about throughput, not
   // correctness.
   uint32_t count = (setup.descriptors + 4 * batch + 512) * mbufs_per_frame_of(setup);
-  uint32_t copy = copy_length_of(setup);
-  uint32_t room = copy == 0 ? 0 : RTE_PKTMBUF_HEADROOM + copy;
+  uint32_t room = room_of(setup);
   rte_mempool* headers =
       rte_pktmbuf_pool_create(setup.pool_name.c_str(), count, mempool_cache_size(count), 0,
                               static_cast<uint16_t>(room), setup.socket);
@@ -58,6 +68,8 @@ DpdkTxQueue::DpdkTxQueue(const TxQueueSetup& setup, rte_mempool* headers)
       mac_(setup.mac),
       copy_length_(copy_length_of(setup)),
       mbufs_per_frame_(mbufs_per_frame_of(setup)),
+      multi_segment_(setup.multi_segment),
+      flows_(setup.flows),
       pacer_(setup.pacing_mbps, setup.max_frame),
       set_(std::make_unique<const Set>()) {}
 
@@ -138,7 +150,8 @@ bool DpdkTxQueue::send(Binding& b) {
   uint64_t bytes = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const daqiri_tx_desc d = descs_[i];
-    if (d.length > max_frame_) {
+    const core::TxFlow* flow = flows_.empty() ? nullptr : match_flow(b, d);
+    if (d.length + (flow != nullptr ? flow->encap.overhead() : 0) > max_frame_) {
       dataplane::bump(counters.oversize, 1);
       dataplane::bump(a.counters.send_errors, 1);
       a.complete(&d, 1, true);
@@ -147,6 +160,7 @@ bool DpdkTxQueue::send(Binding& b) {
     rte_mbuf* m =
         policy_ == config::TxPolicy::kRaw ? zero_copy(b, d) : checked_copy(b, d, done_now);
     if (m == nullptr) continue;
+    if (flow != nullptr) m = encapsulate(*flow, m);
     b.pending[ready++] = m;
     bytes += m->pkt_len;
   }
@@ -210,6 +224,45 @@ rte_mbuf* DpdkTxQueue::checked_copy(Binding& b, const daqiri_tx_desc& d, uint32_
   h->pkt_len = wire;
   h->next = payload;
   h->nb_segs = 2;
+  return h;
+}
+
+const core::TxFlow* DpdkTxQueue::match_flow(const Binding& b, const daqiri_tx_desc& d) {
+  // Once, into the daemon's memory: the match and a raw frame's new headers come from this copy.
+  head_length_ = std::min<uint32_t>(d.length, head_.size());
+  std::memcpy(head_.data(), b.attachment->buffer(d.buffer), head_length_);
+  if (head_length_ < frame::kEthHeader) return nullptr;  // no Ethernet frame to put headers on
+  auto fields =
+      core::PacketFields::parse(reinterpret_cast<const std::byte*>(head_.data()), head_length_);
+  for (const auto& f : flows_) {
+    if (f.match.matches(fields)) return &f;
+  }
+  return nullptr;
+}
+
+rte_mbuf* DpdkTxQueue::encapsulate(const core::TxFlow& flow, rte_mbuf* m) {
+  // A raw frame in the client's buffer: the headers in a mbuf of the queue's own in front.
+  std::array<uint8_t, core::Encap::kMaxHeaders> headers{};
+  uint32_t skip = 0;
+  uint32_t length = flow.encap.write(head_.data(), head_length_, m->pkt_len, headers.data(), skip);
+  rte_pktmbuf_adj(m, static_cast<uint16_t>(skip));
+  rte_mbuf* h = stash_[--stash_count_];
+  auto* out = rte_pktmbuf_mtod(h, uint8_t*);
+  std::memcpy(out, headers.data(), length);
+  if (!multi_segment_) {
+    // One segment a frame: the frame copied behind its headers; the client's buffer is done
+    // when `m` is freed (on_freed).
+    const void* frame = rte_pktmbuf_read(m, 0, m->pkt_len, out + length);
+    if (frame != out + length) std::memcpy(out + length, frame, m->pkt_len);  // one segment
+    h->data_len = static_cast<uint16_t>(length + m->pkt_len);
+    h->pkt_len = h->data_len;
+    rte_pktmbuf_free(m);
+    return h;
+  }
+  h->data_len = static_cast<uint16_t>(length);
+  h->pkt_len = length + m->pkt_len;
+  h->next = m;
+  h->nb_segs = static_cast<uint16_t>(1 + m->nb_segs);
   return h;
 }
 

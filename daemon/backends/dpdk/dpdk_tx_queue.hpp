@@ -8,6 +8,10 @@
 // runs dry the queue asks the PMD to clean up its done descriptors and takes no new frames
 // until mbufs return, and frames the PMD did not accept stay pending and are offered first
 // next time: the TX path never waits on itself (DAQIRI's dry-pool stall).
+// On a raw queue, the interface's TX flows (core/encap.hpp, DAQIRI's tx.flows) are matched on
+// the daemon's own copy of each frame's first bytes; a frame one matches leaves with that flow's
+// headers in front, written into an mbuf of the queue's own chained in front of the client's
+// buffer (or with the frame copied behind them where the port cannot chain).
 #pragma once
 
 #include <rte_ether.h>
@@ -48,10 +52,11 @@ struct TxQueueSetup {
   int socket = SOCKET_ID_ANY;
   rte_device* dma_device = nullptr;  // the PCI device that reads the buffers, or null (vdevs)
   config::TxPolicy policy = config::TxPolicy::kChecked;
-  uint32_t source_ipv4 = 0;    // checked: the source address frames must carry (host order)
-  rte_ether_addr mac{};        // checked: written as every frame's source MAC
-  bool multi_segment = false;  // the port takes chained mbufs (RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
-  uint32_t pacing_mbps = 0;    // the queue's rate cap in megabits of frames a second; 0: none
+  uint32_t source_ipv4 = 0;         // checked: the source address frames must carry (host order)
+  rte_ether_addr mac{};             // checked: written as every frame's source MAC
+  bool multi_segment = false;       // the port takes chained mbufs (RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+  uint32_t pacing_mbps = 0;         // the queue's rate cap in megabits of frames a second; 0: none
+  std::vector<core::TxFlow> flows;  // raw queues: the interface's TX flows
 };
 
 class DpdkTxQueue final : public dataplane::TxQueueTask {
@@ -100,6 +105,10 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
   // The mbuf that carries frame `d` of `b`, or null when it is refused or already complete.
   rte_mbuf* zero_copy(Binding& b, const daqiri_tx_desc& d);
   rte_mbuf* checked_copy(Binding& b, const daqiri_tx_desc& d, uint32_t& done_now);
+  // The TX flow that takes frame `d`, read once into head_, or null.
+  const core::TxFlow* match_flow(const Binding& b, const daqiri_tx_desc& d);
+  // Raw frame `m` (the client's buffer) with `flow`'s headers in front: the mbuf to send.
+  rte_mbuf* encapsulate(const core::TxFlow& flow, rte_mbuf* m);
   // Attaches frame bytes [offset, offset + length) of `d`'s buffer to `m`, zero-copy.
   void attach(Binding& b, const daqiri_tx_desc& d, rte_mbuf* m, uint16_t offset, uint32_t length);
   // Tops the stash up to a batch from the header pool, with what is left when that is less.
@@ -119,7 +128,12 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
   // port cannot chain); a frame longer than that has its payload chained behind, zero-copy.
   // Raw: 0.
   uint32_t copy_length_;
-  uint32_t mbufs_per_frame_;  // at most: 2 where checked frames chain their payload
+  uint32_t mbufs_per_frame_;  // at most: 2 where checked frames chain their payload, or flows
+                              // put headers in front of raw ones
+  bool multi_segment_;
+  std::vector<core::TxFlow> flows_;
+  std::array<uint8_t, 128> head_{};  // the daemon's copy of a frame's first bytes (match_flow)
+  uint32_t head_length_ = 0;
   dataplane::TxPacer pacer_;
   dataplane::Published<Set> set_;
   std::vector<std::unique_ptr<Binding>> bindings_;  // control side: owns them

@@ -989,6 +989,41 @@ TEST(DaqiriConfig, FlowRulesAreDaqirisWithTheirReasons) {
       HasSubstr("expected a MAC address like 02:00:00:00:00:01, got \"1\""));
 }
 
+// DAQIRI's tx.flows: one vlan_push or tunnel_encap each, on raw (DPDK) streams; the port's MTU
+// and RX buffers make room for the outer headers.
+TEST(DaqiriConfig, TxFlowsPushTagsOrEncapsulate) {
+  auto file = [](const std::string& flows, const std::string& stream = "raw") {
+    return "daqiri:\n  cfg:\n    version: 1\n    stream_type: " + stream +
+           "\n    memory_regions:\n    - {name: R, kind: host, num_bufs: 4096, buf_size: 2048}\n"
+           "    interfaces:\n    - name: p\n      address: net_null0\n      tx:\n"
+           "        queues:\n        - {name: q, id: 0, memory_regions: [R]}\n        flows:\n" +
+           flows;
+  };
+  auto ok = parse_daqiri(file(
+      "        - {name: a, match: {udp_dst: 1}, actions: [{type: vlan_push, vlan: {vlan_id: 7, "
+      "pcp: 3}}]}\n"
+      "        - {name: b, match: {udp_dst: 2}, actions: [{type: tunnel_encap, tunnel: {type: "
+      "vxlan, outer_eth_src: \"02:00:00:00:00:01\", outer_eth_dst: \"02:00:00:00:00:02\", "
+      "outer_ipv4_src: 192.0.2.1, outer_ipv4_dst: 192.0.2.2, vni: 9, outer_ipv4_ttl: 8}}]}\n"));
+  ASSERT_TRUE(ok.config) << ok.diags.render();
+  const auto& itf = ok.config->interfaces[0];
+  ASSERT_EQ(itf.tx_flows.size(), 2u);
+  EXPECT_EQ(itf.tx_flows[0].encap.to_string(), "vlan_push vid=7 pcp=3 tpid=0x8100");
+  EXPECT_EQ(itf.tx_flows[1].encap.ttl, 8);
+  EXPECT_EQ(itf.mtu, 2048u + 50 - 18);  // the frame a buffer holds, in a VXLAN tunnel
+
+  EXPECT_THAT(only_daqiri_error(file("        - {name: a, actions: [{type: queue, id: 0}]}\n")),
+              HasSubstr("queue is an RX flow's: a TX flow pushes a tag or encapsulates"));
+  EXPECT_THAT(
+      only_daqiri_error(file(
+          "        - {name: a, match: {udp_dst: 1}, actions: [{type: vlan_push, vlan_id: 1}]}\n"
+          "        - {name: b, match: {udp_dst: 1-5}, actions: [{type: vlan_push, vlan_id: "
+          "2}]}\n")),
+      HasSubstr("TX flow b matches frames TX flow a matches too"));
+  EXPECT_THAT(only_daqiri_error(file("        - {name: a, actions: [{type: vlan_push}]}\n")),
+              HasSubstr("vlan_id"));
+}
+
 // DAQIRI raises a region too small for the ring it feeds to three rings, and says so.
 TEST(DaqiriConfig, TooFewBuffersAreRaisedAsDaqiriRaisesThem) {
   auto p = parse_daqiri(daqiri_raw_file(", batch_size: 64", "", "", 1000));

@@ -6,6 +6,7 @@
 #include "core/decap.hpp"
 #include "core/flow_match.hpp"
 #include "pcap_frames.hpp"
+#include "test_tunnel.hpp"
 
 namespace daqiri::core {
 namespace {
@@ -13,13 +14,7 @@ namespace {
 using test::Frame;
 
 Decap tunnel(Decap::Kind kind) {
-  Decap d;
-  d.kind = kind;
-  d.outer_eth_src = {2, 0, 0, 0, 0, 1};
-  d.outer_eth_dst = {2, 0, 0, 0, 0, 2};
-  d.outer_ipv4_src = test::kOuterIpv4Src;
-  d.outer_ipv4_dst = test::kOuterIpv4Dst;
-  return d;
+  return test_tunnel(kind);
 }
 
 const uint8_t* bytes(const Frame& f) {
