@@ -184,11 +184,6 @@ inline DpdkRxFlow* DpdkRxQueue::steer(const Flows& flows, const rte_mbuf* first,
   return nullptr;
 }
 
-void DpdkRxQueue::decapsulate(rte_mbuf* first, const core::Decapsulation& d) {
-  core::apply(d, rte_pktmbuf_mtod(first, uint8_t*));
-  rte_pktmbuf_adj(first, static_cast<uint16_t>(d.strip));
-}
-
 void DpdkRxQueue::keep_first_segment(rte_mbuf* m, uint16_t& flags) {
   if (m->next != nullptr) {
     rte_pktmbuf_free(m->next);
@@ -369,20 +364,29 @@ bool DpdkRxQueue::poll_general(const Flows& flows, DpdkRxFlow* takes_all, bool w
       keep_first_segment(m, flags);
     }
     core::PacketFields fields;
-    rte_mbuf* first = header != nullptr ? header : m;
+    const rte_mbuf* first = header != nullptr ? header : m;
     DpdkRxFlow* flow = takes_all;
+    // A decapsulating flow's outer bytes: the frame delivered starts this far into `first`.
+    // The mbuf itself is left as the PMD wrote it (a PMD may reuse its data offset).
+    uint16_t strip = 0;
     if (flow != nullptr) {
       fields.payload_offset = core::kPayloadOffsetUnread;
     } else {
       std::optional<core::Decapsulation> decap;
       flow = steer(flows, first, header != nullptr || !on_device, fields, decap);
-      if (decap) [[unlikely]]
-        decapsulate(first, *decap);
+      if (decap) [[unlikely]] {
+        core::apply(*decap, rte_pktmbuf_mtod(first, uint8_t*));
+        strip = static_cast<uint16_t>(decap->strip);
+      }
     }
     std::span<const std::byte> head;
-    if (header != nullptr) head = {rte_pktmbuf_mtod(header, const std::byte*), header->data_len};
-    uint32_t length = static_cast<uint32_t>(head.size()) + (m != nullptr ? m->data_len : 0);
-    bytes += length;
+    if (header != nullptr) {
+      head = {rte_pktmbuf_mtod(header, const std::byte*) + strip, size_t{header->data_len} - strip};
+    }
+    const uint16_t m_strip = header != nullptr ? 0 : strip;
+    uint32_t length =
+        static_cast<uint32_t>(head.size()) + (m != nullptr ? m->data_len : 0) - m_strip;
+    bytes += length + strip;
     if (flow == nullptr) {
       dataplane::bump(counters.unmatched, 1);
       if (m != nullptr) drop_[dropped++] = m;
@@ -390,7 +394,7 @@ bool DpdkRxQueue::poll_general(const Flows& flows, DpdkRxFlow* takes_all, bool w
     }
     uint32_t index = m != nullptr ? index_of(m) : dataplane::RxAttachment::kNoBuffer;
     daqiri_rx_desc d{};
-    if (m != nullptr) d.offset = offset_of(m);
+    if (m != nullptr) d.offset = offset_of(m) + m_strip;
     d.timestamp_ns = received;
     d.length = length;
     d.flow_id = flow->flow().id;

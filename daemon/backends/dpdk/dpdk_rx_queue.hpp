@@ -185,8 +185,6 @@ class DpdkRxQueue final : public dataplane::PollTask, public memory::BufferPool:
   [[nodiscard, gnu::always_inline]] static inline DpdkRxFlow* steer(
       const Flows& flows, const rte_mbuf* first, bool readable, core::PacketFields& fields,
       std::optional<core::Decapsulation>& decap);
-  // Turns `first` into the inner frame that `d` says (its bytes and its start).
-  static void decapsulate(rte_mbuf* first, const core::Decapsulation& d);
   // Frees the segments after `m`'s first, flagging and counting the frame truncated if any.
   void keep_first_segment(rte_mbuf* m, uint16_t& flags);
   // NIC buffer split: detaches the payload from header mbuf `h` (the payload, or null when the
