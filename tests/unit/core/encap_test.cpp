@@ -52,7 +52,7 @@ TEST(Encap, VxlanWritesTheOuterHeadersAndTheWholeFrame) {
   EXPECT_EQ(received(e.tunnel, sent(e, frame)), frame);
   // No source port named: one of the dynamic range, the same for the same inner flow.
   e.tunnel.outer_udp_src = 0;
-  Frame a = sent(e, frame), b = sent(e, test::make_frame(1000, 7000, 6, 20));
+  Frame a = sent(e, frame), b = sent(e, test::make_frame(1000, 7000, 6, 32));
   uint16_t port =
       static_cast<uint16_t>(std::to_integer<int>(a[34]) << 8 | std::to_integer<int>(a[35]));
   EXPECT_GE(port, 49152);
