@@ -354,9 +354,7 @@ void map_dpdk_buffers(Config& config) {
       encap = std::max(encap, f.encap.overhead());
     for (const auto& f : config.flows) {
       if (f.interface != itf.name || !f.match.decap) continue;
-      core::Encap as_sent;
-      as_sent.kind = f.match.decap->kind;
-      decap = std::max(decap, as_sent.overhead());
+      decap = std::max(decap, core::outer_header_bytes(f.match.decap->kind));
     }
     uint32_t frame = 64;
     for (const auto* queues : {&itf.rx_queues, &itf.tx_queues}) {

@@ -171,6 +171,20 @@ void apply(const Decapsulation& d, uint8_t* frame) {
   }
 }
 
+uint32_t outer_header_bytes(Decap::Kind kind) {
+  switch (kind) {
+    case Decap::Kind::kVlan:
+      return 4;
+    case Decap::Kind::kVxlan:
+      return kEth + 20 + 16;  // IPv4, UDP, VXLAN
+    case Decap::Kind::kNvgre:
+      return kEth + 20 + 8;
+    case Decap::Kind::kGre:
+      return kEth + 20 + 4;
+  }
+  return 0;
+}
+
 const char* decap_kind_name(Decap::Kind kind) {
   switch (kind) {
     case Decap::Kind::kVlan:

@@ -60,5 +60,8 @@ struct Decap {
 void apply(const Decapsulation& d, uint8_t* frame);
 
 const char* decap_kind_name(Decap::Kind kind);
+// The bytes a tag or tunnel of this kind adds in front of a frame (a GRE tunnel of an L3
+// protocol adds 14 fewer: it replaces the frame's Ethernet header).
+uint32_t outer_header_bytes(Decap::Kind kind);
 
 }  // namespace daqiri::core

@@ -95,17 +95,7 @@ uint32_t Encap::write(const uint8_t* frame, uint32_t head, uint32_t length, uint
 }
 
 uint32_t Encap::overhead() const {
-  switch (kind) {
-    case Decap::Kind::kVlan:
-      return 4;
-    case Decap::Kind::kVxlan:
-      return kEth + kIpv4 + 16;
-    case Decap::Kind::kNvgre:
-      return kEth + kIpv4 + 8;
-    case Decap::Kind::kGre:
-      return kEth + kIpv4 + 4;
-  }
-  return 0;
+  return outer_header_bytes(kind);
 }
 
 std::string Encap::to_string() const {
