@@ -53,13 +53,13 @@ class SocketBackendTest : public ::testing::Test {
     home_ = {poller_.get(), &itf_, &queue_, &region_, nullptr};
   }
 
-  core::Flow udp_flow() const {
+  core::Flow udp_flow(uint16_t port = kPort) const {
     core::Flow f;
     f.name = "udp";
     f.interface = "lo";
     f.queue = "rx0";
     f.id = 7;
-    f.match.udp_dst = core::PortRange{kPort, kPort};
+    f.match.udp_dst = core::PortRange{port, port};
     return f;
   }
 
@@ -142,16 +142,19 @@ TEST_F(SocketBackendTest, RefusesWhatTheKernelCannotSteerAndSaysWhy) {
   ASSERT_FALSE(b);
   EXPECT_NE(b.error().message.find("udp_dst"), std::string::npos);
 
-  // A port another socket holds: the bind error names the port.
+  // A port another socket holds: the bind error names the port. The kernel picks the port, so
+  // a test running beside this one on kPort cannot take it first.
   UniqueFd holder(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   sockaddr_in at{};
   at.sin_family = AF_INET;
-  at.sin_port = htons(kPort);
   at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(::bind(holder.get(), reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
-  auto c = backend_->add_flow(udp_flow(), home_, nullptr);
+  socklen_t at_len = sizeof at;
+  ASSERT_EQ(::getsockname(holder.get(), reinterpret_cast<sockaddr*>(&at), &at_len), 0);
+  const uint16_t held = ntohs(at.sin_port);
+  auto c = backend_->add_flow(udp_flow(held), home_, nullptr);
   ASSERT_FALSE(c);
-  EXPECT_NE(c.error().message.find(std::to_string(kPort)), std::string::npos);
+  EXPECT_NE(c.error().message.find(std::to_string(held)), std::string::npos);
 }
 
 TEST_F(SocketBackendTest, KeepsNoBufferPostedAndDeliversBySocket) {
