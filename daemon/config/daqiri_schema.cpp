@@ -13,7 +13,7 @@
 namespace daqiri::config {
 namespace {
 
-const std::vector<std::pair<std::string_view, RegionKind>> kRegionKinds = {
+const std::vector<std::pair<std::string_view, RegionKind>> kDaqiriRegionKinds = {
     {"host", RegionKind::kHost},
     {"host_pinned", RegionKind::kPinned},
     {"huge", RegionKind::kHuge},
@@ -28,12 +28,12 @@ struct Stream {
   bool sw_loopback = false;  // loopback: "sw": TX comes back on RX, no NIC
 };
 
-MemoryRegionConfig read_region(const YamlNode& node) {
+MemoryRegionConfig read_daqiri_region(const YamlNode& node) {
   MemoryRegionConfig r;
   r.where.self = node.origin();
   YamlMap map(node);
   map.read_string("name", r.name, r.where, true);
-  map.read_choice("kind", r.kind, kRegionKinds, r.where, true);
+  map.read_choice("kind", r.kind, kDaqiriRegionKinds, r.where, true);
   map.read_uint("buf_size", r.buf_size, 64, 1u << 20, r.where, true);
   map.read_uint("num_bufs", r.num_bufs, 1, 1u << 26, r.where, true);
   map.read_string_list("access", r.access, r.where);
@@ -471,7 +471,7 @@ void read_daqiri_schema(const YamlNode& cfg_node, Config& config) {
 
   if (auto regions = cfg.get("memory_regions")) {
     for (const auto& r : regions->items())
-      config.memory_regions.push_back(read_region(r));
+      config.memory_regions.push_back(read_daqiri_region(r));
   }
   if (auto interfaces = cfg.get("interfaces")) {
     for (const auto& i : interfaces->items())

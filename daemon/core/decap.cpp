@@ -8,7 +8,6 @@
 namespace daqiri::core {
 namespace {
 
-constexpr uint32_t kEth = 14;
 constexpr uint8_t kProtoUdp = 17;
 constexpr uint8_t kProtoGre = 47;
 
@@ -40,7 +39,7 @@ std::string ipv4_text(uint32_t host_order) {
 
 // A tunnel's inner Ethernet frame at `at`: the whole of it is delivered.
 std::optional<Decapsulation> inner_ethernet(const uint8_t* f, uint32_t length, uint32_t at) {
-  if (length < at + kEth) return std::nullopt;
+  if (length < at + kEthernetHeader) return std::nullopt;
   Decapsulation d;
   d.strip = at;
   d.inner = PacketFields::parse(reinterpret_cast<const std::byte*>(f + at), length - at);
@@ -61,16 +60,17 @@ std::optional<Decapsulation> Decap::decapsulate(const uint8_t* f, uint32_t lengt
     d.inner = PacketFields::parse(reinterpret_cast<const std::byte*>(f + 4), length - 4);
     return d;
   }
-  if (length < kEth || std::memcmp(f, outer_eth_dst.data(), 6) != 0 ||
+  if (length < kEthernetHeader || std::memcmp(f, outer_eth_dst.data(), 6) != 0 ||
       std::memcmp(f + 6, outer_eth_src.data(), 6) != 0 || u16(f, 12) != 0x0800) {
     return std::nullopt;
   }
-  uint32_t ihl = ipv4_header(f, length, kEth);
-  if (ihl == 0 || u32(f, kEth + 12) != outer_ipv4_src || u32(f, kEth + 16) != outer_ipv4_dst) {
+  uint32_t ihl = ipv4_header(f, length, kEthernetHeader);
+  if (ihl == 0 || u32(f, kEthernetHeader + 12) != outer_ipv4_src ||
+      u32(f, kEthernetHeader + 16) != outer_ipv4_dst) {
     return std::nullopt;
   }
-  const uint8_t protocol = f[kEth + 9];
-  const uint32_t l4 = kEth + ihl;
+  const uint8_t protocol = f[kEthernetHeader + 9];
+  const uint32_t l4 = kEthernetHeader + ihl;
   switch (kind) {
     case Kind::kVxlan: {
       if (protocol != kProtoUdp || length < l4 + 16) return std::nullopt;
@@ -97,13 +97,13 @@ std::optional<Decapsulation> Decap::decapsulate(const uint8_t* f, uint32_t lengt
       if (length < inner) return std::nullopt;
       // An L3 tunnel: the inner packet gets the outer frame's MAC addresses and its own type.
       Decapsulation d;
-      d.strip = inner - kEth;
+      d.strip = inner - kEthernetHeader;
       d.move_macs = true;
       d.ethertype = gre_protocol;
       const uint8_t* delivered = f + d.strip;
       uint32_t rest = length - d.strip;
-      if (gre_protocol == 0x0800 && ipv4_header(delivered, rest, kEth) != 0) {
-        d.inner = PacketFields::parse_ipv4(delivered, rest, kEth);
+      if (gre_protocol == 0x0800 && ipv4_header(delivered, rest, kEthernetHeader) != 0) {
+        d.inner = PacketFields::parse_ipv4(delivered, rest, kEthernetHeader);
       } else {
         d.inner.frame = delivered;
         d.inner.length = rest;
@@ -176,11 +176,11 @@ uint32_t outer_header_bytes(Decap::Kind kind) {
     case Decap::Kind::kVlan:
       return 4;
     case Decap::Kind::kVxlan:
-      return kEth + 20 + 16;  // IPv4, UDP, VXLAN
+      return kEthernetHeader + 20 + 16;  // IPv4, UDP, VXLAN
     case Decap::Kind::kNvgre:
-      return kEth + 20 + 8;
+      return kEthernetHeader + 20 + 8;
     case Decap::Kind::kGre:
-      return kEth + 20 + 4;
+      return kEthernetHeader + 20 + 4;
   }
   return 0;
 }

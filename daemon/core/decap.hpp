@@ -59,6 +59,9 @@ struct Decap {
 // readable and writable); the delivered frame starts at frame + d.strip.
 void apply(const Decapsulation& d, uint8_t* frame);
 
+// An Ethernet header without a tag: what a tunnel puts in front of its IPv4 header.
+inline constexpr uint32_t kEthernetHeader = 14;
+
 const char* decap_kind_name(Decap::Kind kind);
 // The bytes a tag or tunnel of this kind adds in front of a frame (a GRE tunnel of an L3
 // protocol adds 14 fewer: it replaces the frame's Ethernet header).

@@ -8,7 +8,6 @@
 namespace daqiri::core {
 namespace {
 
-constexpr uint32_t kEth = 14;
 constexpr uint32_t kIpv4 = 20;
 
 void put16(uint8_t* p, uint16_t v) {
@@ -27,7 +26,7 @@ uint32_t outer_headers(const Encap& e, uint8_t protocol, uint32_t payload, uint8
   std::memcpy(out, t.outer_eth_dst.data(), 6);
   std::memcpy(out + 6, t.outer_eth_src.data(), 6);
   put16(out + 12, 0x0800);
-  uint8_t* ip = out + kEth;
+  uint8_t* ip = out + kEthernetHeader;
   std::memset(ip, 0, kIpv4);
   ip[0] = 0x45;
   ip[1] = e.tos;
@@ -37,7 +36,7 @@ uint32_t outer_headers(const Encap& e, uint8_t protocol, uint32_t payload, uint8
   put32(ip + 12, t.outer_ipv4_src);
   put32(ip + 16, t.outer_ipv4_dst);
   put16(ip + 10, frame::internet_checksum(reinterpret_cast<const std::byte*>(ip), kIpv4));
-  return kEth + kIpv4;
+  return kEthernetHeader + kIpv4;
 }
 
 // VXLAN's outer source port when none is named: from the inner flow, in the dynamic range, so
@@ -84,7 +83,7 @@ uint32_t Encap::write(const uint8_t* frame, uint32_t head, uint32_t length, uint
     }
     case Decap::Kind::kGre: {
       // An L3 protocol carries the frame's packet, without its Ethernet header.
-      if (tunnel.gre_protocol != Decap::kTransparentEthernet) skip = kEth;
+      if (tunnel.gre_protocol != Decap::kTransparentEthernet) skip = kEthernetHeader;
       uint32_t at = outer_headers(*this, 47, 4 + length - skip, out);
       put16(out + at, 0);
       put16(out + at + 2, tunnel.gre_protocol);

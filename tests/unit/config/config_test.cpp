@@ -10,7 +10,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-SystemFacts facts() {
+SystemFacts test_host() {
   SystemFacts f;
   f.usable_cpus = {0, 1, 2, 3};
   f.hugepage_size = 2u << 20;
@@ -27,14 +27,14 @@ struct Parsed {
   Diagnostics diags;
 };
 
-Parsed parse(const std::string& text, const SystemFacts& f = facts()) {
+Parsed parse(const std::string& text, const SystemFacts& f = test_host()) {
   Parsed p;
   p.config = parse_config(text, "t.yaml", f, p.diags);
   return p;
 }
 
 // The one error a file produces, rendered.
-std::string only_error(const std::string& text, const SystemFacts& f = facts()) {
+std::string only_error(const std::string& text, const SystemFacts& f = test_host()) {
   auto p = parse(text, f);
   EXPECT_FALSE(p.config.has_value());
   std::vector<std::string> errors;
@@ -63,7 +63,7 @@ std::string with_interface(const std::string& queue_extra = "", const std::strin
 
 TEST(Config, EmbeddedDefaultIsValid) {
   Diagnostics diags;
-  auto c = parse_config(embedded_default_config(), "<embedded default>", facts(), diags);
+  auto c = parse_config(embedded_default_config(), "<embedded default>", test_host(), diags);
   ASSERT_TRUE(c) << diags.render();
   EXPECT_TRUE(diags.items().empty()) << diags.render();
   EXPECT_EQ(c->daemon.socket_path, "/run/daqiri/daqiri.sock");
@@ -285,7 +285,7 @@ TEST(Config, HugepageShortfall) {
                              "  - {name: a, interface: lo, match: {udp_dst: 1}}\n"
                              "  - {name: b, interface: lo, match: {udp_dst: 2}}\n");
   text.replace(text.find("kind: host"), 10, "kind: huge");
-  auto f = facts();
+  auto f = test_host();
   f.hugepages_free = 6;
   EXPECT_EQ(only_error(text, f),
             "t.yaml:2:21: error: memory_regions[0].kind: huge regions need 8 hugepages of 2 MiB (a "
@@ -306,7 +306,7 @@ TEST(Config, SharedPagesAreCountedPacked) {
   auto text = with_interface("", flows);
   text.replace(text.find("kind: host, buf_size: 2048, num_bufs: 4096"), 42,
                "kind: huge, buf_size: 256, num_bufs: 1600");
-  auto f = facts();
+  auto f = test_host();
   f.hugepages_free = 2;
   EXPECT_THAT(only_error(text, f), HasSubstr("huge regions need 5 hugepages"));
   text.replace(text.find("num_bufs: 1600"), 14, "num_bufs: 1600, share_pages: true");
@@ -357,7 +357,7 @@ TEST(Config, BusyPollIsAQueueSetting) {
 TEST(Config, BackendNotBuiltIn) {
   auto text = with_interface();
   text.replace(text.find("backend: socket"), 15, "backend: dpdk");
-  auto f = facts();
+  auto f = test_host();
   f.have_dpdk = false;
   EXPECT_EQ(
       only_error(text, f),
@@ -462,7 +462,7 @@ bench_rx:
 
 // Enough hugepages for kDaqiriFile: its huge region and the EAL's default dpdk.memory_mb.
 SystemFacts daqiri_file_facts() {
-  auto f = facts();
+  auto f = test_host();
   f.hugepages_free = 4 + 128;
   return f;
 }

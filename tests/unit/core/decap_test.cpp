@@ -13,7 +13,7 @@ namespace {
 
 using test::Frame;
 
-Decap tunnel(Decap::Kind kind) {
+Decap decap_tunnel(Decap::Kind kind) {
   return test_tunnel(kind);
 }
 
@@ -30,7 +30,7 @@ Frame delivered(Frame outer, const Decapsulation& d) {
 TEST(Decap, VxlanDeliversTheInnerFrameWhole) {
   Frame inner = test::make_frame(1000, 7000, 3, 200);
   Frame outer = test::in_vxlan(inner, 100);
-  Decap d = tunnel(Decap::Kind::kVxlan);
+  Decap d = decap_tunnel(Decap::Kind::kVxlan);
   d.vni = 100;
   auto got = d.decapsulate(bytes(outer), static_cast<uint32_t>(outer.size()));
   ASSERT_TRUE(got);
@@ -59,7 +59,7 @@ TEST(Decap, VxlanDeliversTheInnerFrameWhole) {
 
 TEST(Decap, NeverReadsPastTheFrame) {
   Frame outer = test::in_vxlan(test::make_frame(1000, 7000, 0, 32), 7);
-  Decap d = tunnel(Decap::Kind::kVxlan);
+  Decap d = decap_tunnel(Decap::Kind::kVxlan);
   d.vni = 7;
   for (uint32_t cut = 0; cut < 50 + 14; ++cut)
     EXPECT_FALSE(d.decapsulate(bytes(outer), cut)) << cut;
@@ -70,7 +70,7 @@ TEST(Decap, GreOfIpv4KeepsTheOuterMacsAndTakesTheInnerPacket) {
   Frame inner = test::make_frame(1000, 7001, 9, 300);
   for (int64_t key : {-1, 77}) {
     Frame outer = test::in_gre(inner, 0x0800, key);
-    Decap d = tunnel(Decap::Kind::kGre);
+    Decap d = decap_tunnel(Decap::Kind::kGre);
     auto got = d.decapsulate(bytes(outer), static_cast<uint32_t>(outer.size()));
     ASSERT_TRUE(got);
     Frame want = inner;  // the outer frame's addresses, the inner packet
@@ -79,7 +79,7 @@ TEST(Decap, GreOfIpv4KeepsTheOuterMacsAndTakesTheInnerPacket) {
     EXPECT_EQ(got->inner.dst_port, 7001);
     EXPECT_EQ(got->inner.payload_offset, 42);
   }
-  Decap teb = tunnel(Decap::Kind::kGre);  // another protocol than the frame's
+  Decap teb = decap_tunnel(Decap::Kind::kGre);  // another protocol than the frame's
   teb.gre_protocol = 0x6558;
   Frame outer = test::in_gre(inner, 0x0800);
   EXPECT_FALSE(teb.decapsulate(bytes(outer), static_cast<uint32_t>(outer.size())));
@@ -92,7 +92,7 @@ TEST(Decap, GreOfIpv4KeepsTheOuterMacsAndTakesTheInnerPacket) {
 TEST(Decap, NvgreMatchesItsTniAndFlowId) {
   Frame inner = test::make_frame(1000, 7002, 1, 64);
   Frame outer = test::in_nvgre(inner, 0x123456, 9);
-  Decap d = tunnel(Decap::Kind::kNvgre);
+  Decap d = decap_tunnel(Decap::Kind::kNvgre);
   d.tni = 0x123456;
   d.flow_id = 9;
   auto got = d.decapsulate(bytes(outer), static_cast<uint32_t>(outer.size()));
@@ -122,7 +122,7 @@ TEST(Decap, VlanPopTakesTheOuterTagAndKeepsAnInnerOne) {
 }
 
 TEST(Decap, TunnelsOverlapOnlyWhereOneFrameCouldBeBoth) {
-  Decap a = tunnel(Decap::Kind::kVxlan), b = a;
+  Decap a = decap_tunnel(Decap::Kind::kVxlan), b = a;
   a.vni = 1;
   b.vni = 2;
   EXPECT_FALSE(a.overlaps(b));
@@ -130,7 +130,7 @@ TEST(Decap, TunnelsOverlapOnlyWhereOneFrameCouldBeBoth) {
   EXPECT_TRUE(a.overlaps(b));
   b.outer_udp_src = 5;  // a takes any source port
   EXPECT_TRUE(a.overlaps(b));
-  Decap gre = tunnel(Decap::Kind::kGre), nvgre = tunnel(Decap::Kind::kNvgre);
+  Decap gre = decap_tunnel(Decap::Kind::kGre), nvgre = decap_tunnel(Decap::Kind::kNvgre);
   EXPECT_FALSE(gre.overlaps(nvgre));
   gre.gre_protocol = Decap::kTransparentEthernet;
   EXPECT_TRUE(gre.overlaps(nvgre));

@@ -12,7 +12,7 @@ namespace {
 
 using test::Frame;
 
-Encap tunnel(Decap::Kind kind) {
+Encap encap_tunnel(Decap::Kind kind) {
   Encap e;
   e.kind = kind;
   e.tunnel = test_tunnel(kind);
@@ -45,7 +45,7 @@ Frame received(const Decap& d, Frame wire) {
 
 TEST(Encap, VxlanWritesTheOuterHeadersAndTheWholeFrame) {
   Frame frame = test::make_frame(1000, 7000, 5, 300);
-  Encap e = tunnel(Decap::Kind::kVxlan);
+  Encap e = encap_tunnel(Decap::Kind::kVxlan);
   e.tunnel.vni = 100;
   e.tunnel.outer_udp_src = 49152;
   EXPECT_EQ(sent(e, frame), test::in_vxlan(frame, 100, 49152));
@@ -62,7 +62,7 @@ TEST(Encap, VxlanWritesTheOuterHeadersAndTheWholeFrame) {
 
 TEST(Encap, GreOfIpv4CarriesThePacketAndTransparentEthernetTheFrame) {
   Frame frame = test::make_frame(1000, 7002, 1, 200);
-  Encap e = tunnel(Decap::Kind::kGre);
+  Encap e = encap_tunnel(Decap::Kind::kGre);
   EXPECT_EQ(sent(e, frame), test::in_gre(frame, 0x0800));
   Frame back = received(e.tunnel, sent(e, frame));
   Frame want = frame;  // the outer MAC addresses, the frame's packet
@@ -75,7 +75,7 @@ TEST(Encap, GreOfIpv4CarriesThePacketAndTransparentEthernetTheFrame) {
 
 TEST(Encap, NvgreCarriesTniAndFlowId) {
   Frame frame = test::make_frame(1000, 7003, 2, 64);
-  Encap e = tunnel(Decap::Kind::kNvgre);
+  Encap e = encap_tunnel(Decap::Kind::kNvgre);
   e.tunnel.tni = 0xabcdef;
   e.tunnel.flow_id = 3;
   EXPECT_EQ(sent(e, frame), test::in_nvgre(frame, 0xabcdef, 3));
