@@ -17,14 +17,4 @@ Result<ArenaShare> PageArena::take(uint64_t bytes) {
   return ArenaShare{std::move(slab), 0};
 }
 
-uint64_t PageArena::pages_for(uint64_t pools, uint64_t pool_bytes, uint64_t page_bytes) {
-  if (pools == 0) return 0;
-  uint64_t slab_pages = (pool_bytes + page_bytes - 1) / page_bytes;
-  uint64_t aligned = (pool_bytes + 63) / 64 * 64;
-  // Pools after the first go at 64-byte aligned offsets: the first takes pool_bytes, each
-  // further one `aligned` more, while the slab's pages hold them.
-  uint64_t per_slab = 1 + (slab_pages * page_bytes - pool_bytes) / aligned;
-  return (pools + per_slab - 1) / per_slab * slab_pages;
-}
-
 }  // namespace daqiri::memory

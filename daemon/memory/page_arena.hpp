@@ -29,8 +29,17 @@ class PageArena {
   // start of a new slab of whole pages.
   Result<ArenaShare> take(uint64_t bytes);
 
-  // Pages a region's `pools` pools of `pool_bytes` each take when packed this way.
-  static uint64_t pages_for(uint64_t pools, uint64_t pool_bytes, uint64_t page_bytes);
+  // Pages a region's `pools` pools of `pool_bytes` each take when packed this way. Inline: the
+  // config validator counts pages with it and links no memory code.
+  static constexpr uint64_t pages_for(uint64_t pools, uint64_t pool_bytes, uint64_t page_bytes) {
+    if (pools == 0) return 0;
+    uint64_t slab_pages = (pool_bytes + page_bytes - 1) / page_bytes;
+    uint64_t aligned = (pool_bytes + 63) / 64 * 64;
+    // Pools after the first go at 64-byte aligned offsets: the first takes pool_bytes, each
+    // further one `aligned` more, while the slab's pages hold them.
+    uint64_t per_slab = 1 + (slab_pages * page_bytes - pool_bytes) / aligned;
+    return (pools + per_slab - 1) / per_slab * slab_pages;
+  }
 
  private:
   std::string name_;
