@@ -42,8 +42,8 @@ if(san)
 endif()
 
 # Each target's sources are compiled eight to a unit (CMake's unity build): on two CPUs it takes
-# about 40 % off a build, three of which CI makes. clang-tidy reads compile commands file by
-# file, so tools/lint configures a build of its own without (the lint preset).
+# about 40 % off a build, four of which CI makes. tools/lint has clang-tidy parse the same
+# units.
 option(DAQIRI_UNITY_BUILD "Compile each target's sources in batches (unity build)" ON)
 if(DAQIRI_UNITY_BUILD)
   set(CMAKE_UNITY_BUILD ON)
