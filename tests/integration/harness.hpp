@@ -90,8 +90,9 @@ class DaemonProcess {
   DaemonProcess(const DaemonProcess&) = delete;
   DaemonProcess& operator=(const DaemonProcess&) = delete;
 
-  // True once READY=1 arrived; false if the daemon exited or the timeout passed.
-  bool wait_ready(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // True once READY=1 arrived; false if the daemon exited or the timeout passed. The default
+  // covers the EAL mapping 256 MB of hugepages under TSan beside another test: over 9 s seen.
+  bool wait_ready(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   // Sends `sig` and waits for exit; returns the exit code (128+N for death by signal N).
   int stop(int sig = 15, std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // Waits for the process to exit by itself.
