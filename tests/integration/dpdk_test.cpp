@@ -411,7 +411,7 @@ TEST_F(DpdkTest, TxHeaderPoolRunningDryStallsNothing) {
 // off its ring), and a TX client that submits frames there and goes away: its attachment cannot
 // be freed while the PMD holds them. The close waits a bounded time outside the data plane's
 // lock, parks the attachment (counted, logged, NOT_SERVING); meanwhile and after, GetStats, a
-// metrics scrape and another client's attach answer within a second; the daemon stops cleanly.
+// metrics scrape answer within a second, another client can attach; the daemon stops cleanly.
 TEST_F(DpdkTest, ATxQueueThatNeverCompletesCannotWedgeTheControlPath) {
   uint16_t metrics_port = free_tcp_port();
   metrics_ = "127.0.0.1:" + std::to_string(metrics_port);
@@ -451,9 +451,10 @@ TEST_F(DpdkTest, ATxQueueThatNeverCompletesCannotWedgeTheControlPath) {
     if (!not_serving) std::this_thread::sleep_for(100ms);
   }
   EXPECT_TRUE(not_serving);
+  // A new client still gets in. Its process start alone can take over a second under a
+  // sanitizer on a loaded host; a wedged attach path would never answer.
   Spawned other(dir_, {test_client_path(), "tx-idle", socket_, "ring0", "1"});
-  EXPECT_TRUE(within_a_second([&] { EXPECT_TRUE(other.wait_for_output("attached", 1s)); }))
-      << other.output();
+  EXPECT_TRUE(other.wait_for_output("attached", 10s)) << other.output();
 }
 
 // The NIC's own counters (rte_eth_stats and every xstat) and the queues' reach GetStats,
