@@ -241,10 +241,10 @@ TEST_F(DpdkTest, BuffersLentAloneOrSharedAllComeBack) {
                  false, unprivileged_access()));
     Spawned slow(dir_, {test_client_path(), "slow", socket_, "all", "1"}, user_->ids());
     ASSERT_TRUE(slow.wait_for_output("attached")) << slow.output() << daemon_->log();
-    for (int i = 0; i < 3; ++i) {
-      auto r = run(tap("all", 50000), user_->ids());
+    for (int i = 0; i < 3; ++i) {  // each tap turns the 4096-mbuf pool over five times
+      auto r = run(tap("all", 20000), user_->ids());
       ASSERT_EQ(r.exit_code, 0) << r.out << r.err << daemon_->log();
-      EXPECT_THAT(r.out, HasSubstr("received 50000 packets"));
+      EXPECT_THAT(r.out, HasSubstr("received 20000 packets"));
       std::this_thread::sleep_for(300ms);  // the slow client alone: its ring turns over
     }
     auto s = stats();
@@ -334,23 +334,26 @@ TEST_F(DpdkTest, RingPortLoopsClientTxToRxByteExact) {
                  std::string("  - {name: back, interface: ring0, match: ") + match +
                      ", allow_block: true}\n",
                  false, unprivileged_access()));
-    Spawned rx(dir_, tap("back", 20000, {"--verify", "--block"}), user_->ids());
+    // The RX pool (4096 buffers) turns over twice, the TX region (2048) five times.
+    constexpr uint64_t kFrames = 10000;
+    Spawned rx(dir_, tap("back", kFrames, {"--verify", "--block"}), user_->ids());
     ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }));
-    auto tx = run({test_client_path(), "tx", socket_, "ring0", "5555", "6000", "20000", "777"});
+    auto tx = run({test_client_path(), "tx", socket_, "ring0", "5555", "6000",
+                   std::to_string(kFrames), "777"});
     ASSERT_EQ(tx.exit_code, 0) << tx.out << daemon_->log();
-    EXPECT_THAT(tx.out, HasSubstr("sent 20000"));  // every buffer came back (flush)
+    EXPECT_THAT(tx.out, HasSubstr("sent 10000"));  // every buffer came back (flush)
     ASSERT_EQ(rx.wait(), 0) << rx.output() << daemon_->log();
-    EXPECT_THAT(rx.output(), HasSubstr("received 20000 packets, 15540000 payload bytes"));
+    EXPECT_THAT(rx.output(), HasSubstr("received 10000 packets, 7770000 payload bytes"));
     EXPECT_THAT(rx.output(),
                 HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
     auto s = stats();
-    EXPECT_EQ(flow(s, "back").packets(), 20000u);
-    EXPECT_EQ(flow(s, "back").bytes(), 20000u * (777 + 42));
-    EXPECT_EQ(queue(s, "tx0").packets(), 20000u);
+    EXPECT_EQ(flow(s, "back").packets(), kFrames);
+    EXPECT_EQ(flow(s, "back").bytes(), kFrames * (777 + 42));
+    EXPECT_EQ(queue(s, "tx0").packets(), kFrames);
     // net_ring hands the sender's mbufs to the receiver: the queue copies them into its own
     // buffers and says so.
-    EXPECT_EQ(queue(s, "rx0").copied(), 20000u);
-    EXPECT_EQ(queue(s, "rx0").packets(), 20000u);
+    EXPECT_EQ(queue(s, "rx0").copied(), kFrames);
+    EXPECT_EQ(queue(s, "rx0").packets(), kFrames);
     EXPECT_THAT(ctl({"queues"}), HasSubstr("copy (the PMD delivers its own buffers)"));
     ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
     daemon_.reset();
