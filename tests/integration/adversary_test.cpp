@@ -285,11 +285,7 @@ TEST_F(AdversaryTest, AClaimWithoutFdsToSpareIsAllOrNothing) {
 TEST_F(AdversaryTest, TxFramesAreCheckedOnTheDaemonsOwnCopy) {
   if (!is_root()) GTEST_SKIP() << "needs root for the AF_PACKET capture";
   const char* env = std::getenv("DAQIRI_ADVERSARY_TX_FRAMES");
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  const uint64_t default_frames = 100000;  // a sanitized daemon is several times slower
-#else
-  const uint64_t default_frames = 1000000;
-#endif
+  const uint64_t default_frames = kSanitized ? 100000 : 1000000;
   const uint64_t frames = env ? std::stoull(env) : default_frames;
   start();
   FrameCapture capture("lo", "", {47010, 47011, 0x7f000001, std::nullopt});
@@ -366,11 +362,7 @@ TEST_P(AdversaryDpdkTxTest, ACheckedTxQueueSendsOnlyWhatItChecked) {
     GTEST_SKIP() << "daqirid built without DPDK";
   }
   if (VethPair::ip_path().empty()) GTEST_SKIP() << "no ip command";
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  const uint64_t frames = 100000;
-#else
-  const uint64_t frames = 1000000;
-#endif
+  const uint64_t frames = kSanitized ? 100000 : 1000000;
   bool veth_end = std::string(GetParam()) == "af_packet";
   std::optional<VethPair> veth;
   std::string pcap = dir_.file("sent.pcap");

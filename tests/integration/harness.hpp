@@ -151,6 +151,13 @@ std::string test_client_path();
 std::string adversary_path();  // daqiri-adversary: the hostile client
 std::string source_dir();
 bool is_root();
+// This build runs under ASan or TSan: the daemon and its clients are several times slower, so
+// volume and responsiveness are scaled or not judged.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
 
 // A live process's open file descriptors, from /proc (0 once it is gone).
 size_t open_fds(pid_t pid);
