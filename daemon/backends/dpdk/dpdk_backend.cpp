@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
+
 #include "backends/dpdk/dpdk_port.hpp"
 #include "backends/dpdk/eal.hpp"
 #include "backends/dpdk/software_reach.hpp"
@@ -88,7 +90,8 @@ Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(const core:
   std::unique_ptr<HardwareRule> rule;
   std::string why_software;
   if (!flow.match.any) {
-    auto r = HardwareRule::install(queue->port(), flow.match, queue->queue(), flow.id);
+    const std::array<uint16_t, 1> queues{queue->queue()};
+    auto r = HardwareRule::install(queue->port(), flow.match, queues, flow.id);
     if (r) {
       rule = std::move(*r);
     } else {

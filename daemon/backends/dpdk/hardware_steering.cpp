@@ -1,8 +1,11 @@
 #include "backends/dpdk/hardware_steering.hpp"
 
 #include <rte_byteorder.h>
+#include <rte_ethdev.h>
 
 #include <array>
+
+#include "core/rss_hash.hpp"
 
 namespace daqiri::backends::dpdk {
 namespace {
@@ -25,7 +28,9 @@ PortFields port_fields(const std::optional<core::PortRange>& r) {
 
 Result<std::unique_ptr<HardwareRule>> HardwareRule::install(uint16_t port,
                                                             const core::FlowMatch& match,
-                                                            uint16_t queue, uint32_t mark) {
+                                                            std::span<const uint16_t> queues,
+                                                            uint32_t mark) {
+  if (queues.empty()) return fail(ErrorCode::kInvalidArgument, "a rule needs a queue");
   if (match.any)
     return fail(ErrorCode::kFailedPrecondition, "a catch-all has no rule: it takes the rest");
   // The NIC would steer these frames undecapsulated, or would need a flex parser or eCPRI
@@ -91,14 +96,29 @@ Result<std::unique_ptr<HardwareRule>> HardwareRule::install(uint16_t port,
   pattern[n].type = RTE_FLOW_ITEM_TYPE_END;
 
   rte_flow_action_queue to_queue{};
-  to_queue.index = queue;
+  to_queue.index = queues.front();
+  // A copy: DPDK's struct takes a non-const key (rte_flow copies what it keeps).
+  std::array<uint8_t, core::kRssKey.size()> key = core::kRssKey;
+  rte_flow_action_rss spread{};
+  spread.func = RTE_ETH_HASH_FUNCTION_TOEPLITZ;
+  spread.level = 0;  // the outermost headers: decapsulating flows never get a rule
+  spread.types = RTE_ETH_RSS_NONFRAG_IPV4_UDP;
+  spread.key_len = static_cast<uint32_t>(key.size());
+  spread.key = key.data();
+  spread.queue_num = static_cast<uint32_t>(queues.size());
+  spread.queue = queues.data();
   rte_flow_action_mark marking{};
   marking.id = mark;
   std::array<rte_flow_action, 3> actions{};
   actions[0].type = RTE_FLOW_ACTION_TYPE_MARK;
   actions[0].conf = &marking;
-  actions[1].type = RTE_FLOW_ACTION_TYPE_QUEUE;
-  actions[1].conf = &to_queue;
+  if (queues.size() == 1) {
+    actions[1].type = RTE_FLOW_ACTION_TYPE_QUEUE;
+    actions[1].conf = &to_queue;
+  } else {
+    actions[1].type = RTE_FLOW_ACTION_TYPE_RSS;
+    actions[1].conf = &spread;
+  }
   actions[2].type = RTE_FLOW_ACTION_TYPE_END;
 
   // With the mark first; a PMD that steers but cannot mark gets the queue action alone.
