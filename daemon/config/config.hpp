@@ -146,7 +146,13 @@ struct FlowConfig {
   core::FlowMatch match;
   std::optional<core::Endpoint> connect;  // TCP client stream instead of a match
   core::BlockPolicy allow_block;
+  std::vector<std::string> rss_queues;  // RSS: the queues it spreads over (core::FlowSpec)
   Located where;
+
+  [[nodiscard]] core::FlowSpec spec() const {
+    return {name,    interface,   queue,     match, id, core::FlowOrigin::kConfig,
+            connect, allow_block, rss_queues};
+  }
 };
 
 // The DPDK environment (EAL) daqirid starts when an interface uses the dpdk backend.

@@ -462,6 +462,12 @@ class Validator {
 
   void check_catch_all(const FlowConfig& f) {
     for (const auto& itf : c_.interfaces) {
+      if (itf.name == f.interface && !f.rss_queues.empty() && itf.backend != Backend::kDpdk) {
+        error(f.where.at("queues"), "RSS across queues needs a dpdk interface; \"" + itf.name +
+                                        "\" is " + to_string(itf.backend));
+      }
+    }
+    for (const auto& itf : c_.interfaces) {
       if (itf.name != f.interface || itf.backend != Backend::kRdma) continue;
       bool server = itf.rdma.value_or(RdmaConfig{}).mode == RdmaConfig::Mode::kServer;
       if (auto ok = core::check_rdma_flow(f.match, f.connect, server); !ok) {
@@ -493,8 +499,7 @@ class Validator {
     }
     core::FlowTable table(std::move(topology));
     for (const auto& f : c_.flows) {
-      auto added = table.add({f.name, f.interface, f.queue, f.match, f.id,
-                              core::FlowOrigin::kConfig, f.connect, f.allow_block});
+      auto added = table.add(f.spec());
       if (!added) {
         const auto& field = added.error().field;
         error(f.where.at(field.empty() ? "name" : field), added.error().message);

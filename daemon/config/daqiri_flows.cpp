@@ -2,9 +2,9 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
-#include <set>
 
 #include "config/schema_common.hpp"
 
@@ -144,50 +144,42 @@ std::optional<core::Decap> read_tunnel(YamlMap& action, uint8_t* ttl = nullptr,
   return d;
 }
 
-// What a flow's actions say: its queue and what is stripped first.
+// What a flow's actions say: its queue (or the queues RSS spreads it over) and what is
+// stripped first.
 struct Steering {
   std::string queue;
+  std::vector<std::string> rss_queues;
   std::optional<core::Decap> decap;
 };
 
-// `type: queue` with `id`, or `ids` (a list of one; more asks for RSS across queues).
-std::optional<uint32_t> read_queue_action(YamlMap& a, const YamlNode& node) {
+// `type: queue` with `id`, or `ids` (one, or several for RSS across queues): the ids, in order.
+std::vector<uint32_t> read_queue_action(YamlMap& a, const YamlNode& node) {
   auto id = a.get("id");
   auto ids = a.get("ids");
   if (id && ids) {
     node.error("a queue action takes id or ids, not both");
-    return std::nullopt;
+    return {};
   }
   if (id) {
     auto v = id->to_uint(0, 65535);
-    return v ? std::optional<uint32_t>(static_cast<uint32_t>(*v)) : std::nullopt;
+    return v ? std::vector<uint32_t>{static_cast<uint32_t>(*v)} : std::vector<uint32_t>{};
   }
   if (!ids) {
     node.error("a queue action needs id or ids");
-    return std::nullopt;
+    return {};
   }
-  std::set<uint64_t> seen;
-  std::optional<uint32_t> first;
+  std::vector<uint32_t> out;
   for (const auto& item : ids->items()) {
     auto v = item.to_uint(0, 65535);
-    if (!v) return std::nullopt;
-    if (!seen.insert(*v).second) {
+    if (!v) return {};
+    if (std::find(out.begin(), out.end(), *v) != out.end()) {
       item.error("queue id " + std::to_string(*v) + " is listed twice");
-      return std::nullopt;
+      return {};
     }
-    if (!first) first = static_cast<uint32_t>(*v);
+    out.push_back(static_cast<uint32_t>(*v));
   }
-  if (seen.empty()) {
-    ids->error("ids lists at least one queue");
-    return std::nullopt;
-  }
-  if (seen.size() > 1) {
-    ids->error(
-        "spreading a flow over several queues (RSS) is not offered by daqirid yet: name one "
-        "queue, or one flow per queue with its own match");
-    return std::nullopt;
-  }
-  return first;
+  if (out.empty()) ids->error("ids lists at least one queue");
+  return out;
 }
 
 // One action of a flow; whether it was a queue.
@@ -202,14 +194,19 @@ bool read_action(const YamlNode& node, const InterfaceConfig& itf, Steering& s) 
                " is not taken");
   }
   if (kind && *kind == 0) {
-    if (auto id = read_queue_action(a, node)) {
-      for (const auto& q : itf.rx_queues) {
-        if (q.id == *id) s.queue = q.name;
+    std::vector<std::string> names;
+    for (uint32_t id : read_queue_action(a, node)) {
+      auto q = std::find_if(itf.rx_queues.begin(), itf.rx_queues.end(),
+                            [id](const QueueConfig& c) { return c.id == id; });
+      if (q == itf.rx_queues.end()) {
+        node.error("no RX queue with id " + std::to_string(id) + " on interface " + itf.name);
+        names.clear();
+        break;
       }
-      if (s.queue.empty()) {
-        node.error("no RX queue with id " + std::to_string(*id) + " on interface " + itf.name);
-      }
+      names.push_back(q->name);
     }
+    if (!names.empty()) s.queue = names.front();
+    if (names.size() > 1) s.rss_queues = std::move(names);
   } else if (kind && *kind == 1) {
     (void)a.get("vlan");  // vlan_push's fields, meaningless to a pop (DAQIRI reads none)
     s.decap = core::Decap{};
@@ -416,6 +413,10 @@ void read_daqiri_flows(const YamlNode& node, const std::optional<YamlNode>& flex
       f.error("a flow needs action (or actions) with its queue");
     }
     flow.queue = steering.queue;
+    flow.rss_queues = steering.rss_queues;
+    if (!flow.rss_queues.empty()) {
+      flow.where.record("queues", action ? action->origin() : actions->origin());
+    }
     if (auto m = map.get("match")) {
       flow.match = read_flow_match(
           *m,

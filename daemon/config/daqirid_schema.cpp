@@ -195,6 +195,7 @@ FlowConfig read_flow(const YamlNode& node) {
   map.read_string("name", f.name, f.where, true);
   map.read_string("interface", f.interface, f.where, true);
   map.read_string("queue", f.queue, f.where);
+  map.read_string_list("queues", f.rss_queues, f.where);
   uint32_t id = 0;
   if (map.read_uint("id", id, 0, (1u << 24) - 1, f.where)) f.id = id;
   if (auto c = map.get("connect")) {

@@ -91,6 +91,8 @@ void to_proto(const core::Flow& flow, std::optional<dataplane::Steering> steerin
   out.set_allow_block(flow.allow_block.anyone);
   for (const auto& u : flow.allow_block.users)
     out.add_allow_block_users(u);
+  for (const auto& q : flow.rss_queues)
+    out.add_queues(q);
 }
 
 void to_proto(const config::InterfaceConfig& itf, const std::string& state, v1::Interface& out) {
@@ -130,6 +132,7 @@ Result<core::FlowSpec> from_proto(const v1::CreateFlowRequest& request) {
   spec.name = request.name();
   spec.interface = request.interface();
   spec.queue = request.queue();
+  spec.rss_queues.assign(request.queues().begin(), request.queues().end());
   spec.origin = core::FlowOrigin::kApi;
   if (spec.name.empty()) return fail(ErrorCode::kInvalidArgument, "name is required", "name");
   if (spec.interface.empty()) {

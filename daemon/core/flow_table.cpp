@@ -46,16 +46,45 @@ Result<Flow> FlowTable::add(FlowSpec spec) {
                 "interface \"" + spec.interface + "\" has no RX queue to steer a flow to",
                 "interface");
   }
-  if (spec.queue.empty()) {
-    spec.queue = queues.front();
-  } else if (std::find(queues.begin(), queues.end(), spec.queue) == queues.end()) {
+  auto no_queue = [&](const std::string& name) {
     std::string known;
     for (const auto& q : queues)
       known += (known.empty() ? "" : ", ") + q;
     return fail(ErrorCode::kNotFound,
-                "interface \"" + spec.interface + "\" has no RX queue named \"" + spec.queue +
+                "interface \"" + spec.interface + "\" has no RX queue named \"" + name +
                     "\" (RX queues: " + known + ")",
                 "queue");
+  };
+  if (!spec.rss_queues.empty()) {
+    if (spec.rss_queues.size() < 2 || spec.rss_queues.size() > kMaxRssQueues) {
+      return fail(ErrorCode::kInvalidArgument,
+                  "RSS spreads a flow over 2 to " + std::to_string(kMaxRssQueues) +
+                      " queues, not " + std::to_string(spec.rss_queues.size()),
+                  "queues");
+    }
+    if (!spec.queue.empty() && spec.queue != spec.rss_queues.front()) {
+      return fail(ErrorCode::kInvalidArgument,
+                  "a flow names one queue or spreads over several (RSS), not both", "queue");
+    }
+    for (size_t i = 0; i < spec.rss_queues.size(); ++i) {
+      const std::string& q = spec.rss_queues[i];
+      if (std::find(queues.begin(), queues.end(), q) == queues.end()) return no_queue(q);
+      if (std::find(spec.rss_queues.begin(), spec.rss_queues.begin() + i, q) !=
+          spec.rss_queues.begin() + i) {
+        return fail(ErrorCode::kInvalidArgument, "RSS queue \"" + q + "\" is listed twice",
+                    "queues");
+      }
+    }
+    if (spec.connect) {
+      return fail(ErrorCode::kInvalidArgument,
+                  "a TCP stream the daemon opens arrives on one queue: no RSS", "queues");
+    }
+    spec.queue = spec.rss_queues.front();
+  }
+  if (spec.queue.empty()) {
+    spec.queue = queues.front();
+  } else if (std::find(queues.begin(), queues.end(), spec.queue) == queues.end()) {
+    return no_queue(spec.queue);
   }
   if (spec.connect && !spec.match.empty()) {
     return fail(ErrorCode::kInvalidArgument,
@@ -78,12 +107,14 @@ Result<Flow> FlowTable::add(FlowSpec spec) {
   std::set<uint32_t> ids;
   for (const auto& [name, other] : flows_) {
     ids.insert(other.id);
-    if (spec.match.any && other.match.any && other.interface == spec.interface &&
-        other.queue == spec.queue) {
-      return fail(ErrorCode::kAlreadyExists,
-                  "RX queue " + spec.interface + "/" + spec.queue +
-                      " already has a catch-all flow (\"" + name + "\")",
-                  "match");
+    if (spec.match.any && other.match.any && other.interface == spec.interface) {
+      for (const auto& q : spec.rss_queues.empty() ? std::vector{spec.queue} : spec.rss_queues) {
+        if (!other.serves(q)) continue;
+        return fail(ErrorCode::kAlreadyExists,
+                    "RX queue " + spec.interface + "/" + q + " already has a catch-all flow (\"" +
+                        name + "\")",
+                    "match");
+      }
     }
     if (spec.match.any || other.match.any) continue;  // a catch-all takes only what is left
     if (other.interface == spec.interface && !spec.connect && !other.connect &&
@@ -106,8 +137,15 @@ Result<Flow> FlowTable::add(FlowSpec spec) {
     while (ids.contains(id))
       ++id;
   }
-  Flow flow{spec.name, spec.interface, spec.queue,   spec.match,
-            id,        spec.origin,    spec.connect, spec.allow_block};
+  Flow flow{spec.name,
+            spec.interface,
+            spec.queue,
+            spec.match,
+            id,
+            spec.origin,
+            spec.connect,
+            spec.allow_block,
+            std::move(spec.rss_queues)};
   flows_.emplace(flow.name, flow);
   return flow;
 }

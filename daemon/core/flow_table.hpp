@@ -40,6 +40,9 @@ struct FlowSpec {
   FlowOrigin origin = FlowOrigin::kApi;
   std::optional<Endpoint> connect;  // a TCP stream the daemon opens, instead of a match
   BlockPolicy allow_block;
+  // RSS: the queues the flow spreads over (two or more, the first in `queue` too); empty: it
+  // goes to `queue` alone.
+  std::vector<std::string> rss_queues;
 };
 
 struct Flow {
@@ -51,7 +54,21 @@ struct Flow {
   FlowOrigin origin = FlowOrigin::kApi;
   std::optional<Endpoint> connect;
   BlockPolicy allow_block;
+  std::vector<std::string> rss_queues;  // as in FlowSpec
+  // The RX queues it delivers to: rss_queues, or `queue` alone.
+  [[nodiscard]] std::vector<std::string> queues() const {
+    return rss_queues.empty() ? std::vector<std::string>{queue} : rss_queues;
+  }
+  [[nodiscard]] bool serves(std::string_view q) const {
+    return rss_queues.empty()
+               ? queue == q
+               : std::find(rss_queues.begin(), rss_queues.end(), q) != rss_queues.end();
+  }
 };
+
+// The most queues an RSS flow spreads over (a NIC's RSS table takes far more; this bounds the
+// daemon's per-frame hand-off state).
+inline constexpr size_t kMaxRssQueues = 16;
 
 // The RX queues flows may target, by interface.
 struct RxTopology {

@@ -19,8 +19,7 @@ RxTopology topology_of(const config::Config& config) {
 
 Model::Model(config::Config config) : config_(std::move(config)), flows_(topology_of(config_)) {
   for (const auto& f : config_.flows) {
-    auto added = flows_.add({f.name, f.interface, f.queue, f.match, f.id, FlowOrigin::kConfig,
-                             f.connect, f.allow_block});
+    auto added = flows_.add(f.spec());
     // Validation already applied the same rules: a failure here is a bug, not bad input.
     if (!added) throw std::logic_error("validated flow rejected: " + added.error().message);
   }

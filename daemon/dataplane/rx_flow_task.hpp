@@ -48,6 +48,8 @@ class RxFlowTask : public PollTask {
   [[nodiscard]] virtual bool shares_pool() const { return false; }
   // Whether its descriptors name connections (`stream`): TCP and RDMA flows.
   [[nodiscard]] virtual bool carries_connections() const { return false; }
+  // After an attachment joined or left its fan-out (control side).
+  virtual void clients_changed() {}
   FlowCounters counters;
 
   // A flow that waits for its clients' releases (a full ring under block backpressure, an

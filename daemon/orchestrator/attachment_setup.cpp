@@ -11,6 +11,18 @@ Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptio
   std::lock_guard lock(mutex_);
   auto it = flows_.find(flow);
   if (it == flows_.end()) {
+    auto members = members_of(flow);
+    if (!members.empty()) {
+      const core::Flow& f = flows_.at(members.front()).flow->flow();
+      std::string queues;
+      for (const auto& q : f.rss_queues)
+        queues += (queues.empty() ? "" : ", ") + q;
+      return fail(ErrorCode::kFailedPrecondition,
+                  "flow \"" + std::string(flow) + "\" spreads over RX queues " + queues + " of " +
+                      f.interface +
+                      " (RSS), each a ring of its own: attach to each queue (rx_queue)",
+                  "flow");
+    }
     return fail(ErrorCode::kNotFound, "no flow named \"" + std::string(flow) + "\"", "flow");
   }
   const RxQueue& queue = *it->second.queue;
@@ -383,7 +395,10 @@ bool DataPlane::add_rx(Attachment& a) {
     p->watch(a.rx->kick_fd(), &a.rx->counters.kicks);
   for (size_t i = 0; i < a.flows.size(); ++i) {
     FlowEntry& f = flows_.at(a.flows[i]);
-    if (f.flow->fanout().add(a.rx.get(), f.poller()->epoch())) continue;
+    if (f.flow->fanout().add(a.rx.get(), f.poller()->epoch())) {
+      f.flow->clients_changed();
+      continue;
+    }
     remove_rx(a, i);
     return false;
   }
@@ -395,6 +410,7 @@ void DataPlane::remove_rx(Attachment& a, size_t flows) {
     auto f = flows_.find(a.flows[i]);  // a parked attachment may outlive its flow
     if (f != flows_.end()) {
       a.await(f->second.flow->fanout().remove(a.rx.get(), f->second.poller()->epoch()));
+      f->second.flow->clients_changed();
     }
   }
   for (Poller* p : rx_pollers(a))

@@ -234,6 +234,14 @@ class DataPlane {
   Result<Poller*> poller_for(const std::string& name, int core);
 
   // ---- flows (flow_install.cpp) ----
+  // Where a flow's task on `queue` is kept in flows_ (and named in an attachment's flows): the
+  // flow's name, or "NAME@QUEUE" for each member of an RSS flow.
+  static std::string member_key(const core::Flow& flow, std::string_view queue);
+  // The keys of a flow's tasks: its name, or its RSS members'.
+  [[nodiscard]] std::vector<std::string> members_of(std::string_view flow) const;
+  Result<> add_member_locked(const core::Flow& flow, const std::string& key);
+  // Detaches its attachments, then takes it from its poller (or leaves it lingering).
+  void remove_member_locked(std::string_view key);
   // Whether a flow being removed may be taken from its poller now: its backend let go of it
   // (an RDMA flow's connections closed), and no copy into a GPU ring reads its buffers any
   // more. Asks its parked GPU rings to hand back (hand_back_when_quiet) on the way, so that a

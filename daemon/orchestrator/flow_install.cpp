@@ -7,14 +7,42 @@
 
 namespace daqiri::orchestrator {
 
+std::string DataPlane::member_key(const core::Flow& flow, std::string_view queue) {
+  return flow.rss_queues.empty() ? flow.name : flow.name + "@" + std::string(queue);
+}
+
+std::vector<std::string> DataPlane::members_of(std::string_view flow) const {
+  std::vector<std::string> keys;
+  for (const auto& [key, e] : flows_) {
+    if (e.flow->flow().name == flow) keys.push_back(key);
+  }
+  return keys;
+}
+
 Result<> DataPlane::add_flow(const core::Flow& flow) {
   std::lock_guard lock(mutex_);
+  std::vector<std::string> added;
+  for (const auto& q : flow.queues()) {
+    core::Flow member = flow;
+    member.queue = q;
+    std::string key = member_key(flow, q);
+    if (auto ok = add_member_locked(member, key); !ok) {
+      for (const auto& k : added)
+        remove_member_locked(k);
+      return ok;
+    }
+    added.push_back(std::move(key));
+  }
+  return {};
+}
+
+Result<> DataPlane::add_member_locked(const core::Flow& flow, const std::string& key) {
   auto queue = rx_queues_.find(flow.interface + "/" + flow.queue);
   if (queue == rx_queues_.end()) {
     return fail(ErrorCode::kNotFound, "no RX queue " + flow.interface + "/" + flow.queue);
   }
   const backends::QueueHome& home = queue->second.home;
-  if (lingers(flow.name)) {
+  if (lingers(key)) {
     return fail(ErrorCode::kAlreadyExists,
                 "flow \"" + flow.name +
                     "\" is still being removed: its poller has not let go of it (see the log)");
@@ -27,14 +55,22 @@ Result<> DataPlane::add_flow(const core::Flow& flow) {
   }
   auto f = queue->second.backend->add_flow(flow, home, arena);
   if (!f) return std::unexpected(f.error());
-  flows_[flow.name] = {std::move(*f), &queue->second};
+  flows_[key] = {std::move(*f), &queue->second};
   return {};
 }
 
 Result<> DataPlane::remove_flow(std::string_view name) {
   std::lock_guard lock(mutex_);
+  auto keys = members_of(name);
+  if (keys.empty()) return fail(ErrorCode::kNotFound, "flow not installed");
+  for (const auto& key : keys)
+    remove_member_locked(key);
+  return {};
+}
+
+void DataPlane::remove_member_locked(std::string_view name) {
   auto it = flows_.find(name);
-  if (it == flows_.end()) return fail(ErrorCode::kNotFound, "flow not installed");
+  if (it == flows_.end()) return;
   std::vector<uint64_t> ids;
   for (const auto& [id, a] : attachments_) {
     if (a.rx && std::find(a.flows.begin(), a.flows.end(), name) != a.flows.end()) {
@@ -56,11 +92,10 @@ Result<> DataPlane::remove_flow(std::string_view name) {
         name, kReleaseWait.count(), e.poller()->name(), lingering_.size() + 1);
     lingering_.emplace_back(std::string(name), std::move(e));
     flows_.erase(it);
-    return {};
+    return;
   }
   finish_removal(name, e);
   flows_.erase(it);
-  return {};
 }
 
 bool DataPlane::let_go(std::string_view name, const FlowEntry& e) {

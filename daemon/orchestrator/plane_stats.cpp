@@ -2,32 +2,41 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 
 namespace daqiri::orchestrator {
 
 std::vector<FlowStats> DataPlane::flow_stats() const {
   std::lock_guard lock(mutex_);
   std::vector<FlowStats> out;
-  for (const auto& [name, f] : flows_) {
+  // An RSS flow's members (one a queue, each key NAME@QUEUE) add up to one row, on its first
+  // queue: the flow is what a client names and a dashboard follows.
+  std::map<std::string_view, size_t> rows;
+  for (const auto& [key, f] : flows_) {
+    const core::Flow& flow = f.flow->flow();
+    auto [row, fresh] = rows.try_emplace(flow.name, out.size());
+    if (fresh) {
+      FlowStats s;
+      s.name = flow.name;
+      s.interface = flow.interface;
+      s.queue = flow.rss_queues.empty() ? flow.queue : flow.rss_queues.front();
+      s.steering = f.flow->steering();
+      out.push_back(s);
+    }
+    FlowStats& s = out[row->second];
     const auto& c = f.flow->counters;
-    FlowStats s;
-    s.name = name;
-    s.interface = f.flow->flow().interface;
-    s.queue = f.flow->flow().queue;
-    s.packets = c.packets.load(std::memory_order_relaxed);
-    s.bytes = c.bytes.load(std::memory_order_relaxed);
-    s.no_attachment = c.no_attachment.load(std::memory_order_relaxed);
-    s.rings_full = c.rings_full.load(std::memory_order_relaxed);
-    s.filtered = c.filtered.load(std::memory_order_relaxed);
-    s.truncated = c.truncated.load(std::memory_order_relaxed);
-    s.kernel_drops = f.flow->kernel_drops();
-    s.no_buffer = c.no_buffer.load(std::memory_order_relaxed);
-    s.overflow = c.overflow.load(std::memory_order_relaxed);
-    s.buffers_total = f.flow->pool().num_bufs();
-    s.buffers_on_loan = c.on_loan.load(std::memory_order_relaxed);
-    s.attachments = f.flow->fanout().size();
-    s.steering = f.flow->steering();
-    out.push_back(s);
+    s.packets += c.packets.load(std::memory_order_relaxed);
+    s.bytes += c.bytes.load(std::memory_order_relaxed);
+    s.no_attachment += c.no_attachment.load(std::memory_order_relaxed);
+    s.rings_full += c.rings_full.load(std::memory_order_relaxed);
+    s.filtered += c.filtered.load(std::memory_order_relaxed);
+    s.truncated += c.truncated.load(std::memory_order_relaxed);
+    s.kernel_drops += f.flow->kernel_drops();
+    s.no_buffer += c.no_buffer.load(std::memory_order_relaxed);
+    s.overflow += c.overflow.load(std::memory_order_relaxed);
+    s.buffers_total += f.flow->pool().num_bufs();
+    s.buffers_on_loan += c.on_loan.load(std::memory_order_relaxed);
+    s.attachments += f.flow->fanout().size();
   }
   return out;
 }
@@ -88,9 +97,9 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
 
 std::optional<Steering> DataPlane::steering(std::string_view flow) const {
   std::lock_guard lock(mutex_);
-  auto it = flows_.find(flow);
-  if (it == flows_.end()) return std::nullopt;
-  return it->second.flow->steering();
+  auto keys = members_of(flow);
+  if (keys.empty()) return std::nullopt;
+  return flows_.at(keys.front()).flow->steering();
 }
 
 std::vector<dataplane::NicStats> DataPlane::nic_stats() const {

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +19,7 @@
 #include <thread>
 #include <tuple>
 
+#include "core/rss_hash.hpp"
 #include "daqiri/frame.hpp"
 #include "daqiri/test_pattern.hpp"
 #include "daqiri/v1/control.grpc.pb.h"
@@ -30,6 +33,7 @@ namespace {
 
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using namespace std::chrono_literals;
 
 uint64_t free_hugepages() {
@@ -684,6 +688,80 @@ INSTANTIATE_TEST_SUITE_P(Pmd, VethPortTest, ::testing::Values("net_af_packet", "
                          [](const ::testing::TestParamInfo<const char*>& p) {
                            return std::string(p.param).substr(4);
                          });
+
+// RSS in software: net_af_packet with four queue pairs on the veth's host end (the kernel's
+// fanout puts each datagram on one of them, by its own hash), one flow spread over the four
+// queues, a client on each. Every one of 16 tuples (10.77.0.2:6000 to UDP ports 7200-7215)
+// arrives whole on the queue the Toeplitz hash picks, wherever the kernel put it, and intact.
+TEST_F(DpdkTest, RssSpreadsEachTupleWholeOntoTheQueueItsHashPicks) {
+  if (VethPair::ip_path().empty()) GTEST_SKIP() << "no ip command";
+  constexpr uint32_t kQueues = 4, kPorts = 16, kPerPort = 100;
+  std::array<std::vector<uint16_t>, kQueues> ports_of;  // what each queue's client should get
+  for (uint16_t p = 7200; p < 7200 + kPorts; ++p) {
+    uint32_t hash = core::rss_hash_ipv4_udp(0x0a4d0002, 0x0a4d0001, 6000, p);
+    ports_of[core::rss_queue_index(hash, kQueues)].push_back(p);
+  }
+  ASSERT_GE(
+      std::count_if(ports_of.begin(), ports_of.end(), [](const auto& v) { return !v.empty(); }), 3);
+  VethPair veth;
+  start(config(dir_.file("d.sock"),
+               port("veth0", "net_af_packet0,iface=" + veth.host() + ",qpairs=4", kQueues),
+               "  - {name: spread, interface: veth0, queues: [rx0, rx1, rx2, rx3],\n"
+               "     match: {udp_dst: 7200-7215}, allow_block: true}\n",
+               false, unprivileged_access(), 3072));
+  veth.add_neighbour();
+  // Each queue is a ring of its own: the flow's name alone says none.
+  auto by_name = run({ctl_path(), "--socket", socket_, "tap", "spread", "--count", "1"});
+  EXPECT_NE(by_name.exit_code, 0);
+  EXPECT_THAT(by_name.err, HasSubstr("flow \"spread\" spreads over RX queues rx0, rx1, rx2, rx3 "
+                                     "of veth0 (RSS), each a ring of its own: attach to each "
+                                     "queue"));
+  std::vector<std::unique_ptr<Spawned>> clients;
+  for (uint32_t q = 0; q < kQueues; ++q) {
+    if (ports_of[q].empty()) continue;
+    clients.push_back(std::make_unique<Spawned>(
+        dir_,
+        std::vector<std::string>{test_client_path(), "queue-rx", socket_, "veth0",
+                                 "rx" + std::to_string(q),
+                                 std::to_string(ports_of[q].size() * kPerPort)},
+        user_->ids()));
+  }
+  ASSERT_TRUE(eventually(
+      [n = clients.size()](const v1::Stats& s) { return claimed(s) == static_cast<int>(n); }));
+  auto g =
+      run(veth.in_namespace({gen_path(), "--dest", "10.77.0.1:7200", "--ports",
+                             std::to_string(kPorts), "--source", "10.77.0.2:6000", "--size", "200",
+                             "--count", std::to_string(kPorts * kPerPort), "--rate", "5000"}));
+  ASSERT_EQ(g.exit_code, 0) << g.out;
+  size_t c = 0;
+  for (uint32_t q = 0; q < kQueues; ++q) {
+    if (ports_of[q].empty()) continue;
+    Spawned& client = *clients[c++];
+    ASSERT_EQ(client.wait(), 0) << "rx" << q << ": " << client.output() << daemon_->log()
+                                << stats().DebugString();
+    for (uint16_t p : ports_of[q]) {
+      EXPECT_THAT(client.output(), HasSubstr("port " + std::to_string(p) + " packets " +
+                                             std::to_string(kPerPort) + "\n"))
+          << "rx" << q;
+    }
+    EXPECT_THAT(client.output(), HasSubstr("bad 0"));
+  }
+  auto s = stats();
+  EXPECT_EQ(flow(s, "spread").packets(), kPorts * kPerPort);
+  EXPECT_EQ(flow(s, "spread").dropped_rings_full(), 0u);
+
+  // Through the control API: deleted with every queue's member, made again over two queues.
+  auto ctl = [this](std::vector<std::string> args) {
+    args.insert(args.begin(), {ctl_path(), "--socket", socket_});
+    return run(args);
+  };
+  ASSERT_EQ(ctl({"flows", "delete", "spread"}).exit_code, 0) << daemon_->log();
+  auto added = ctl({"flows", "add", "pair", "-i", "veth0", "-q", "rx2,rx3", "--udp-dst", "7300"});
+  ASSERT_EQ(added.exit_code, 0) << added.out << added.err;
+  auto listed = ctl({"flows", "list"});
+  EXPECT_THAT(listed.out, ContainsRegex("pair +[0-9]+ +veth0 +rx2,rx3 "));
+  EXPECT_THAT(listed.out, Not(HasSubstr("spread")));
+}
 
 // net_memif: an independent DPDK application (dpdk-testpmd, txonly) is the peer; its frames
 // reach a daqirid client.

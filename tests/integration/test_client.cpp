@@ -10,7 +10,8 @@
 //                                 session and what was lost, reordered, duplicated or corrupt
 //   stream-rx SOCKET FLOW BYTES   receive a TCP flow's streams; print bytes and FNV-1a of each
 //   queue-rx SOCKET IF QUEUE COUNT [full|compact]
-//                                 receive every flow of an RX queue through one ring
+//                                 receive every flow of an RX queue through one ring; print
+//                                 the packets of each flow and of each UDP destination port
 //   frames-rx SOCKET FLOW COUNT [full|compact]
 //                                 receive COUNT packets with find_payloads off (compact: on, in
 //                                 compact descriptors); print frame and payload bytes, and how
@@ -467,15 +468,22 @@ int queue_rx(const std::string& socket, const std::string& itf, const std::strin
   auto& rx = attach(*c, o);
   say("attached");
   std::map<uint32_t, uint64_t> per_flow;
+  std::map<uint16_t, uint64_t> per_port;  // UDP destination port
   uint64_t bad = 0;
   auto got = receive(rx, count, [&](const daqiri::Packet& p) {
     daqiri::pattern::Header h{};
     if (daqiri::pattern::check(p.payload, h) != daqiri::pattern::Check::kOk) ++bad;
     ++per_flow[p.flow_id];
+    if (p.payload.data() >= p.frame.data() + 8) {  // the UDP header ends where it starts
+      const auto* udp = reinterpret_cast<const uint8_t*>(p.payload.data()) - 8;
+      ++per_port[static_cast<uint16_t>((udp[2] << 8) | udp[3])];
+    }
   });
   if (!got) return 1;
   for (const auto& [flow, n] : per_flow)
     say("flow %u packets %llu", flow, static_cast<unsigned long long>(n));
+  for (const auto& [port, n] : per_port)
+    say("port %u packets %llu", port, static_cast<unsigned long long>(n));
   say("bad %llu", static_cast<unsigned long long>(bad));
   return *got == count && bad == 0 ? 0 : 1;
 }

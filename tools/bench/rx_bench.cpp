@@ -2,7 +2,8 @@
 //   rx-bench recvmmsg PORT BURST COUNT   a plain kernel UDP reader (the peer)
 //   rx-bench recvmmsg-meta PORT BURST COUNT   the same, also asking for each datagram's
 //                                        source address, as daqirid does
-//   rx-bench daqiri SOCKET FLOW BURST COUNT   a libdaqiri client of daqirid (the subject)
+//   rx-bench daqiri SOCKET FLOW BURST COUNT   a libdaqiri client of daqirid (the subject);
+//                                        FLOW queue:IF/Q: every flow of that RX queue
 //   rx-bench daqiri-frames SOCKET FLOW BURST COUNT   the same with RxOptions::find_payloads
 //                                        off: it reads descriptors only, never a frame the
 //                                        daemon left unread (as testpmd rxonly reads none)
@@ -201,7 +202,12 @@ int daqiri_rx(const std::string& socket, const std::string& flow, uint32_t burst
   auto c = daqiri::Client::connect({socket, "rx-bench", std::chrono::seconds(5)});
   if (!c) return 1;
   daqiri::RxOptions o;
-  o.flow = flow;
+  if (flow.starts_with("queue:") && flow.find('/') != std::string::npos) {  // queue:IF/Q
+    o.interface = flow.substr(6, flow.find('/') - 6);
+    o.queue = flow.substr(flow.find('/') + 1);
+  } else {
+    o.flow = flow;
+  }
   o.find_payloads = find_payloads;
   o.compact = compact;
   auto rx = (*c)->attach_rx(o);

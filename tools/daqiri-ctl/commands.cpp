@@ -209,7 +209,13 @@ int run_flows_list(ControlClient& client, const Options& opts, const std::string
   }
   Table t({"NAME", "ID", "INTERFACE", "QUEUE", "MATCH", "ORIGIN", "STEERING"});
   for (const auto& f : resp.flows()) {
-    t.add({f.name(), std::to_string(f.id()), f.interface(), f.queue(),
+    std::string queues = f.queue();
+    if (f.queues_size() > 0) {
+      queues.clear();
+      for (const auto& q : f.queues())
+        queues += (queues.empty() ? "" : ",") + q;
+    }
+    t.add({f.name(), std::to_string(f.id()), f.interface(), queues,
            f.connect().empty() ? match_text(f.match()) : "connect=" + f.connect(),
            lower_enum(v1::FlowOrigin_Name(f.origin()), "FLOW_ORIGIN_"),
            lower_enum(v1::Steering_Name(f.steering()), "STEERING_")});
@@ -222,7 +228,15 @@ int run_flows_add(ControlClient& client, const Options& opts, const FlowAddArgs&
   v1::CreateFlowRequest req;
   req.set_name(args.name);
   req.set_interface(args.interface);
-  req.set_queue(args.queue);
+  if (args.queue.find(',') == std::string::npos) {
+    req.set_queue(args.queue);
+  } else {  // RSS across them
+    for (size_t at = 0; at <= args.queue.size();) {
+      size_t comma = std::min(args.queue.find(',', at), args.queue.size());
+      req.add_queues(args.queue.substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
   auto* m = req.mutable_match();
   if (!args.udp_src.empty() && !parse_ports(args.udp_src, *m->mutable_udp_src())) {
     std::cerr << "daqiri-ctl: --udp-src: expected a port or a range like 4096-4100, got \""

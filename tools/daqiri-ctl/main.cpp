@@ -56,7 +56,9 @@ int main(int argc, char** argv) {
   auto* fadd = flows->add_subcommand("add", "add a flow (admin)");
   fadd->add_option("name", add.name, "flow name")->required();
   fadd->add_option("-i,--interface", add.interface, "interface")->required();
-  fadd->add_option("-q,--queue", add.queue, "RX queue (default: the interface's first)");
+  fadd->add_option(
+      "-q,--queue", add.queue,
+      "RX queue (default: the interface's first); several, comma-separated: RSS across them");
   fadd->add_option("--udp-src", add.udp_src, "UDP source port or range, e.g. 4096-4100");
   fadd->add_option("--udp-dst", add.udp_dst, "UDP destination port or range");
   fadd->add_option("--ipv4-src", add.ipv4_src, "IPv4 source address or prefix, e.g. 10.0.0.0/24");

@@ -2,9 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 
 #include "backends/dpdk/dpdk_port.hpp"
+#include "backends/dpdk/dpdk_rx_queue.hpp"
 #include "backends/dpdk/eal.hpp"
 #include "backends/dpdk/software_reach.hpp"
 
@@ -80,18 +82,12 @@ Result<dataplane::TxQueueTask*> DpdkBackend::open_tx_queue(const QueueHome& home
   return q;
 }
 
-Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(const core::Flow& flow,
-                                                                     const QueueHome& home,
-                                                                     memory::PageArena* /*arena*/) {
-  DpdkRxQueue* queue = rx_queue(flow.interface, flow.queue);
-  if (queue == nullptr) {
-    return fail(ErrorCode::kNotFound, "no DPDK RX queue " + flow.interface + "/" + flow.queue);
-  }
+Result<std::unique_ptr<HardwareRule>> DpdkBackend::steer(const core::Flow& flow, DpdkRxQueue& queue,
+                                                         std::span<const uint16_t> queues) {
   std::unique_ptr<HardwareRule> rule;
-  std::string why_software;
-  if (!flow.match.any) {
-    const std::array<uint16_t, 1> queues{queue->queue()};
-    auto r = HardwareRule::install(queue->port(), flow.match, queues, flow.id);
+  std::string why_software = "its first queue's rule was refused";
+  if (!flow.match.any && !queues.empty()) {
+    auto r = HardwareRule::install(queue.port(), flow.match, queues, flow.id);
     if (r) {
       rule = std::move(*r);
     } else {
@@ -102,7 +98,7 @@ Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(const core:
   if (!rule) {
     std::string why =
         flow.match.any ? "a catch-all has none" : "the NIC took none: " + why_software;
-    switch (queue->reach()) {
+    switch (queue.reach()) {
       case SoftwareReach::kIsolated:
         return fail(ErrorCode::kFailedPrecondition,
                     "flow \"" + flow.name + "\": interface " + flow.interface +
@@ -111,17 +107,29 @@ Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(const core:
                         why + ")",
                     "match");
       case SoftwareReach::kNotFirstQueue:
-        spdlog::warn(
-            "flow {}: steered in software on {}/{}, queue {} of a NIC, with no rte_flow rule "
-            "({}): daqirid configures no RSS, so the NIC puts frames without a rule on its "
-            "first queue and this flow may receive nothing; put it on the first RX queue",
-            flow.name, flow.interface, flow.queue, queue->queue(), why);
+        if (flow.rss_queues.empty()) {
+          spdlog::warn(
+              "flow {}: steered in software on {}/{}, queue {} of a NIC, with no rte_flow rule "
+              "({}): daqirid configures no RSS, so the NIC puts frames without a rule on its "
+              "first queue and this flow may receive nothing; put it on the first RX queue",
+              flow.name, flow.interface, flow.queue, queue.queue(), why);
+        }
         break;
       case SoftwareReach::kReaches:
         break;
     }
+    if (!flow.rss_queues.empty() && (queue.frames_on_device() || queue.split() != 0)) {
+      return fail(ErrorCode::kFailedPrecondition,
+                  "flow \"" + flow.name + "\": the NIC does not spread it over its queues (" + why +
+                      "), and the daemon cannot: queue " + flow.interface + "/" + flow.queue +
+                      " keeps " +
+                      (queue.frames_on_device() ? "its frames in GPU memory (gpudirect)"
+                                                : "its frames' headers apart (buffer split)") +
+                      ", where its poller does not read the tuple to hash",
+                  "queues");
+    }
   }
-  if (queue->frames_on_device() && !flow.match.any && !(rule && rule->marked())) {
+  if (queue.frames_on_device() && !flow.match.any && !(rule && rule->marked())) {
     return fail(ErrorCode::kFailedPrecondition,
                 "flow \"" + flow.name + "\": queue " + flow.interface + "/" + flow.queue +
                     " keeps its frames in GPU memory (gpudirect), where the daemon cannot read "
@@ -132,7 +140,78 @@ Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(const core:
                     ")",
                 "match");
   }
-  auto f = std::make_unique<DpdkRxFlow>(flow, *queue, std::move(rule));
+  return rule;
+}
+
+Result<std::shared_ptr<RssGroup>> DpdkBackend::rss_group(const core::Flow& flow, size_t index,
+                                                         const QueueHome& home) {
+  const auto& names = flow.rss_queues;
+  if (index != 0) {
+    auto group = rss_groups_[flow.name].lock();
+    // DataPlane adds the members in order, under one lock: the first made the group.
+    if (!group || group->pollers.size() != index) {
+      return fail(ErrorCode::kInternal, "flow \"" + flow.name + "\": RSS member out of order");
+    }
+    group->pollers.push_back(home.poller);
+    return group;
+  }
+  auto group = std::make_shared<RssGroup>();
+  std::vector<uint16_t> ids;
+  for (const auto& name : names) {
+    DpdkRxQueue* q = rx_queue(flow.interface, name);
+    if (q == nullptr) {
+      return fail(ErrorCode::kNotFound, "no DPDK RX queue " + flow.interface + "/" + name);
+    }
+    group->queues.push_back(q);
+    ids.push_back(q->queue());
+  }
+  // Each member's queue must let its poller steer, when the NIC does not spread the flow.
+  for (size_t i = 0; i < names.size() && !group->rule; ++i) {
+    core::Flow member = flow;
+    member.queue = names[i];
+    // Only the first asks the NIC, for all the queues; a rule there means no member steers.
+    auto rule = steer(member, *group->queues[i],
+                      i == 0 ? std::span<const uint16_t>(ids) : std::span<const uint16_t>{});
+    if (!rule) return std::unexpected(rule.error());
+    group->rule = std::move(*rule);
+  }
+  if (!group->rule) {
+    const bool reached = std::any_of(group->queues.begin(), group->queues.end(),
+                                     [](auto* q) { return q->reach() == SoftwareReach::kReaches; });
+    if (!reached) {
+      spdlog::warn(
+          "flow {}: spread in software over queues of a NIC none of which is its first, with no "
+          "rte_flow rule: daqirid configures no RSS, so the NIC puts frames without a rule on "
+          "its first queue and this flow may receive nothing; list the first RX queue too",
+          flow.name);
+    }
+  }
+  group->pollers.push_back(home.poller);
+  rss_groups_[flow.name] = group;
+  return group;
+}
+
+Result<std::unique_ptr<dataplane::RxFlowTask>> DpdkBackend::add_flow(const core::Flow& flow,
+                                                                     const QueueHome& home,
+                                                                     memory::PageArena* /*arena*/) {
+  DpdkRxQueue* queue = rx_queue(flow.interface, flow.queue);
+  if (queue == nullptr) {
+    return fail(ErrorCode::kNotFound, "no DPDK RX queue " + flow.interface + "/" + flow.queue);
+  }
+  std::unique_ptr<DpdkRxFlow> f;
+  if (!flow.rss_queues.empty()) {
+    const auto index = static_cast<uint32_t>(
+        std::find(flow.rss_queues.begin(), flow.rss_queues.end(), flow.queue) -
+        flow.rss_queues.begin());
+    auto group = rss_group(flow, index, home);
+    if (!group) return std::unexpected(group.error());
+    f = std::make_unique<DpdkRxFlow>(flow, *queue, std::move(*group), index);
+  } else {
+    const std::array<uint16_t, 1> queues{queue->queue()};
+    auto rule = steer(flow, *queue, queues);
+    if (!rule) return std::unexpected(rule.error());
+    f = std::make_unique<DpdkRxFlow>(flow, *queue, std::move(*rule));
+  }
   queue->add(f.get(), home.poller->epoch());
   return f;
 }

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@ class Eal;
 class Port;
 class DpdkRxQueue;
 class DpdkTxQueue;
+class HardwareRule;
+struct RssGroup;
 
 class DpdkBackend final : public Backend {
  public:
@@ -32,7 +35,8 @@ class DpdkBackend final : public Backend {
   Result<dataplane::TxQueueTask*> open_tx_queue(const QueueHome& home) override;
   // A flow steered on its RX queue: in the NIC when rte_flow takes the rule, always by the
   // queue's poller. The flow's pool is its queue's. On a gpudirect queue, whose frames the
-  // poller cannot read, only a catch-all or a flow the NIC marks is taken.
+  // poller cannot read, only a catch-all or a flow the NIC marks is taken. An RSS flow comes
+  // once per queue, in its queues' order; the first makes the RssGroup the others join.
   Result<std::unique_ptr<dataplane::RxFlowTask>> add_flow(const core::Flow& flow,
                                                           const QueueHome& home,
                                                           memory::PageArena* arena) override;
@@ -50,8 +54,17 @@ class DpdkBackend final : public Backend {
   [[nodiscard]] const Port* port(const std::string& interface) const;
   [[nodiscard]] DpdkRxQueue* rx_queue(const std::string& interface, const std::string& q) const;
   [[nodiscard]] DpdkTxQueue* tx_queue(const std::string& interface, const std::string& q) const;
+  // The flow's rte_flow rule to `queues` (none asked for when empty), or null when the NIC
+  // takes none and the queue's poller can steer the flow itself; an error says why it cannot.
+  Result<std::unique_ptr<HardwareRule>> steer(const core::Flow& flow, DpdkRxQueue& queue,
+                                              std::span<const uint16_t> queues);
+  // The RSS group of a flow's member, the `index`th of its queues: made by the first, joined
+  // by the others.
+  Result<std::shared_ptr<RssGroup>> rss_group(const core::Flow& flow, size_t index,
+                                              const QueueHome& home);
   std::unique_ptr<Eal> eal_;  // first made, last gone
   std::vector<std::unique_ptr<Port>> ports_;
+  std::map<std::string, std::weak_ptr<RssGroup>> rss_groups_;  // by flow name
 };
 
 }  // namespace daqiri::backends::dpdk

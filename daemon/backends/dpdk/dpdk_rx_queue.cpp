@@ -8,12 +8,24 @@
 #include <string>
 
 #include "core/packet_fields.hpp"
+#include "core/rss_hash.hpp"
 #include "dataplane/receive_clock.hpp"
 
 namespace daqiri::backends::dpdk {
 
 DpdkRxFlow::DpdkRxFlow(core::Flow flow, DpdkRxQueue& queue, std::unique_ptr<HardwareRule> rule)
     : flow_(std::move(flow)), queue_(queue), rule_(std::move(rule)) {}
+
+DpdkRxFlow::DpdkRxFlow(core::Flow flow, DpdkRxQueue& queue, std::shared_ptr<RssGroup> group,
+                       uint32_t index)
+    : flow_(std::move(flow)), queue_(queue), rss_(std::move(group)), rss_index_(index) {}
+
+void DpdkRxFlow::clients_changed() {
+  if (!rss_) return;
+  rss_->clients[rss_index_].store(static_cast<uint32_t>(fanout_.size()), std::memory_order_relaxed);
+  for (dataplane::Poller* p : rss_->pollers)
+    p->epoch().wake();
+}
 
 memory::BufferPool& DpdkRxFlow::pool() {
   return queue_.pool();
@@ -69,6 +81,9 @@ DpdkRxQueue::DpdkRxQueue(uint16_t port, uint16_t queue, memory::BufferPool pool,
       mbuf_of_(pool_.num_bufs(), nullptr) {}
 
 DpdkRxQueue::~DpdkRxQueue() {
+  RssHandoff h{};
+  while (inbox_.pop(&h, 1) == 1)  // its frames are of this queue's pool, which goes next
+    rte_pktmbuf_free(h.mbuf);
   if (private_pool_ != nullptr) rte_mempool_free(private_pool_);
   if (header_pool_ != nullptr) rte_mempool_free(header_pool_);
 }
@@ -151,6 +166,7 @@ rte_mbuf* DpdkRxQueue::adopt(rte_mbuf* foreign) {
 DpdkRxFlow* DpdkRxQueue::takes_all(const Flows& flows) const {
   if (flows.size() != 1) return nullptr;
   DpdkRxFlow* f = flows.front();
+  if (f->spreads_in_software()) return nullptr;  // it hashes every frame
   return takes_every_frame(f->flow().match.any, f->nic_steered(), reach_) ? f : nullptr;
 }
 
@@ -305,19 +321,29 @@ bool DpdkRxQueue::poll_general(const Flows& flows, DpdkRxFlow* takes_all, bool w
   const bool on_device = frames_on_device();
   size_t active = 0;
   bool wait = false;
+  // A member of an RSS flow the daemon spreads is here: its inbox may hold frames, and while
+  // any member of the flow has a client, this queue's frames may be that member's.
+  bool rss = false;
+  bool wanted = false;
   for (DpdkRxFlow* f : flows) {
     active += f->fanout().begin();
     wait |= f->fanout().must_wait(batch_);
+    if (f->spreads_in_software()) [[unlikely]] {
+      rss = true;
+      wanted |= f->rss()->wanted();
+    }
   }
   count_returned(flows);
-  spinning_ = active > 0;
-  if (active == 0 || wait) return false;
+  spinning_ = active > 0 || wanted;
+  if (!spinning_ || wait) return false;
   for (DpdkRxFlow* f : flows)
     f->fanout().prepare(batch_);
   uint16_t n = rte_eth_rx_burst(port_, queue_, rx_.data(), static_cast<uint16_t>(batch_));
-  if (n == 0) return false;
+  const auto handed = rss ? static_cast<uint32_t>(inbox_.pop(handed_.data(), batch_)) : 0u;
+  if (n == 0 && handed == 0) return false;
   dataplane::RxAttachment* whole = whole_frames ? takes_all->fanout().single() : nullptr;
-  if (whole != nullptr && whole->lends_objects()) {  // one of several clients left
+  // One of several clients left (an inbox is never filled for a flow that takes all).
+  if (whole != nullptr && whole->lends_objects() && handed == 0) {
     deliver_alone(flows, *takes_all, *whole, n);
     return true;
   }
@@ -338,6 +364,28 @@ bool DpdkRxQueue::poll_general(const Flows& flows, DpdkRxFlow* takes_all, bool w
     dataplane::bump(counted->counters.packets, run_packets);
     dataplane::bump(counted->counters.bytes, run_bytes);
     run_packets = run_bytes = 0;
+  };
+  // Lends `m` (or only `head`, split off by the NIC, when `m` is null) to `flow`'s clients.
+  auto deliver = [&](DpdkRxFlow* flow, rte_mbuf* m, daqiri_rx_desc& d,
+                     std::span<const std::byte> head) {
+    uint32_t index = m != nullptr ? index_of(m) : dataplane::RxAttachment::kNoBuffer;
+    if (flow != counted) {
+      count_run();
+      counted = flow;
+      delivery = dataplane::RxFanout::Run(flow->fanout(), &pool_, header_pool_ != nullptr);
+    }
+    ++run_packets;
+    run_bytes += d.length;
+    uint16_t refs = delivery.deliver(d, index, head, m);
+    if (refs == 0) {
+      auto& fc = flow->counters;
+      dataplane::bump(flow->fanout().active() == 0 ? fc.no_attachment : fc.rings_full, 1);
+      if (m != nullptr) drop_[dropped++] = m;
+      return;
+    }
+    if (m == nullptr) return;  // every byte went beside the rings: nothing on loan
+    pool_.lend(index, refs);   // every buffer DPDK holds was handed out by pool_.alloc()
+    ++lent;
   };
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = rx_[i];
@@ -392,7 +440,16 @@ bool DpdkRxQueue::poll_general(const Flows& flows, DpdkRxFlow* takes_all, bool w
       if (m != nullptr) drop_[dropped++] = m;
       continue;
     }
-    uint32_t index = m != nullptr ? index_of(m) : dataplane::RxAttachment::kNoBuffer;
+    if (flow->spreads_in_software()) [[unlikely]] {
+      // Never split nor in GPU memory (DpdkBackend::add_flow): `m` is the whole frame.
+      uint32_t target = core::rss_queue_index(core::rss_hash(fields),
+                                              static_cast<uint32_t>(flow->rss()->queues.size()));
+      if (target != flow->rss_index()) {
+        hand_off(*flow, target, m, strip, received, flags, fields.payload_offset);
+        drop_[dropped++] = m;
+        continue;
+      }
+    }
     daqiri_rx_desc d{};
     if (m != nullptr) d.offset = offset_of(m) + m_strip;
     d.timestamp_ns = received;
@@ -400,23 +457,27 @@ bool DpdkRxQueue::poll_general(const Flows& flows, DpdkRxFlow* takes_all, bool w
     d.flow_id = flow->flow().id;
     d.flags = flags;
     d.payload_offset = fields.payload_offset;
-    if (flow != counted) {
-      count_run();
-      counted = flow;
-      delivery = dataplane::RxFanout::Run(flow->fanout(), &pool_, header_pool_ != nullptr);
-    }
-    ++run_packets;
-    run_bytes += length;
-    uint16_t refs = delivery.deliver(d, index, head, m);
-    if (refs == 0) {
-      auto& fc = flow->counters;
-      dataplane::bump(flow->fanout().active() == 0 ? fc.no_attachment : fc.rings_full, 1);
-      if (m != nullptr) drop_[dropped++] = m;
+    deliver(flow, m, d, head);
+  }
+  // Frames other queues received for this queue's RSS members, in this queue's pool already.
+  for (uint32_t i = 0; i < handed; ++i) {
+    const RssHandoff& h = handed_[i];
+    auto member = std::find_if(flows.begin(), flows.end(), [&h](const DpdkRxFlow* f) {
+      return f->rss() != nullptr && f->flow().id == h.flow_id;
+    });
+    if (member == flows.end()) {  // its flow was removed on the way
+      dataplane::bump(counters.unmatched, 1);
+      drop_[dropped++] = h.mbuf;
       continue;
     }
-    if (m == nullptr) continue;  // every byte went beside the rings: nothing on loan
-    pool_.lend(index, refs);     // every buffer DPDK holds was handed out by pool_.alloc()
-    ++lent;
+    daqiri_rx_desc d{};
+    d.offset = offset_of(h.mbuf);
+    d.timestamp_ns = h.received;
+    d.length = h.mbuf->data_len;
+    d.flow_id = h.flow_id;
+    d.flags = h.flags;
+    d.payload_offset = h.payload_offset;
+    deliver(*member, h.mbuf, d, {});
   }
   count_run();
   dataplane::bump(counters.on_loan, lent);
@@ -428,6 +489,33 @@ bool DpdkRxQueue::poll_general(const Flows& flows, DpdkRxFlow* takes_all, bool w
     f->fanout().publish();
   publish_on_loan(flows);
   return true;
+}
+
+void DpdkRxQueue::hand_off(DpdkRxFlow& from, uint32_t target, const rte_mbuf* m, uint16_t strip,
+                           uint64_t received, uint16_t flags, uint16_t payload_offset) {
+  DpdkRxQueue& to = *from.rss()->queues[target];
+  rte_mbuf* copy = rte_pktmbuf_alloc(to.mempool());
+  if (copy == nullptr) {
+    dataplane::bump(from.counters.packets, 1);
+    dataplane::bump(from.counters.no_buffer, 1);
+    return;
+  }
+  uint32_t length = m->data_len - strip;
+  if (length > rte_pktmbuf_tailroom(copy)) {
+    length = rte_pktmbuf_tailroom(copy);
+    flags |= DAQIRI_DESC_TRUNCATED;
+    dataplane::bump(counters.truncated, 1);
+  }
+  std::memcpy(rte_pktmbuf_mtod(copy, std::byte*), rte_pktmbuf_mtod(m, const std::byte*) + strip,
+              length);
+  copy->data_len = static_cast<uint16_t>(length);
+  copy->pkt_len = length;
+  RssHandoff h{copy, received, from.flow().id, flags, payload_offset};
+  if (!to.inbox_.push(h)) {
+    rte_pktmbuf_free(copy);
+    dataplane::bump(from.counters.packets, 1);
+    dataplane::bump(from.counters.rings_full, 1);
+  }
 }
 
 dataplane::NicQueueStats DpdkRxQueue::stats(const std::string& name) const {

@@ -23,8 +23,11 @@
 #include "backends/dpdk/external_memory.hpp"
 #include "backends/dpdk/hardware_steering.hpp"
 #include "backends/dpdk/software_reach.hpp"
+#include "core/flow_table.hpp"
 #include "core/packet_fields.hpp"
+#include "dataplane/handoff_ring.hpp"
 #include "dataplane/nic_stats.hpp"
+#include "dataplane/poller.hpp"
 #include "dataplane/rx_flow_task.hpp"
 #include "dataplane/snapshot.hpp"
 #include "memory/buffer_pool.hpp"
@@ -34,11 +37,43 @@ namespace daqiri::backends::dpdk {
 
 class DpdkRxQueue;
 
+// The queues an RSS flow spreads over, shared by its members (a DpdkRxFlow on each queue).
+// Either the NIC spreads the frames (`rule`, an rte_flow RSS action) or the daemon does: the
+// member on the queue a frame arrives at hashes it (core/rss_hash.hpp) and hands it to the
+// queue the hash picks, through that queue's inbox. Fixed once made but for `clients`.
+struct RssGroup {
+  std::vector<DpdkRxQueue*> queues;         // the flow's order: what rss_queue_index() indexes
+  std::vector<dataplane::Poller*> pollers;  // each queue's, the same order
+  std::unique_ptr<HardwareRule> rule;       // null: spread in software
+  // Each member's attachments (control side writes; every member's poller reads): while any
+  // member has one, every member's queue is polled, since any of them may receive its frames.
+  std::array<std::atomic<uint32_t>, core::kMaxRssQueues> clients{};
+  [[nodiscard]] bool wanted() const {
+    for (size_t i = 0; i < queues.size(); ++i) {
+      if (clients[i].load(std::memory_order_relaxed) != 0) return true;
+    }
+    return false;
+  }
+};
+
+// A frame a queue received for an RSS member on another queue, copied into that queue's pool
+// and passed through its inbox (any queue's poller producing, its own consuming).
+struct RssHandoff {
+  rte_mbuf* mbuf;
+  uint64_t received;  // the receive stamp, as the first queue took it
+  uint32_t flow_id;
+  uint16_t flags;
+  uint16_t payload_offset;
+};
+
 // A flow on a DPDK queue: its fan-out and counters. Its packets live in the queue's pool,
-// so clients of any flow of a queue map that queue's region (isolation is per queue).
+// so clients of any flow of a queue map that queue's region (isolation is per queue). An RSS
+// flow has one on each of its queues, sharing an RssGroup.
 class DpdkRxFlow final : public dataplane::RxFlowTask {
  public:
   DpdkRxFlow(core::Flow flow, DpdkRxQueue& queue, std::unique_ptr<HardwareRule> rule);
+  // A member of an RSS flow: the `index`th of `group`'s queues.
+  DpdkRxFlow(core::Flow flow, DpdkRxQueue& queue, std::shared_ptr<RssGroup> group, uint32_t index);
   bool poll() override { return false; }  // the queue polls
   [[nodiscard]] const core::Flow& flow() const override { return flow_; }
   [[nodiscard]] std::vector<int> fds() const override { return {}; }
@@ -46,17 +81,26 @@ class DpdkRxFlow final : public dataplane::RxFlowTask {
   [[nodiscard]] bool shares_pool() const override { return true; }  // the queue's
   [[nodiscard]] dataplane::RxFanout& fanout() override { return fanout_; }
   [[nodiscard]] dataplane::Steering steering() const override {
-    return rule_ ? dataplane::Steering::kHardware : dataplane::Steering::kSoftware;
+    return nic_steered() ? dataplane::Steering::kHardware : dataplane::Steering::kSoftware;
   }
   // The NIC marks this flow's frames with its id (RTE_MBUF_F_RX_FDIR_ID).
-  [[nodiscard]] bool marked() const { return rule_ && rule_->marked(); }
-  // The NIC steers it: its rte_flow rule was accepted.
-  [[nodiscard]] bool nic_steered() const { return rule_ != nullptr; }
+  [[nodiscard]] bool marked() const { return rule() != nullptr && rule()->marked(); }
+  // The NIC steers it: its rte_flow rule (or its RSS flow's) was accepted.
+  [[nodiscard]] bool nic_steered() const { return rule() != nullptr; }
+  // An RSS member whose frames the daemon spreads: the queue's poller hashes each.
+  [[nodiscard]] bool spreads_in_software() const { return rss_ && !rss_->rule; }
+  [[nodiscard]] RssGroup* rss() const { return rss_.get(); }
+  [[nodiscard]] uint32_t rss_index() const { return rss_index_; }
+  // Its RSS flow's clients changed here: every member's poller is told (control side).
+  void clients_changed() override;
 
  private:
+  [[nodiscard]] const HardwareRule* rule() const { return rss_ ? rss_->rule.get() : rule_.get(); }
   core::Flow flow_;
   DpdkRxQueue& queue_;
   std::unique_ptr<HardwareRule> rule_;
+  std::shared_ptr<RssGroup> rss_;
+  uint32_t rss_index_ = 0;
   dataplane::RxFanout fanout_;
 };
 
@@ -185,6 +229,11 @@ class DpdkRxQueue final : public dataplane::PollTask, public memory::BufferPool:
   [[nodiscard, gnu::always_inline]] static inline DpdkRxFlow* steer(
       const Flows& flows, const rte_mbuf* first, bool readable, core::PacketFields& fields,
       std::optional<core::Decapsulation>& decap);
+  // An RSS member's frame that its hash gives to the `target`th queue of its group: copied
+  // (from `strip` bytes in) into that queue's pool and put in its inbox. Counted here when it
+  // cannot be (no buffer there, a full inbox).
+  void hand_off(DpdkRxFlow& from, uint32_t target, const rte_mbuf* m, uint16_t strip,
+                uint64_t received, uint16_t flags, uint16_t payload_offset);
   // Frees the segments after `m`'s first, flagging and counting the frame truncated if any.
   void keep_first_segment(rte_mbuf* m, uint16_t& flags);
   // NIC buffer split: detaches the payload from header mbuf `h` (the payload, or null when the
@@ -215,8 +264,11 @@ class DpdkRxQueue final : public dataplane::PollTask, public memory::BufferPool:
   dataplane::Published<Flows> flows_;
   std::vector<rte_mbuf*> mbuf_of_;  // by buffer index: the mbuf whose data it is (map_mbufs)
   uint32_t returned_ = 0;           // by give_back(), not yet off counters.on_loan
+  // Where RSS members on other queues put the frames of this queue's members.
+  dataplane::HandoffRing<RssHandoff> inbox_{size_t{2} * kMaxBatch};
   std::array<rte_mbuf*, kMaxBatch> rx_{};
-  std::array<rte_mbuf*, kMaxBatch> drop_{};
+  std::array<RssHandoff, kMaxBatch> handed_{};           // a poll's from the inbox
+  std::array<rte_mbuf*, size_t{2} * kMaxBatch> drop_{};  // received and handed ones alike
   std::array<rte_mbuf*, kMaxBatch> heads_{};  // NIC buffer split: header mbufs of a burst
 };
 

@@ -354,6 +354,24 @@ TEST(Config, BusyPollIsAQueueSetting) {
   EXPECT_THAT(only_error(with_interface("          busy_poll: often\n")), HasSubstr("busy_poll"));
 }
 
+// `queues` spreads a flow over several RX queues (RSS): a DPDK port's, whose poller sees the
+// frames; a socket interface's queue is the one its socket feeds.
+TEST(Config, AFlowSpreadsOverQueuesOfADpdkInterfaceOnly) {
+  auto text = with_interface("        - {name: q1, regions: [r]}\n",
+                             "flows:\n  - {name: f, interface: lo, queues: [q0, q1], match: "
+                             "{udp_dst: 5000}}\ndpdk: {hugepages: false}\n");
+  EXPECT_THAT(only_error(text), HasSubstr("RSS across queues needs a dpdk interface; \"lo\" is "
+                                          "socket"));
+  text.replace(text.find("backend: socket"), 15, "backend: dpdk");
+  text.replace(text.find("address: 127.0.0.1"), 18, "address: net_null0");
+  auto p = parse(text);
+  ASSERT_TRUE(p.config) << p.diags.render();
+  EXPECT_EQ(p.config->flows[0].queue, "");  // the flow table takes the first
+  EXPECT_EQ(p.config->flows[0].rss_queues, (std::vector<std::string>{"q0", "q1"}));
+  text.replace(text.find("queues: [q0, q1]"), 16, "queues: [q1, q1]");
+  EXPECT_THAT(only_error(text), HasSubstr("RSS queue \"q1\" is listed twice"));
+}
+
 TEST(Config, BackendNotBuiltIn) {
   auto text = with_interface();
   text.replace(text.find("backend: socket"), 15, "backend: dpdk");
@@ -948,6 +966,18 @@ TEST(DaqiriConfig, FlowsTakeFlexItemsEcpriAndDecapActions) {
   EXPECT_EQ(flows[0].queue, "q");
 }
 
+// `ids` naming several queues spreads the flow over them (RSS), in the order given.
+TEST(DaqiriConfig, QueueIdsSpreadAFlowOverTheirQueues) {
+  const std::string second_queue = "}\n        - {name: q1, id: 1, memory_regions: [R]";
+  auto rss = parse_daqiri(daqiri_raw_file(second_queue, "", R"(        flows:
+        - {name: spread, id: 1, action: {type: queue, ids: [1, 0]}, match: {udp_dst: 5000}}
+)"));
+  ASSERT_TRUE(rss.config) << rss.diags.render();
+  const auto& f = rss.config->flows.at(0);
+  EXPECT_EQ(f.queue, "q1");
+  EXPECT_EQ(f.rss_queues, (std::vector<std::string>{"q1", "q"}));
+}
+
 TEST(DaqiriConfig, FlowRulesAreDaqirisWithTheirReasons) {
   auto error = [](const std::string& flows, const std::string& flex = "") {
     return only_daqiri_error(daqiri_raw_file("", "", flex + "        flows:\n" + flows));
@@ -957,7 +987,7 @@ TEST(DaqiriConfig, FlowRulesAreDaqirisWithTheirReasons) {
               HasSubstr("flow b matches eCPRI but flow a of interface p matches IPv4/UDP: one "
                         "class of flow per interface, as in DAQIRI"));
   EXPECT_THAT(error("        - {name: a, action: {type: queue, ids: [0, 1]}}\n"),
-              HasSubstr("spreading a flow over several queues (RSS) is not offered"));
+              HasSubstr("no RX queue with id 1 on interface p"));
   EXPECT_THAT(error("        - {name: a, action: {type: queue, ids: [0, 0]}}\n"),
               HasSubstr("queue id 0 is listed twice"));
   EXPECT_THAT(error("        - {name: a, action: {type: queue, id: 0}, match: {flex_item_id: 1, "

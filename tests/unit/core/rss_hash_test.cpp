@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 
@@ -34,6 +35,25 @@ TEST(RssHash, MatchesTheVerificationSuite) {
   }
   static_assert(rss_hash_ipv4_udp(ip(66, 9, 149, 187), ip(161, 142, 100, 80), 2794, 1766) ==
                 0x51ccc178);
+}
+
+// The byte table rss_hash_ipv4_udp uses is the bit-serial hash, tuple for tuple.
+TEST(RssHash, TheByteTableIsTheBitSerialHash) {
+  uint32_t x = 0x9e3779b9;  // xorshift: tuples all over the 96-bit space
+  for (int i = 0; i < 10000; ++i) {
+    std::array<uint32_t, 3> words{};
+    for (auto& w : words) {
+      x ^= x << 13;
+      x ^= x >> 17;
+      x ^= x << 5;
+      w = x;
+    }
+    std::array<uint8_t, 12> bytes{};
+    for (size_t b = 0; b < 12; ++b)
+      bytes[b] = static_cast<uint8_t>(words[b / 4] >> (24 - 8 * (b % 4)));
+    ASSERT_EQ(rss_hash_ipv4_udp(words[0], words[1], uint16_t(words[2] >> 16), uint16_t(words[2])),
+              toeplitz_hash(kRssKey, bytes));
+  }
 }
 
 TEST(RssHash, AddressesAloneMatchTheSuitesIpv4Column) {
