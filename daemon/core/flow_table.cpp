@@ -104,9 +104,9 @@ Result<Flow> FlowTable::add(FlowSpec spec) {
   if (spec.match.is_tcp() && (spec.match.udp_src || spec.match.udp_dst)) {
     return fail(ErrorCode::kInvalidArgument, "a match is UDP or TCP, not both", "match");
   }
-  std::set<uint32_t> ids;
+  std::set<uint32_t> ids;  // of the interface's flows: an id names a flow within its interface
   for (const auto& [name, other] : flows_) {
-    ids.insert(other.id);
+    if (other.interface == spec.interface) ids.insert(other.id);
     if (spec.match.any && other.match.any && other.interface == spec.interface) {
       for (const auto& q : spec.rss_queues.empty() ? std::vector{spec.queue} : spec.rss_queues) {
         if (!other.serves(q)) continue;
@@ -129,7 +129,9 @@ Result<Flow> FlowTable::add(FlowSpec spec) {
   uint32_t id = 0;
   if (spec.id) {
     if (ids.contains(*spec.id)) {
-      return fail(ErrorCode::kAlreadyExists, "flow id " + std::to_string(*spec.id) + " is taken",
+      return fail(ErrorCode::kAlreadyExists,
+                  "flow id " + std::to_string(*spec.id) + " is taken on interface \"" +
+                      spec.interface + "\"",
                   "id");
     }
     id = *spec.id;

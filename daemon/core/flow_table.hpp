@@ -1,6 +1,7 @@
 // The set of flows of the daemon and the rules a flow must obey, whether it comes from the
 // configuration or from CreateFlow: a valid unique name, an interface and RX queue that exist,
-// a non-empty match that overlaps no other flow of the same interface, a unique id.
+// a non-empty match that overlaps no other flow of the same interface, an id unique within the
+// interface (as DAQIRI's; a client reads the flows of one interface at a time).
 // Not thread-safe: the Model serialises access.
 #pragma once
 

@@ -131,6 +131,33 @@ TEST_F(FlowTableTest, AnRssFlowSpreadsOverDistinctQueuesItHoldsAgainstCatchAlls)
   EXPECT_EQ(table.flows().size(), 1u);
 }
 
+// As DAQIRI's: two interfaces may each have a flow 1, the lowest free id is the interface's,
+// and an id taken on the interface is refused.
+TEST(FlowIds, AreUniqueWithinTheirInterface) {
+  FlowTable table{RxTopology{{{"a", {"rx0"}}, {"b", {"rx0"}}}}};
+  auto flow = [&](const char* name, const char* itf, std::optional<uint32_t> id, uint16_t port) {
+    FlowSpec s;
+    s.name = name;
+    s.interface = itf;
+    s.match = dst(port, port);
+    s.id = id;
+    return table.add(std::move(s));
+  };
+  ASSERT_TRUE(flow("a1", "a", 1u, 10));
+  auto b1 = flow("b1", "b", 1u, 10);
+  ASSERT_TRUE(b1) << b1.error().message;
+  auto a_next = flow("a_next", "a", std::nullopt, 11);
+  ASSERT_TRUE(a_next);
+  EXPECT_EQ(a_next->id, 0u);
+  auto b_next = flow("b_next", "b", std::nullopt, 11);
+  ASSERT_TRUE(b_next);
+  EXPECT_EQ(b_next->id, 0u);
+  auto again = flow("a_again", "a", 1u, 12);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().message, "flow id 1 is taken on interface \"a\"");
+  EXPECT_EQ(again.error().field, "id");
+}
+
 TEST_F(FlowTableTest, RemovingAnUnknownFlowIsNotFound) {
   auto r = table.remove("ghost");
   ASSERT_FALSE(r);
