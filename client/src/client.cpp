@@ -424,7 +424,9 @@ Result<size_t> TxStream::submit(std::span<const TxBuffer> buffers) {
     }
     s_->mine[b.index] = 0;
     uint32_t flags = uint32_t(b.op) | uint32_t{b.connection} << DAQIRI_TX_CONNECTION_SHIFT;
-    *s_->tx.slot<daqiri_tx_desc>(s_->produced++) = {b.index, b.length, flags, b.remote_slot};
+    daqiri_tx_desc d{b.index, b.length, flags, b.remote_slot};
+    if (b.send_at_ns != 0) daqiri_tx_desc_set_time(&d, b.send_at_ns);
+    *s_->tx.slot<daqiri_tx_desc>(s_->produced++) = d;
   }
   s_->tx.publish_producer(s_->produced);
   if (n > 0 && options_.kick) s_->tx.wake_consumer(s_->attached.kick.get());

@@ -107,6 +107,8 @@ struct QueueConfig {
   // TX queues only; unset: kChecked.
   std::optional<TxPolicy> tx_policy;
   uint32_t pacing_mbps = 0;  // TX queues only: the long-run rate cap; 0: none
+  // TX queues only: a frame may name a time it leaves no earlier than (DAQIRI_TX_AT).
+  bool accurate_send = false;
   std::vector<std::string> regions;
   Located where;
 };

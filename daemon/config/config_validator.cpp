@@ -169,6 +169,10 @@ class Validator {
       error(q.where.at("pacing_mbps"),
             "rdma TX queues carry RDMA operations, which are not paced: no pacing_mbps");
     }
+    if (q.accurate_send && itf.backend == Backend::kRdma) {
+      error(q.where.at("accurate_send"),
+            "rdma TX queues carry RDMA operations, which go out as posted: no accurate_send");
+    }
     if (q.tx_policy && itf.backend == Backend::kRdma) {
       error(q.where.at("tx_policy"),
             "rdma TX queues carry RDMA operations, not frames: no tx_policy");

@@ -291,7 +291,20 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
       for (const auto& q : qs->items())
         itf.tx_queues.push_back(read_queue(q, i++, true, stream));
     }
-    t.ignore("accurate_send", "send-time scheduling is not offered by daqirid");
+    if (auto a = t.get("accurate_send")) {
+      // DAQIRI's is the NIC's send scheduling (SEND_ON_TIMESTAMP, the NIC's PTP clock).
+      if (auto on = a->to_bool(); on && *on) {
+        a->warning(
+            "accurate_send: the daemon's TX poller holds each frame until its time on "
+            "CLOCK_REALTIME (keep the NIC's clock in step with it, as phc2sys does), not the "
+            "NIC's send scheduling: a frame leaves no earlier than its time, and late by the "
+            "poller's microseconds");
+        for (auto& q : itf.tx_queues) {
+          q.accurate_send = true;
+          q.where.record("accurate_send", a->origin());
+        }
+      }
+    }
     if (auto f = t.get("flows")) {
       if (backend == Backend::kDpdk) {
         read_daqiri_tx_flows(*f, itf);

@@ -130,6 +130,7 @@ QueueConfig read_queue(const YamlNode& node, uint32_t index, bool tx) {
   map.read_bool("busy_poll", q.busy_poll, q.where);
   if (TxPolicy p{}; tx && map.read_choice("tx_policy", p, kTxPolicies, q.where)) q.tx_policy = p;
   if (tx) map.read_uint("pacing_mbps", q.pacing_mbps, 0, kMaxPacingMbps, q.where);
+  if (tx) map.read_bool("accurate_send", q.accurate_send, q.where);
   map.read_string_list("regions", q.regions, q.where);
   if (q.regions.empty()) {
     Origin o = q.where.self;

@@ -6,6 +6,7 @@
 #include <bit>
 
 #include "daqiri/frame.hpp"
+#include "dataplane/receive_clock.hpp"
 
 namespace daqiri::dataplane {
 
@@ -66,12 +67,17 @@ uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max, TxPacer& pacer) {
   uint32_t taken = 0;
   uint64_t spent = 0;
   const uint64_t budget = pacer.budget();
+  uint64_t now = 0;  // read at the first frame with a send time
   for (; taken < n && spent < budget; ++taken) {
     daqiri_tx_desc d = *tx_.slot<daqiri_tx_desc>(tx_cons_);  // read once: the client may change it
     if (!valid(d)) {
       bump(counters.bad_descriptor, 1);
       lifecycle.violated.store(true, std::memory_order_release);
       break;
+    }
+    if ((d.flags & DAQIRI_TX_AT) != 0 && rules_.send_times) {
+      if (now == 0) now = ReceiveClock::now_ns();
+      if (daqiri_tx_desc_time(&d, now) > now) break;
     }
     with_daemon_[d.buffer] = 1;
     out[taken] = d;
@@ -86,7 +92,13 @@ uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max, TxPacer& pacer) {
 bool TxAttachment::valid(const daqiri_tx_desc& d) const {
   if (d.buffer >= num_bufs_ || with_daemon_[d.buffer] != 0) return false;
   if (d.length < rules_.min_length || d.length > buf_size_) return false;
-  if (!rules_.rdma_ops) return d.flags == 0 && d.remote == 0;
+  if (!rules_.rdma_ops) {
+    // A send time, or nothing.
+    if (rules_.send_times && (d.flags & DAQIRI_TX_AT) != 0) {
+      return (d.flags & ((1u << DAQIRI_TX_TIME_SHIFT) - 1)) == DAQIRI_TX_AT;
+    }
+    return d.flags == 0 && d.remote == 0;
+  }
   // The connection and the slot are the backend's to check: they name the peer's state.
   uint32_t op = d.flags & DAQIRI_TX_OP_MASK;
   return op < DAQIRI_TX_RDMA_OPS && (d.flags & ~(DAQIRI_TX_OP_MASK | 0xffff0000u)) == 0;

@@ -22,6 +22,9 @@ namespace daqiri::dataplane {
 struct TxRules {
   uint32_t min_length = 0;
   bool rdma_ops = false;  // flags carry an RDMA operation and connection, `remote` a slot
+  // accurate_send: flags and `remote` may name the time a frame leaves no earlier than
+  // (DAQIRI_TX_AT); take() leaves it, and what was submitted after it, in the ring till then.
+  bool send_times = false;
 };
 
 class TxAttachment {
@@ -56,8 +59,10 @@ class TxAttachment {
 
   // ---- poller side ----
   // Up to `max` descriptors the client submitted, copied out of shared memory and validated;
-  // returns how many. Stops at the first invalid one and marks the attachment violated, and
-  // once the frames taken reach the pacer's budget (spending them from it).
+  // returns how many. Stops at the first invalid one and marks the attachment violated, once
+  // the frames taken reach the pacer's budget (spending them from it), and at a frame whose
+  // send time is still to come (read whole again at the next take: nothing of it is kept).
+  // While such a frame waits its submission is pending, so arm_wakeup() keeps the poller up.
   uint32_t take(daqiri_tx_desc* out, uint32_t max, TxPacer& pacer);
   uint32_t take(daqiri_tx_desc* out, uint32_t max) {
     TxPacer unpaced(0, 0, 0);

@@ -240,6 +240,22 @@ TEST_F(DaqiriFileTest, SoftwareLoopbackTxQueueKeepsToItsPacingCap) {
               HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
 }
 
+// DAQIRI's tx.accurate_send: the daemon holds each frame of the loopback's TX queue until the
+// time its client gave it (five frames submitted at once, 40 ms apart), and says how it
+// differs from DAQIRI's NIC scheduling.
+TEST_F(DaqiriFileTest, AccurateSendHoldsEachFrameUntilItsTime) {
+  start_daqiri_file(sw_loopback_example("", "", "        accurate_send: true\n"));
+  if (HasFatalFailure()) return;
+  EXPECT_THAT(daemon_->log(), HasSubstr("accurate_send: the daemon's TX poller holds each frame"));
+  // A frame's buffer comes back once the loopback's RX side has taken it.
+  Spawned rx(dir_, tap("loopback_ports", 5));
+  ASSERT_TRUE(each_attached({"loopback_ports"})) << stats().DebugString();
+  auto tx = run(client({"tx-at", "loopback_ports", "tx_q_0", "5", "40"}));
+  ASSERT_EQ(tx.exit_code, 0) << tx.out << daemon_->log();
+  EXPECT_THAT(tx.out, HasSubstr("sent 5, early 0,"));
+  ASSERT_EQ(rx.wait(), 0) << rx.output();
+}
+
 // The file's own flows steer what comes back, as they would what a NIC received: each flow's
 // client gets exactly its port's frames, and frames no flow takes are counted, not delivered.
 TEST_F(DaqiriFileTest, SoftwareLoopbackSteersWhatComesBackByTheFilesFlows) {

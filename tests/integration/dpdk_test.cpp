@@ -327,6 +327,26 @@ TEST_F(DpdkTest, ReleaseTakesOnlyItsOwnStreamsBursts) {
   EXPECT_THAT(r.out, HasSubstr("released"));
 }
 
+// accurate_send: five frames submitted at once, each to leave 40 ms after the one before, come
+// back from net_null (which frees a frame as it is sent) none before its time and the last
+// after 200 ms; the same send times on a queue without accurate_send cut the client off.
+TEST_F(DpdkTest, AccurateSendHoldsEachFrameUntilItsTime) {
+  start(config(dir_.file("d.sock"),
+               "  - name: null0\n    backend: dpdk\n    address: net_null0\n"
+               "    source_ipv4: 127.0.0.1\n    tx:\n      queues:\n"
+               "        - {name: timed, regions: [tx], accurate_send: true}\n"
+               "        - {name: plain, regions: [tx]}\n",
+               "  []\n"));
+  if (HasFatalFailure()) return;
+  auto timed = run({test_client_path(), "tx-at", socket_, "null0", "timed", "5", "40"});
+  ASSERT_EQ(timed.exit_code, 0) << timed.out << daemon_->log();
+  EXPECT_THAT(timed.out, HasSubstr("sent 5, early 0,"));  // the last one 200 ms on at least
+  auto plain = run({test_client_path(), "tx-at", socket_, "null0", "plain", "5", "40"});
+  EXPECT_NE(plain.exit_code, 0);
+  EXPECT_THAT(plain.out, HasSubstr("came back 0 of 5 (detached)"));
+  EXPECT_THAT(daemon_->log(), HasSubstr("wrote an impossible ring index or descriptor"));
+}
+
 // net_ring: what the daemon sends on TX comes back on RX. A client's TX buffers go out as
 // external mbufs, and an unprivileged client reads them on the RX flow: nothing lost (blocking
 // backpressure), nothing reordered or changed. Once through a flow the poller steers, once

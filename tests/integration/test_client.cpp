@@ -4,6 +4,8 @@
 //   take SOCKET FLOW N            receive N packets, releasing slowly, print, stay attached
 //   write-rx SOCKET FLOW          receive one packet, then try to write into it (must fault)
 //   tx SOCKET IF SRCPORT DSTPORT COUNT SIZE   send COUNT daqiri-gen frames through the daemon
+//   tx-at SOCKET IF QUEUE COUNT GAP_MS   submit COUNT frames at once, frame i to leave GAP_MS x
+//                                 (i + 1) after; print how many came back before their time
 //   reconnect SOCKET FLOW COUNT   receive COUNT packets, reconnecting across daemon restarts
 //   resume SOCKET FLOW COUNT      receive a daqiri-gen stream of COUNT packets until its last,
 //                                 reconnecting across daemon restarts; print what came in each
@@ -291,6 +293,59 @@ int tx(const std::string& socket, const std::string& itf, uint16_t src_port, uin
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   say("sent %llu, %llu failed in %.6f s", static_cast<unsigned long long>(count),
       static_cast<unsigned long long>(s.failed()), seconds);
+  return 0;
+}
+
+// Submits `count` frames at once through IF's TX queue QUEUE, frame i to leave no earlier than
+// `gap_ms` x (i + 1) after the submit (TxBuffer::send_at_ns), and watches them come back:
+// frames leave in order, so the k-th completion is frame k's. Prints how many came back
+// before their time, and when the last did.
+int tx_at(const std::string& socket, const std::string& itf, const std::string& queue,
+          uint32_t count, uint32_t gap_ms) {
+  auto c = connect(socket, "test-tx-at");
+  auto t = c->attach_tx({.interface = itf, .queue = queue});
+  if (!t) {
+    say("attach failed: %s", t.error().message.c_str());
+    return 3;
+  }
+  daqiri::TxStream& s = **t;
+  auto realtime = [] {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
+  };
+  std::vector<daqiri::TxBuffer> bufs(count);
+  if (s.reserve(bufs) != count) return 1;
+  const uint64_t start = realtime();
+  std::vector<uint64_t> due(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    auto& b = bufs[i];
+    size_t h = daqiri::frame::write_udp_headers(b.data, {0x7f000001, 5555}, {0x7f000001, 6000}, 64);
+    daqiri::pattern::fill(b.data.subspan(h, 64), 6000, i);
+    b.length = static_cast<uint32_t>(h + 64);
+    b.send_at_ns = due[i] = start + uint64_t{gap_ms} * 1'000'000 * (i + 1);
+  }
+  if (auto r = s.submit(bufs); !r || *r != count) {
+    say("submit failed");
+    return 1;
+  }
+  uint32_t back = 0, early = 0;
+  uint64_t last = 0;
+  const uint64_t give_up = due.back() + 10'000'000'000ull;
+  while (back < count && !s.detached() && realtime() < give_up) {
+    uint32_t n = static_cast<uint32_t>(s.reclaim());
+    const uint64_t now = realtime();
+    for (uint32_t k = back; k < back + n && k < count; ++k)
+      early += now < due[k] ? 1 : 0;
+    back += n;
+    if (n > 0) last = now;
+  }
+  if (back < count) {
+    say("came back %u of %u%s", back, count, s.detached() ? " (detached)" : "");
+    return 1;
+  }
+  say("sent %u, early %u, last back after %llu ms", count, early,
+      static_cast<unsigned long long>((last - start) / 1'000'000));
   return 0;
 }
 
@@ -687,6 +742,10 @@ int main(int argc, char** argv) {
   if (a.size() == 4 && a[0] == "take") return take(a[1], a[2], std::stoull(a[3]));
   if (a.size() == 4 && a[0] == "attach-many") return attach_many(a[1], a[2], std::stoi(a[3]));
   if (a.size() == 3 && a[0] == "write-rx") return write_rx(a[1], a[2]);
+  if (a.size() == 6 && a[0] == "tx-at") {
+    return tx_at(a[1], a[2], a[3], static_cast<uint32_t>(std::stoul(a[4])),
+                 static_cast<uint32_t>(std::stoul(a[5])));
+  }
   if (a.size() == 7 && a[0] == "tx") {
     return tx(a[1], a[2], static_cast<uint16_t>(std::stoi(a[3])),
               static_cast<uint16_t>(std::stoi(a[4])), std::stoull(a[5]), std::stoul(a[6]));

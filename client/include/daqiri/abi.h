@@ -59,7 +59,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DAQIRI_ABI_VERSION 5u
+#define DAQIRI_ABI_VERSION 6u
 #define DAQIRI_RING_MAGIC 0x44515249u /* "IRQD" little-endian: "DQRI" */
 #define DAQIRI_MSG_MAGIC 0x4451534du  /* "MSQD" */
 #define DAQIRI_CACHE_LINE 64u
@@ -162,10 +162,11 @@ struct daqiri_rx_desc_compact {
 };
 
 /* One frame to send: `length` bytes from the start of TX buffer `buffer`. On socket and DPDK
- * queues `flags` and `remote` must be 0. On RDMA queues `flags` holds the operation (low byte)
- * and the connection (high 16 bits, as RX descriptors name it in `stream`; 0: the first
- * connected), and `remote` the slot of the peer's remote window that WRITE and READ address
- * (WRITE_IMM sends it as the immediate, so the peer knows where the data landed). */
+ * queues `flags` and `remote` are 0, or, on a queue with accurate_send, name the time before
+ * which the frame must not leave (daqiri_tx_desc_set_time below). On RDMA queues `flags` holds the
+ * operation (low byte) and the connection (high 16 bits, as RX descriptors name it in `stream`; 0:
+ * the first connected), and `remote` the slot of the peer's remote window that WRITE and READ
+ * address (WRITE_IMM sends it as the immediate, so the peer knows where the data landed). */
 struct daqiri_tx_desc {
   uint32_t buffer; /* index in the TX region */
   uint32_t length; /* frame bytes, Ethernet header included; RDMA: message bytes */
@@ -188,6 +189,30 @@ enum daqiri_rdma_op {
 #define DAQIRI_TX_OP_MASK 0xffu
 #define DAQIRI_TX_CONNECTION_SHIFT 16u
 #define DAQIRI_TX_RDMA_OPS 4u
+
+/* daqiri_tx_desc.flags on a socket or DPDK queue with accurate_send: the frame leaves no
+ * earlier than a CLOCK_REALTIME time in ns (the clock of RX descriptors' timestamp_ns), whose
+ * bits 32-55 are flags' bits 8-31 and bits 0-31 `remote`. The daemon takes the time within
+ * 2^55 ns (417 days) of its clock that has those 56 bits. Frames leave a queue in ring order:
+ * one that waits for its time holds back those submitted after it. */
+#define DAQIRI_TX_AT 0x80u
+#define DAQIRI_TX_TIME_SHIFT 8u
+#define DAQIRI_TX_TIME_BITS 56u
+
+static inline void daqiri_tx_desc_set_time(struct daqiri_tx_desc* d, uint64_t at_ns) {
+  d->flags = DAQIRI_TX_AT | (uint32_t)((at_ns >> 32) & 0xffffffu) << DAQIRI_TX_TIME_SHIFT;
+  d->remote = (uint32_t)at_ns;
+}
+
+/* The time a descriptor with DAQIRI_TX_AT names, as the daemon reads it at `now_ns`. */
+static inline uint64_t daqiri_tx_desc_time(const struct daqiri_tx_desc* d, uint64_t now_ns) {
+  const uint64_t span = (uint64_t)1 << DAQIRI_TX_TIME_BITS;
+  const uint64_t low = (uint64_t)(d->flags >> DAQIRI_TX_TIME_SHIFT) << 32 | d->remote;
+  uint64_t t = (now_ns & ~(span - 1)) | low;
+  if (t > now_ns && t - now_ns > span / 2 && t >= span) t -= span;
+  if (t < now_ns && now_ns - t > span / 2) t += span;
+  return t;
+}
 
 /* ---- session protocol (SOCK_SEQPACKET, one message per datagram) ---------------------------
  * client: connect -> HELLO        daemon: WELCOME (session id)

@@ -215,6 +215,10 @@ struct TxBuffer {
   daqiri_rdma_op op = DAQIRI_RDMA_SEND;
   uint16_t connection = 0;
   uint32_t remote_slot = 0;
+  // Queues with accurate_send only (others cut a client that sets it): the frame leaves no
+  // earlier than this CLOCK_REALTIME time, in ns (the clock of Packet::timestamp_ns); 0: at
+  // once. Frames leave in the order submitted, so a later one waits behind it.
+  uint64_t send_at_ns = 0;
 };
 
 class TxStream {

@@ -6,7 +6,7 @@ import struct
 
 import numpy as np
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 RING_MAGIC = 0x44515249
 MSG_MAGIC = 0x4451534D
 RING_HEADER_SIZE = 256
@@ -57,6 +57,9 @@ RX_DESC_COMPACT = np.dtype([
 # daqiri_tx_desc.flags on RDMA queues: the operation, and the connection above bit 16
 RDMA_SEND, RDMA_WRITE, RDMA_WRITE_IMM, RDMA_READ = range(4)
 TX_CONNECTION_SHIFT = 16
+# daqiri_tx_desc.flags on a queue with accurate_send: a send time (daqiri_tx_desc_set_time)
+TX_AT = 0x80
+TX_TIME_SHIFT = 8
 COMPLETION_FAILED = 0x80000000  # in a completion ring entry: the buffer came back unsent
 COMPLETION_BUFFER = 0x7FFFFFFF
 TX_DESC = np.dtype([("buffer", "<u4"), ("length", "<u4"), ("flags", "<u4"), ("remote", "<u4")])

@@ -15,9 +15,11 @@ class TxBuffer:
     """A TX buffer the client holds: write a frame into `data`, set `length`, submit it.
     On RDMA queues `op` (abi.RDMA_SEND, _WRITE, _WRITE_IMM, _READ), `connection` (0: the first
     connected) and `remote_slot` (the peer's window slot) say what to do with it; socket and
-    DPDK queues cut a client that sets them."""
+    DPDK queues cut a client that sets them. On a queue with accurate_send, `send_at_ns` (a
+    CLOCK_REALTIME time in ns, as time.time_ns() gives) is when the frame leaves at the
+    earliest; 0: at once."""
 
-    __slots__ = ("index", "data", "length", "op", "connection", "remote_slot")
+    __slots__ = ("index", "data", "length", "op", "connection", "remote_slot", "send_at_ns")
 
     def __init__(self, index, data):
         self.index = index
@@ -26,6 +28,7 @@ class TxBuffer:
         self.op = abi.RDMA_SEND
         self.connection = 0
         self.remote_slot = 0
+        self.send_at_ns = 0
 
 
 class TxStream(Stream):
@@ -109,12 +112,18 @@ class TxStream(Stream):
                 raise ValueError(f"buffer {b.index}: not one this stream holds, or length {b.length} out of range")
             if not (0 <= b.op <= abi.RDMA_READ and 0 <= b.connection <= 0xFFFF and 0 <= b.remote_slot <= 0xFFFFFFFF):
                 raise ValueError(f"buffer {b.index}: op, connection or remote_slot out of range")
+            if b.send_at_ns < 0:
+                raise ValueError(f"buffer {b.index}: send_at_ns is a time, not {b.send_at_ns}")
         if len(set(indices)) != len(indices):
             raise ValueError("a buffer appears twice")
         for b in take:
             self._mine[b.index] = False
             flags = b.op | b.connection << abi.TX_CONNECTION_SHIFT
-            tx.slots[self._produced & tx.mask] = (b.index, b.length, flags, b.remote_slot)
+            remote = b.remote_slot
+            if b.send_at_ns:  # daqiri_tx_desc_set_time
+                flags = abi.TX_AT | ((b.send_at_ns >> 32) & 0xFFFFFF) << abi.TX_TIME_SHIFT
+                remote = b.send_at_ns & 0xFFFFFFFF
+            tx.slots[self._produced & tx.mask] = (b.index, b.length, flags, remote)
             self._produced = (self._produced + 1) & 0xFFFFFFFF
         n = len(take)
         self._in_flight += n

@@ -40,6 +40,10 @@ int main(void) {
          DAQIRI_RDMA_WRITE_IMM, DAQIRI_RDMA_READ, DAQIRI_TX_CONNECTION_SHIFT);
   printf("DAQIRI_COMPLETION_FAILED %u\nDAQIRI_COMPLETION_BUFFER %u\n", DAQIRI_COMPLETION_FAILED,
          DAQIRI_COMPLETION_BUFFER);
+  printf("DAQIRI_TX_AT %u\nDAQIRI_TX_TIME_SHIFT %u\n", DAQIRI_TX_AT, DAQIRI_TX_TIME_SHIFT);
+  struct daqiri_tx_desc timed = {0, 0, 0, 0};
+  daqiri_tx_desc_set_time(&timed, 0x0123456789abcdefull);
+  printf("timed.flags %u\ntimed.remote %u\n", timed.flags, timed.remote);
   return 0;
 }
 """
@@ -100,6 +104,12 @@ def test_offsets_and_constants_match_the_header(c_layout):
     assert c_layout["DAQIRI_TX_CONNECTION_SHIFT"] == abi.TX_CONNECTION_SHIFT
     assert c_layout["DAQIRI_COMPLETION_FAILED"] == abi.COMPLETION_FAILED
     assert c_layout["DAQIRI_COMPLETION_BUFFER"] == abi.COMPLETION_BUFFER
+    assert c_layout["DAQIRI_TX_AT"] == abi.TX_AT
+    assert c_layout["DAQIRI_TX_TIME_SHIFT"] == abi.TX_TIME_SHIFT
+    # what TxStream.submit writes for a send time, as daqiri_tx_desc_set_time does
+    at = 0x0123456789ABCDEF
+    assert c_layout["timed.flags"] == abi.TX_AT | ((at >> 32) & 0xFFFFFF) << abi.TX_TIME_SHIFT
+    assert c_layout["timed.remote"] == at & 0xFFFFFFFF
 
 
 PAYLOAD_SEARCH = r"""

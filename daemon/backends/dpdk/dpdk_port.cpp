@@ -221,6 +221,7 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
     rte_eth_macaddr_get(id, &setup.mac);
     setup.multi_segment = multi_segment;
     setup.pacing_mbps = q.pacing_mbps;
+    setup.send_times = q.accurate_send;
     // DAQIRI's TX flows come with DAQIRI files, whose TX queues are raw.
     if (setup.policy == config::TxPolicy::kRaw) setup.flows = itf.tx_flows;
     if (setup.policy == config::TxPolicy::kChecked) {

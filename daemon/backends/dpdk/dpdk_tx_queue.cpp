@@ -71,6 +71,7 @@ DpdkTxQueue::DpdkTxQueue(const TxQueueSetup& setup, rte_mempool* headers)
       multi_segment_(setup.multi_segment),
       flows_(setup.flows),
       pacer_(setup.pacing_mbps, setup.max_frame),
+      send_times_(setup.send_times),
       set_(std::make_unique<const Set>()) {}
 
 DpdkTxQueue::~DpdkTxQueue() {

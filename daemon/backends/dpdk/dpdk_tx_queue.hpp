@@ -56,6 +56,7 @@ struct TxQueueSetup {
   rte_ether_addr mac{};             // checked: written as every frame's source MAC
   bool multi_segment = false;       // the port takes chained mbufs (RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
   uint32_t pacing_mbps = 0;         // the queue's rate cap in megabits of frames a second; 0: none
+  bool send_times = false;          // accurate_send: frames may name a time to leave at
   std::vector<core::TxFlow> flows;  // raw queues: the interface's TX flows
 };
 
@@ -76,7 +77,9 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
   [[nodiscard]] dataplane::NicQueueStats stats(const std::string& name) const;
 
   // Ethernet/IPv4/UDP frames, as socket queues take.
-  [[nodiscard]] dataplane::TxRules rules() const override { return {frame::kUdpHeaders, false}; }
+  [[nodiscard]] dataplane::TxRules rules() const override {
+    return {frame::kUdpHeaders, false, send_times_};
+  }
   // add() registers the attachment's buffers with DPDK; remove() (after the attachment is
   // released) undoes it.
   Result<> add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
@@ -135,6 +138,7 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
   std::array<uint8_t, 128> head_{};  // the daemon's copy of a frame's first bytes (match_flow)
   uint32_t head_length_ = 0;
   dataplane::TxPacer pacer_;
+  bool send_times_;
   dataplane::Published<Set> set_;
   std::vector<std::unique_ptr<Binding>> bindings_;  // control side: owns them
   std::array<daqiri_tx_desc, kMaxBatch> descs_{};

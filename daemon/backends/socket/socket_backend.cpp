@@ -13,9 +13,10 @@ Result<std::unique_ptr<Backend>> SocketBackend::open(const BackendContext& conte
 }
 
 Result<dataplane::TxQueueTask*> SocketBackend::open_tx_queue(const QueueHome& home) {
-  auto task = SocketTxQueue::create(
-      config::sending_ipv4(*home.itf), home.queue->batch_size, home.region->buf_size,
-      home.queue->tx_policy.value_or(config::TxPolicy::kChecked), home.queue->pacing_mbps);
+  auto task = SocketTxQueue::create(config::sending_ipv4(*home.itf), home.queue->batch_size,
+                                    home.region->buf_size,
+                                    home.queue->tx_policy.value_or(config::TxPolicy::kChecked),
+                                    home.queue->pacing_mbps, home.queue->accurate_send);
   if (!task) return std::unexpected(task.error());
   dataplane::TxQueueTask* raw = task->get();
   tx_queues_.push_back(std::move(*task));

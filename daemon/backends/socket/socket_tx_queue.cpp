@@ -15,7 +15,8 @@ namespace daqiri::backends::socket {
 Result<std::unique_ptr<SocketTxQueue>> SocketTxQueue::create(uint32_t source_ipv4, uint32_t batch,
                                                              uint32_t max_frame,
                                                              config::TxPolicy policy,
-                                                             uint32_t pacing_mbps) {
+                                                             uint32_t pacing_mbps,
+                                                             bool send_times) {
   UniqueFd raw(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_RAW));
   if (!raw) return fail_errno("socket(SOCK_RAW) for TX (needs CAP_NET_RAW)");
   int one = 1;
@@ -26,17 +27,18 @@ Result<std::unique_ptr<SocketTxQueue>> SocketTxQueue::create(uint32_t source_ipv
   ::setsockopt(raw.get(), SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf);
   return std::unique_ptr<SocketTxQueue>(
       new SocketTxQueue(std::move(raw), source_ipv4, std::min(batch, kMaxBatch), max_frame, policy,
-                        dataplane::TxPacer(pacing_mbps, max_frame)));
+                        dataplane::TxPacer(pacing_mbps, max_frame), send_times));
 }
 
 SocketTxQueue::SocketTxQueue(UniqueFd raw, uint32_t source_ipv4, uint32_t batch, uint32_t max_frame,
-                             config::TxPolicy policy, dataplane::TxPacer pacer)
+                             config::TxPolicy policy, dataplane::TxPacer pacer, bool send_times)
     : raw_(std::move(raw)),
       source_ipv4_(source_ipv4),
       batch_(batch),
       max_frame_(max_frame),
       policy_(policy),
       pacer_(pacer),
+      send_times_(send_times),
       staging_(size_t{batch} * max_frame),
       set_(std::make_unique<const Set>()) {}
 

@@ -25,9 +25,11 @@ class SocketTxQueue final : public dataplane::TxQueueTask {
  public:
   // `max_frame`: the TX region's buf_size, the longest frame a client can submit.
   // `pacing_mbps`: the queue's rate cap in megabits of frames a second; 0: none.
+  // `send_times`: accurate_send, frames may name a time to leave at (TxRules::send_times).
   static Result<std::unique_ptr<SocketTxQueue>> create(uint32_t source_ipv4, uint32_t batch,
                                                        uint32_t max_frame, config::TxPolicy policy,
-                                                       uint32_t pacing_mbps = 0);
+                                                       uint32_t pacing_mbps = 0,
+                                                       bool send_times = false);
 
   bool poll() override;
   // NEED_WAKEUP on its attachments' TX rings while the poller sleeps (their clients kick).
@@ -37,7 +39,9 @@ class SocketTxQueue final : public dataplane::TxQueueTask {
   // 1 ms sleeps. (Frames are sent, and their buffers completed, within the poll.)
   [[nodiscard]] bool needs_timed_wakeup() const override;
 
-  [[nodiscard]] dataplane::TxRules rules() const override { return {frame::kUdpHeaders, false}; }
+  [[nodiscard]] dataplane::TxRules rules() const override {
+    return {frame::kUdpHeaders, false, send_times_};
+  }
   Result<> add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
   dataplane::Grace remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
 
@@ -46,7 +50,7 @@ class SocketTxQueue final : public dataplane::TxQueueTask {
   static constexpr uint32_t kMaxBatch = 256;
 
   SocketTxQueue(UniqueFd raw, uint32_t source_ipv4, uint32_t batch, uint32_t max_frame,
-                config::TxPolicy policy, dataplane::TxPacer pacer);
+                config::TxPolicy policy, dataplane::TxPacer pacer, bool send_times);
   // Sends what `a` submitted, as far as the pacer's budget goes.
   bool drain(dataplane::TxAttachment& a);
 
@@ -56,6 +60,7 @@ class SocketTxQueue final : public dataplane::TxQueueTask {
   uint32_t max_frame_;
   config::TxPolicy policy_;
   dataplane::TxPacer pacer_;
+  bool send_times_;
   std::vector<std::byte> staging_;  // batch_ frames of max_frame_ bytes
   dataplane::Published<Set> set_;
   std::array<daqiri_tx_desc, kMaxBatch> descs_{};    // taken; then the refused ones

@@ -5,6 +5,7 @@
 
 #include "daqiri/frame.hpp"
 #include "daqiri/ring.hpp"
+#include "dataplane/receive_clock.hpp"
 #include "dataplane/tx_attachment.hpp"
 
 namespace daqiri::dataplane {
@@ -133,6 +134,55 @@ TEST(TxAttachment, RdmaQueuesTakeOperationsAndNothingElse) {
     EXPECT_EQ((*b)->take(out, 4), 0u);
     EXPECT_TRUE((*b)->lifecycle.violated.load());
   }
+}
+
+// accurate_send: a frame whose time is to come stays in the ring, and holds back the ones
+// after it, until its time; stray flag bits beside the send time, or a send time on a queue
+// without accurate_send, cut the client off.
+TEST(TxAttachment, SendTimesHoldFramesInOrderAndNothingElseRides) {
+  const TxRules timed{frame::kUdpHeaders, false, true};
+  auto a = TxAttachment::create(1, 2048, 16, 64, false, timed);
+  ASSERT_TRUE(a);
+  auto tx = *abi::RingView::open((*a)->rings().data(), (*a)->completion_offset(), DAQIRI_RING_TX,
+                                 sizeof(daqiri_tx_desc));
+  const uint64_t now = ReceiveClock::now_ns();
+  daqiri_tx_desc past{1, 100, 0, 0}, soon{2, 100, 0, 0}, after{3, 100, 0, 0};
+  daqiri_tx_desc_set_time(&past, now - 1'000'000);
+  daqiri_tx_desc_set_time(&soon, now + 50'000'000);
+  *tx.slot<daqiri_tx_desc>(0) = past;
+  *tx.slot<daqiri_tx_desc>(1) = soon;
+  *tx.slot<daqiri_tx_desc>(2) = after;
+  tx.publish_producer(3);
+  daqiri_tx_desc out[8];
+  ASSERT_EQ((*a)->take(out, 8), 1u);
+  EXPECT_EQ(out[0].buffer, 1u);
+  EXPECT_EQ((*a)->take(out, 8), 0u);  // `soon` holds `after` back
+  EXPECT_EQ(tx.load_consumer(), 1u);  // both still the client's ring's
+  EXPECT_FALSE((*a)->arm_wakeup());   // and the poller stays up for them
+  (*a)->disarm_wakeup();
+  while (ReceiveClock::now_ns() < now + 50'000'000) {
+  }
+  ASSERT_EQ((*a)->take(out, 8), 2u);
+  EXPECT_EQ(out[0].buffer, 2u);
+  EXPECT_EQ(out[1].buffer, 3u);
+  EXPECT_FALSE((*a)->lifecycle.violated.load());
+
+  daqiri_tx_desc stray = past;
+  stray.buffer = 4;
+  stray.flags |= 0x1;  // an RDMA operation's bit beside the send time
+  *tx.slot<daqiri_tx_desc>(3) = stray;
+  tx.publish_producer(4);
+  EXPECT_EQ((*a)->take(out, 8), 0u);
+  EXPECT_TRUE((*a)->lifecycle.violated.load());
+
+  auto untimed = TxAttachment::create(2, 2048, 16, 64, false, kUdpRules);
+  ASSERT_TRUE(untimed);
+  auto utx = *abi::RingView::open((*untimed)->rings().data(), (*untimed)->completion_offset(),
+                                  DAQIRI_RING_TX, sizeof(daqiri_tx_desc));
+  *utx.slot<daqiri_tx_desc>(0) = past;
+  utx.publish_producer(1);
+  EXPECT_EQ((*untimed)->take(out, 8), 0u);
+  EXPECT_TRUE((*untimed)->lifecycle.violated.load());
 }
 
 }  // namespace
