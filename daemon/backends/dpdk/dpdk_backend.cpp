@@ -156,6 +156,7 @@ Result<std::shared_ptr<RssGroup>> DpdkBackend::rss_group(const core::Flow& flow,
     return group;
   }
   auto group = std::make_shared<RssGroup>();
+  group->serial = ++rss_serials_;
   std::vector<uint16_t> ids;
   for (const auto& name : names) {
     DpdkRxQueue* q = rx_queue(flow.interface, name);

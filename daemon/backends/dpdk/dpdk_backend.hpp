@@ -65,6 +65,7 @@ class DpdkBackend final : public Backend {
   std::unique_ptr<Eal> eal_;  // first made, last gone
   std::vector<std::unique_ptr<Port>> ports_;
   std::map<std::string, std::weak_ptr<RssGroup>> rss_groups_;  // by flow name
+  uint64_t rss_serials_ = 0;                                   // RssGroup::serial's last
 };
 
 }  // namespace daqiri::backends::dpdk

@@ -463,7 +463,7 @@ bool DpdkRxQueue::poll_general(const Flows& flows, DpdkRxFlow* takes_all, bool w
   for (uint32_t i = 0; i < handed; ++i) {
     const RssHandoff& h = handed_[i];
     auto member = std::find_if(flows.begin(), flows.end(), [&h](const DpdkRxFlow* f) {
-      return f->rss() != nullptr && f->flow().id == h.flow_id;
+      return f->rss() != nullptr && f->rss()->serial == h.group;
     });
     if (member == flows.end()) {  // its flow was removed on the way
       dataplane::bump(counters.unmatched, 1);
@@ -474,7 +474,7 @@ bool DpdkRxQueue::poll_general(const Flows& flows, DpdkRxFlow* takes_all, bool w
     d.offset = offset_of(h.mbuf);
     d.timestamp_ns = h.received;
     d.length = h.mbuf->data_len;
-    d.flow_id = h.flow_id;
+    d.flow_id = (*member)->flow().id;
     d.flags = h.flags;
     d.payload_offset = h.payload_offset;
     deliver(*member, h.mbuf, d, {});
@@ -510,7 +510,7 @@ void DpdkRxQueue::hand_off(DpdkRxFlow& from, uint32_t target, const rte_mbuf* m,
               length);
   copy->data_len = static_cast<uint16_t>(length);
   copy->pkt_len = length;
-  RssHandoff h{copy, received, from.flow().id, flags, payload_offset};
+  RssHandoff h{copy, received, from.rss()->serial, flags, payload_offset};
   if (!to.inbox_.push(h)) {
     rte_pktmbuf_free(copy);
     dataplane::bump(from.counters.packets, 1);

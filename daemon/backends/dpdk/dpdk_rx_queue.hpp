@@ -42,6 +42,9 @@ class DpdkRxQueue;
 // member on the queue a frame arrives at hashes it (core/rss_hash.hpp) and hands it to the
 // queue the hash picks, through that queue's inbox. Fixed once made but for `clients`.
 struct RssGroup {
+  // Unique for the daemon's life: what a handoff names, so that a frame still in an inbox when
+  // its flow goes is never delivered to a later flow that takes the same id there.
+  uint64_t serial = 0;
   std::vector<DpdkRxQueue*> queues;         // the flow's order: what rss_queue_index() indexes
   std::vector<dataplane::Poller*> pollers;  // each queue's, the same order
   std::unique_ptr<HardwareRule> rule;       // null: spread in software
@@ -61,7 +64,7 @@ struct RssGroup {
 struct RssHandoff {
   rte_mbuf* mbuf;
   uint64_t received;  // the receive stamp, as the first queue took it
-  uint32_t flow_id;
+  uint64_t group;     // its RssGroup's serial
   uint16_t flags;
   uint16_t payload_offset;
 };
