@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -83,10 +84,7 @@ constexpr uint32_t rss_hash(const PacketFields& f) {
 
 // The indirection table's size for `queues` queues: the next power of two, as a NIC rounds it.
 constexpr uint32_t rss_table_size(uint32_t queues) {
-  uint32_t size = 1;
-  while (size < queues)
-    size <<= 1;
-  return size;
+  return std::bit_ceil(queues);
 }
 
 // Which of `queues` queues (an index into the flow's list) a hash picks: the table's entry

@@ -9,6 +9,7 @@
 #include "backends/dpdk/dpdk_rx_queue.hpp"
 #include "backends/dpdk/eal.hpp"
 #include "backends/dpdk/software_reach.hpp"
+#include "core/rss_hash.hpp"
 
 namespace daqiri::backends::dpdk {
 
@@ -166,6 +167,10 @@ Result<std::shared_ptr<RssGroup>> DpdkBackend::rss_group(const core::Flow& flow,
     group->queues.push_back(q);
     ids.push_back(q->queue());
   }
+  const auto count = static_cast<uint32_t>(names.size());  // at most kMaxRssQueues: FlowTable
+  group->mask = core::rss_table_size(count) - 1;
+  for (uint32_t h = 0; h <= group->mask; ++h)
+    group->table[h] = static_cast<uint8_t>(core::rss_queue_index(h, count));
   // Each member's queue must let its poller steer, when the NIC does not spread the flow.
   for (size_t i = 0; i < names.size() && !group->rule; ++i) {
     core::Flow member = flow;

@@ -442,8 +442,8 @@ bool DpdkRxQueue::poll_general(const Flows& flows, DpdkRxFlow* takes_all, bool w
     }
     if (flow->spreads_in_software()) [[unlikely]] {
       // Never split nor in GPU memory (DpdkBackend::add_flow): `m` is the whole frame.
-      uint32_t target = core::rss_queue_index(core::rss_hash(fields),
-                                              static_cast<uint32_t>(flow->rss()->queues.size()));
+      const RssGroup& g = *flow->rss();
+      const uint32_t target = g.table[core::rss_hash(fields) & g.mask];
       if (target != flow->rss_index()) {
         hand_off(*flow, target, m, strip, received, flags, fields.payload_offset);
         drop_[dropped++] = m;

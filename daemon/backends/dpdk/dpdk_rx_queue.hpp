@@ -48,6 +48,10 @@ struct RssGroup {
   std::vector<DpdkRxQueue*> queues;         // the flow's order: what rss_queue_index() indexes
   std::vector<dataplane::Poller*> pollers;  // each queue's, the same order
   std::unique_ptr<HardwareRule> rule;       // null: spread in software
+  // The indirection table (core::rss_queue_index for every entry), so that a frame's queue is
+  // one load: table[hash & mask].
+  std::array<uint8_t, core::kMaxRssQueues> table{};
+  uint32_t mask = 0;
   // Each member's attachments (control side writes; every member's poller reads): while any
   // member has one, every member's queue is polled, since any of them may receive its frames.
   std::array<std::atomic<uint32_t>, core::kMaxRssQueues> clients{};
