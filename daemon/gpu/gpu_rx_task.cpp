@@ -82,6 +82,10 @@ GpuRxTask::GpuRxTask(const GpuDevice& gpu, dataplane::RxAttachment& source,
     pool_bytes_.push_back(pool->mapped_bytes());  // what is registered and mapped for the GPU
     pool_on_device_.push_back(pool->on_device());
   }
+  launch_frames_ =
+      std::clamp(std::min(source_ring_.size(), ring_.info().size) / 4, kMinLaunch, kMaxLaunch);
+  frames_.resize(launch_frames_);
+  ops_.resize(launch_frames_);
 }
 
 Result<> GpuRxTask::init_cuda() {
@@ -99,7 +103,7 @@ Result<> GpuRxTask::init_cuda() {
     }
   }
   void* descs = nullptr;
-  if (cudaError_t e = cudaHostAlloc(&descs, sizeof(daqiri_rx_desc) * kMaxBurst * kMaxInflight,
+  if (cudaError_t e = cudaHostAlloc(&descs, sizeof(daqiri_rx_desc) * launch_frames_ * kMaxInflight,
                                     cudaHostAllocPortable);
       e != cudaSuccess) {
     return std::unexpected(runtime_error(e, "cudaHostAlloc of the descriptor staging"));
@@ -217,7 +221,7 @@ bool GpuRxTask::launch() {
   // While copies are still moving, a few frames more wait for them rather than pay a launch of
   // their own: each launch costs the host about as much whatever its size, so under load bursts
   // grow to what arrives meanwhile; an idle engine still launches at once.
-  if (inflight_ >= kBatchWhenInflight && avail < kBatchFrames) return false;
+  if (inflight_ >= kBatchWhenInflight && avail < launch_frames_) return false;
   // The client's consumer index: never trusted beyond [what it released, what we produced].
   uint32_t c = control_ring_.load_consumer();
   if (c - released_ > produced_ - released_) {
@@ -227,14 +231,14 @@ bool GpuRxTask::launch() {
   }
   released_ = c;
   uint32_t room = ring_.info().size - (produced_ - released_);
-  uint32_t n = std::min({avail, room, kMaxBurst});
+  uint32_t n = std::min({avail, room, launch_frames_});
   if (n == 0) {
     backlog_ = true;
     return false;
   }
 
   uint32_t slot_in_flight = (head_ + inflight_) % kMaxInflight;
-  daqiri_rx_desc* descs = descs_ + size_t{slot_in_flight} * kMaxBurst;
+  daqiri_rx_desc* descs = descs_ + size_t{slot_in_flight} * launch_frames_;
   for (uint32_t i = 0; i < n; ++i)
     prepare(i, descs[i]);
   RingGeometry geometry{produced_, ring_.info().size, ring_.info().slot_size};
@@ -360,7 +364,7 @@ cudaError_t GpuRxTask::enqueue_copies(const CopyPlan& plan, uint32_t slot_in_fli
     dataplane::bump(counters.copies, 1);
   }
   // The descriptors land in consecutive slots, in two pieces when the burst wraps the ring.
-  const daqiri_rx_desc* descs = descs_ + size_t{slot_in_flight} * kMaxBurst;
+  const daqiri_rx_desc* descs = descs_ + size_t{slot_in_flight} * launch_frames_;
   uint32_t first = produced_ & (ring_.info().size - 1);
   uint32_t head = std::min(plan.frames, ring_.info().size - first);
   cudaError_t e = copy_descriptors(ring_.descs() + first, descs, head, stream);

@@ -121,5 +121,53 @@ TEST(GpuCopy, FramesFromPinnedHostBuffersReachTheRingByteExact) {
   EXPECT_EQ(pool.available(), frame);
 }
 
+// Each launch costs the copy engines a descriptor copy, a doorbell and an event, so a launch
+// takes up to a quarter of the ring: frames in adjacent buffers arriving at once on a ring of
+// 16384 slots go in launches of 4096, one copy each, byte-exact.
+TEST(GpuCopy, ALaunchTakesAQuarterOfTheRingInOneCopy) {
+  constexpr uint32_t kRing = 16384;
+  constexpr uint32_t kFrames = kRing / 2;
+  constexpr uint32_t kLength = 1500;
+  auto gpu = gpu::GpuDevice::open(0);
+  if (!gpu) GTEST_SKIP() << "no GPU: " << gpu.error().message;
+  ASSERT_TRUE((*gpu)->make_current());
+  auto made = memory::BufferPool::create("gpu-copy-launch", kBufSize, kRing, false);
+  ASSERT_TRUE(made) << made.error().message;
+  memory::BufferPool& pool = *made;
+  auto reg = gpu::HostRegistration::create(pool.data(), pool.mapped_bytes());
+  ASSERT_TRUE(reg) << reg.error().message;
+  std::vector<uint32_t> bufs(kFrames);
+  ASSERT_EQ(pool.alloc(bufs.data(), kFrames), kFrames);
+  auto att = dataplane::RxAttachment::create(1, kRing, dataplane::Backpressure::kDropNew, {&pool});
+  ASSERT_TRUE(att) << att.error().message;
+  auto task = gpu::GpuRxTask::create(**gpu, **att, {reg->device_address()}, kRing, kBufSize);
+  ASSERT_TRUE(task) << task.error().message;
+  for (uint32_t f = 0; f < kFrames; ++f) {
+    ASSERT_EQ(bufs[f], f) << "a new pool hands out its buffers in order";
+    std::byte* buf = pool.buffer(f);
+    for (uint32_t k = 0; k < kLength; ++k)
+      buf[k] = std::byte{byte_of(f, k)};
+    daqiri_rx_desc d{};
+    d.offset = pool.offset(f);
+    d.length = kLength;
+    d.flow_id = 1;
+    (*att)->push(d, f, &pool);
+  }
+  (*att)->publish();
+  ASSERT_EQ(test::drive_until_produced(**task, kFrames), kFrames);
+  EXPECT_EQ((*task)->counters.copies.load(), kFrames / (kRing / 4));
+  EXPECT_EQ((*task)->counters.direct_frames.load(), kFrames);
+  const gpu::DeviceRing& ring = (*task)->ring();
+  std::vector<uint8_t> got(ring.slot_offset(kFrames - 1) + kLength);
+  ASSERT_EQ(cudaMemcpy(got.data(), ring.base(), got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  uint32_t wrong = 0;
+  for (uint32_t f = 0; f < kFrames; ++f) {
+    const uint8_t* slot = got.data() + ring.slot_offset(f);
+    for (uint32_t k = 0; k < kLength; ++k)
+      wrong += slot[k] != byte_of(f, k);
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
 }  // namespace
 }  // namespace daqiri
