@@ -243,7 +243,7 @@ int main(int argc, char** argv) {
   int timeout_s = 30;
   std::string style = "kernel";
   uint32_t blocks = 1, threads = 1024, burst = 32, stages = 8;
-  std::string reconnect_arg = "no", cuda_ipc_arg = "no";
+  std::string reconnect_arg = "no", cuda_ipc_arg = "no", block_arg = "no";
   CLI::App app{"daqiri-gpu-receive: a flow's packets into a GPU ring, checked on the GPU"};
   app.add_option("--socket", socket, "daqirid's control socket");
   app.add_option("--flow", flow, "the flow to attach to")->required();
@@ -261,6 +261,10 @@ int main(int argc, char** argv) {
   app.add_option("--reconnect", reconnect_arg, "kernel: survive a daemon restart")
       ->check(CLI::IsMember({"yes", "no"}));
   app.add_option("--cuda-ipc", cuda_ipc_arg, "open the ring from a legacy cudaIpcMemHandle_t")
+      ->check(CLI::IsMember({"yes", "no"}));
+  app.add_option("--block", block_arg,
+                 "blocking backpressure: the flow waits for this ring instead of dropping "
+                 "(the flow's allow_block must let us)")
       ->check(CLI::IsMember({"yes", "no"}));
   CLI11_PARSE(app, argc, argv);
   bool reconnect = reconnect_arg == "yes";
@@ -290,6 +294,7 @@ int main(int argc, char** argv) {
   ro.flow = flow;
   ro.ring_size = ring_size;
   ro.cuda_ipc = cuda_ipc;
+  ro.block = block_arg == "yes";
   auto attached = daqiri::example::attach_gpu_ring(socket, "daqiri-gpu-receive", ro);
   if (!attached) return 1;
   daqiri::GpuRxRing* ring = attached->ring.get();

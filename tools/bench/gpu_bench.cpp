@@ -1,8 +1,9 @@
 // gpu-bench: the two sides of the GPU delivery benchmark (tools/bench/run-gpu runs them).
-//   gpu-bench ring SOCKET FLOW SECONDS FRAME_BYTES
+//   gpu-bench ring SOCKET FLOW SECONDS FRAME_BYTES [block]
 //       attaches a GPU ring to FLOW and hands every slot straight back (host-side release):
 //       the rate at which daqirid's copy engine fills GPU memory. Prints
-//       "ring packets N seconds S pps P GBps G".
+//       "ring packets N seconds S pps P GBps G". `block`: with blocking backpressure, so that
+//       a source faster than the engine (net_null) waits instead of being dropped.
 //   gpu-bench memcpy BYTES CHUNK SECONDS
 //       the peer: cudaMemcpyAsync host-to-device of CHUNK-byte pieces from a memfd mapping
 //       registered with CUDA (the same kind of memory daqirid stages frames in), back to back
@@ -67,9 +68,11 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-int ring(const std::string& socket, const std::string& flow, double seconds, double frame) {
+int ring(const std::string& socket, const std::string& flow, double seconds, double frame,
+         bool block) {
   daqiri::RxOptions ro;
   ro.flow = flow;
+  ro.block = block;
   auto attached = daqiri::example::attach_gpu_ring(socket, "gpu-bench", ro);
   if (!attached) return 1;
   daqiri::GpuRxRing* r = attached->ring.get();
@@ -497,8 +500,9 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "ring" && argc == 6) {
-    return ring(argv[2], argv[3], std::strtod(argv[4], nullptr), std::strtod(argv[5], nullptr));
+  if (mode == "ring" && (argc == 6 || (argc == 7 && std::string(argv[6]) == "block"))) {
+    return ring(argv[2], argv[3], std::strtod(argv[4], nullptr), std::strtod(argv[5], nullptr),
+                argc == 7);
   }
   if (mode == "latency" && argc == 5) {
     // A kernel loaded lazily while the persistent waiter spins would wait for it: load all now.
@@ -524,7 +528,7 @@ int main(int argc, char** argv) {
                        false);
   }
   std::fprintf(stderr,
-               "usage: gpu-bench ring SOCKET FLOW SECONDS FRAME_BYTES\n"
+               "usage: gpu-bench ring SOCKET FLOW SECONDS FRAME_BYTES [block]\n"
                "       gpu-bench latency kernel|persistent|graph|graph-loop SAMPLES GAP_US\n"
                "       gpu-bench e2e kernel|persistent|graph|graph-loop SOCKET FLOW PACKETS\n"
                "       gpu-bench memcpy|memcpy-d2d BYTES CHUNK SECONDS\n"
