@@ -1,0 +1,157 @@
+#include "reorder/sample_convert.hpp"
+
+#include <array>
+#include <bit>
+#include <cstring>
+
+namespace daqiri::reorder {
+namespace {
+
+constexpr std::array<std::string_view, 8> kNames{"int4", "int8", "int16", "int32",
+                                                 "fp16", "bf16", "fp32",  "fp64"};
+constexpr std::array<uint32_t, 8> kBits{4, 8, 16, 32, 16, 16, 32, 64};
+
+// Sample `i` of `in`, sign-extended.
+template <SampleType In, ByteOrder Order>
+int32_t read_sample(const std::byte* in, uint32_t i) {
+  if constexpr (In == SampleType::kInt4) {
+    auto packed = static_cast<uint8_t>(in[i / 2]);
+    uint8_t nibble = (i & 1) == 0 ? packed >> 4 : packed & 0x0f;
+    return static_cast<int32_t>(static_cast<int8_t>(static_cast<uint8_t>(nibble << 4)) >> 4);
+  } else if constexpr (In == SampleType::kInt8) {
+    return static_cast<int8_t>(in[i]);
+  } else if constexpr (In == SampleType::kInt16) {
+    uint16_t v = 0;
+    std::memcpy(&v, in + size_t{i} * 2, 2);
+    if constexpr (Order == ByteOrder::kNetwork) v = std::byteswap(v);
+    return static_cast<int16_t>(v);
+  } else {
+    uint32_t v = 0;
+    std::memcpy(&v, in + size_t{i} * 4, 4);
+    if constexpr (Order == ByteOrder::kNetwork) v = std::byteswap(v);
+    return static_cast<int32_t>(v);
+  }
+}
+
+// IEEE binary16, rounded to nearest even from a float (which an int16 or smaller is exactly).
+uint16_t to_fp16(float f) {
+  auto bits = std::bit_cast<uint32_t>(f);
+  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+  uint32_t exponent = (bits >> 23) & 0xff;
+  uint32_t mantissa = bits & 0x7fffff;
+  if (exponent == 0) return sign;  // zero (integers have no subnormals)
+  int32_t e = static_cast<int32_t>(exponent) - 127 + 15;
+  if (e >= 31) return sign | 0x7c00;  // beyond fp16: infinity
+  // Integers are at least 1, so e >= 15: always a normal fp16.
+  uint32_t m = mantissa >> 13;
+  uint32_t rest = mantissa & 0x1fff;
+  uint32_t out = (static_cast<uint32_t>(e) << 10) | m;
+  if (rest > 0x1000 || (rest == 0x1000 && (m & 1) != 0)) ++out;  // may carry into infinity
+  return static_cast<uint16_t>(sign | out);
+}
+
+// bfloat16: a float's top half, rounded to nearest even.
+uint16_t to_bf16(float f) {
+  auto bits = std::bit_cast<uint32_t>(f);
+  return static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+}
+
+template <SampleType Out>
+void write_sample(std::byte* out, uint32_t i, int32_t v) {
+  if constexpr (Out == SampleType::kFp16 || Out == SampleType::kBf16) {
+    uint16_t h =
+        Out == SampleType::kFp16 ? to_fp16(static_cast<float>(v)) : to_bf16(static_cast<float>(v));
+    std::memcpy(out + size_t{i} * 2, &h, 2);
+  } else if constexpr (Out == SampleType::kFp32) {
+    auto f = static_cast<float>(v);
+    std::memcpy(out + size_t{i} * 4, &f, 4);
+  } else if constexpr (Out == SampleType::kFp64) {
+    auto d = static_cast<double>(v);
+    std::memcpy(out + size_t{i} * 8, &d, 8);
+  } else {
+    std::memcpy(out + size_t{i} * 4, &v, 4);
+  }
+}
+
+template <SampleType In, SampleType Out, ByteOrder Order>
+void convert(const std::byte* in, uint32_t bytes, std::byte* out) {
+  uint32_t samples = bytes * 8 / kBits[static_cast<size_t>(In)];
+  for (uint32_t i = 0; i < samples; ++i)
+    write_sample<Out>(out, i, read_sample<In, Order>(in, i));
+}
+
+template <SampleType In, ByteOrder Order>
+ConvertFn converter_from(SampleType out) {
+  switch (out) {
+    case SampleType::kFp16:
+      return &convert<In, SampleType::kFp16, Order>;
+    case SampleType::kBf16:
+      return &convert<In, SampleType::kBf16, Order>;
+    case SampleType::kFp32:
+      return &convert<In, SampleType::kFp32, Order>;
+    case SampleType::kFp64:
+      return &convert<In, SampleType::kFp64, Order>;
+    case SampleType::kInt32:
+      return &convert<In, SampleType::kInt32, Order>;
+    default:
+      return nullptr;
+  }
+}
+
+template <ByteOrder Order>
+ConvertFn converter_in(const SampleFormat& f) {
+  switch (f.input) {
+    case SampleType::kInt4:
+      return converter_from<SampleType::kInt4, Order>(f.output);
+    case SampleType::kInt8:
+      return converter_from<SampleType::kInt8, Order>(f.output);
+    case SampleType::kInt16:
+      return converter_from<SampleType::kInt16, Order>(f.output);
+    case SampleType::kInt32:
+      return converter_from<SampleType::kInt32, Order>(f.output);
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+std::optional<SampleType> sample_type_from(std::string_view name) {
+  for (size_t i = 0; i < kNames.size(); ++i) {
+    if (kNames[i] == name) return static_cast<SampleType>(i);
+  }
+  return std::nullopt;
+}
+
+std::string_view name_of(SampleType t) {
+  return kNames[static_cast<size_t>(t)];
+}
+
+uint32_t bits_of(SampleType t) {
+  return kBits[static_cast<size_t>(t)];
+}
+
+bool is_input(SampleType t) {
+  return t <= SampleType::kInt32;
+}
+
+bool is_output(SampleType t) {
+  return t >= SampleType::kFp16 || t == SampleType::kInt32;
+}
+
+bool SampleFormat::converts() const {
+  return input != output || (order == ByteOrder::kNetwork && bits_of(input) > 8);
+}
+
+std::optional<uint64_t> SampleFormat::output_bytes(uint64_t input_bytes) const {
+  uint64_t in_bits = bits_of(input);
+  if (input_bytes * 8 % in_bits != 0) return std::nullopt;
+  return input_bytes * 8 / in_bits * bits_of(output) / 8;
+}
+
+ConvertFn converter(const SampleFormat& f) {
+  return f.order == ByteOrder::kNetwork ? converter_in<ByteOrder::kNetwork>(f)
+                                        : converter_in<ByteOrder::kHost>(f);
+}
+
+}  // namespace daqiri::reorder
