@@ -189,13 +189,25 @@ bool Poller::park() {
     return false;
   }
   const Fds& fds = fds_.load();
+  auto unwatch_fds = [&] {
+    for (const TaskFd& e : fds) {  // one never added: ENOENT, nothing done
+      if (e.task->wakes_on_fds()) ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, e.fd, nullptr);
+    }
+  };
   // A task's answer holds for the whole park: only this thread changes what it depends on.
   for (const TaskFd& e : fds) {
     if (!e.task->wakes_on_fds()) continue;
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.ptr = nullptr;
-    ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, e.fd, &ev);  // a ready fd ends the wait at once
+    // A ready fd ends the wait at once. One the kernel would not watch (ENOMEM, ENOSPC) would
+    // leave the poller asleep while its frames wait: it polls on instead, this time.
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, e.fd, &ev) != 0) {
+      unwatch_fds();
+      for (PollTask* t : tasks)
+        t->disarm_wakeups();
+      return false;
+    }
   }
   bump(parks_);
   epoll_event events[16];
@@ -215,9 +227,7 @@ bool Poller::park() {
   if (n == 0) bump(timer_wakeups_);
   if (io) bump(io_wakeups_);
   if (rung) bump(doorbell_wakeups_);
-  for (const TaskFd& e : fds) {
-    if (e.task->wakes_on_fds()) ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, e.fd, nullptr);
-  }
+  unwatch_fds();
   for (PollTask* t : tasks)
     t->disarm_wakeups();
   return n == 0;

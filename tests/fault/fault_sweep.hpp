@@ -116,14 +116,15 @@ inline bool says_why(const std::string& output, const std::string& prefix) {
   return at != std::string::npos && output.size() > at + prefix.size() + 1;
 }
 
+// A site the census met by timing (work that came while it counted) may not be met by one run
+// of its trial: until the site has failed once, its trial runs again, up to this many times.
+inline constexpr int kTries = 3;
+
 // Runs `trial` once for each fault trials_for(sites) gives, under its description; the trial arms
 // the injector where its scenario should meet the fault. A site counts as failed once its fault
 // fired. Stops at a fatal failure (an ASSERT in a trial ends only the trial); else reports.
 inline void sweep(FaultInjector& faults, const std::vector<SiteUse>& sites, const char* phase,
                   const std::function<void(const Fault&)>& trial) {
-  // A site the census met by timing (work that came while it counted) may not be met by one
-  // run of its trial: until the site has failed once, its trial runs again, up to kTries.
-  constexpr int kTries = 3;
   std::set<uint64_t> failed_sites;
   auto trials = trials_for(sites);
   size_t runs = 0;
