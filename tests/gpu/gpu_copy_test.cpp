@@ -5,6 +5,8 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "dataplane/rx_attachment.hpp"
@@ -56,22 +58,47 @@ uint8_t byte_of(uint32_t frame, uint32_t k) {
   return static_cast<uint8_t>(frame * 29 + k * 7 + (k >> 8));
 }
 
-TEST(GpuCopy, FramesFromPinnedHostBuffersReachTheRingByteExact) {
-  auto gpu = gpu::GpuDevice::open(0);
-  if (!gpu) GTEST_SKIP() << "no GPU: " << gpu.error().message;
-  ASSERT_TRUE((*gpu)->make_current());
-  auto made = memory::BufferPool::create("gpu-copy-test", kBufSize, kBufs, false);
-  ASSERT_TRUE(made) << made.error().message;
-  memory::BufferPool& pool = *made;
-  auto reg = gpu::HostRegistration::create(pool.data(), pool.mapped_bytes());
-  ASSERT_TRUE(reg) << reg.error().message;
-  std::vector<uint32_t> all(kBufs);
-  ASSERT_EQ(pool.alloc(all.data(), kBufs), kBufs);
-  auto att = dataplane::RxAttachment::create(1, kBufs, dataplane::Backpressure::kDropNew, {&pool});
-  ASSERT_TRUE(att) << att.error().message;
-  auto task = gpu::GpuRxTask::create(**gpu, **att, {reg->device_address()}, kSlots, kBufSize);
-  ASSERT_TRUE(task) << task.error().message;
-  const gpu::DeviceRing& ring = (*task)->ring();
+// The engine without a daemon: a pinned pool of `bufs` buffers of kBufSize, every one taken by
+// the test (in order: a new pool hands them out lowest first), an attachment of `bufs` slots
+// feeding the engine, and a GPU ring of `slots` slots.
+class GpuCopy : public ::testing::Test {
+ protected:
+  void make_engine(const char* name, uint32_t bufs, uint32_t slots) {
+    auto gpu = gpu::GpuDevice::open(0);
+    if (!gpu) GTEST_SKIP() << "no GPU: " << gpu.error().message;
+    gpu_ = std::move(*gpu);
+    ASSERT_TRUE(gpu_->make_current());
+    auto pool = memory::BufferPool::create(name, kBufSize, bufs, false);
+    ASSERT_TRUE(pool) << pool.error().message;
+    pool_.emplace(std::move(*pool));
+    auto reg = gpu::HostRegistration::create(pool_->data(), pool_->mapped_bytes());
+    ASSERT_TRUE(reg) << reg.error().message;
+    reg_.emplace(std::move(*reg));
+    std::vector<uint32_t> all(bufs);
+    ASSERT_EQ(pool_->alloc(all.data(), bufs), bufs);
+    auto att =
+        dataplane::RxAttachment::create(1, bufs, dataplane::Backpressure::kDropNew, {&*pool_});
+    ASSERT_TRUE(att) << att.error().message;
+    att_ = std::move(*att);
+    auto task = gpu::GpuRxTask::create(*gpu_, *att_, {reg_->device_address()}, slots, kBufSize);
+    ASSERT_TRUE(task) << task.error().message;
+    task_ = std::move(*task);
+  }
+  [[nodiscard]] bool made() const { return task_ != nullptr; }
+
+  // Destroyed from the last: the engine before what it reads.
+  std::unique_ptr<gpu::GpuDevice> gpu_;
+  std::optional<memory::BufferPool> pool_;
+  std::optional<gpu::HostRegistration> reg_;
+  std::unique_ptr<dataplane::RxAttachment> att_;
+  std::unique_ptr<gpu::GpuRxTask> task_;
+};
+
+TEST_F(GpuCopy, FramesFromPinnedHostBuffersReachTheRingByteExact) {
+  make_engine("gpu-copy-test", kBufs, kSlots);
+  if (!made()) return;
+  memory::BufferPool& pool = *pool_;
+  const gpu::DeviceRing& ring = task_->ring();
 
   uint32_t frame = 0;
   for (const Group& g : groups()) {
@@ -85,10 +112,10 @@ TEST(GpuCopy, FramesFromPinnedHostBuffersReachTheRingByteExact) {
       d.length = g.lengths[i];
       d.flow_id = 1;
       d.stream = static_cast<uint16_t>(frame);
-      (*att)->push(d, g.buffers[i], &pool);
+      att_->push(d, g.buffers[i], &pool);
     }
-    (*att)->publish();
-    ASSERT_EQ(test::drive_until_produced(**task, frame), frame);
+    att_->publish();
+    ASSERT_EQ(test::drive_until_produced(*task_, frame), frame);
     for (uint32_t f = first; f < frame; ++f) {
       SCOPED_TRACE("frame " + std::to_string(f));
       daqiri_rx_desc d{};
@@ -106,44 +133,32 @@ TEST(GpuCopy, FramesFromPinnedHostBuffersReachTheRingByteExact) {
         want[k] = byte_of(f, k);
       EXPECT_EQ(got, want);
     }
-    (*task)->control_ring().publish_consumer(frame);  // the client is done with them
+    task_->control_ring().publish_consumer(frame);  // the client is done with them
   }
   // The run's first frame (300 bytes) is too narrow for a worthwhile direct row on its own but
   // the run is as wide as its widest; the scattered group is packed, its 64-byte frame too.
-  EXPECT_EQ((*task)->counters.direct_frames.load(), 30u) << "all but the scattered group";
-  EXPECT_EQ((*task)->counters.staged_frames.load(), 8u) << "the scattered group";
-  EXPECT_EQ((*task)->counters.copies.load(), 6u)
+  EXPECT_EQ(task_->counters.direct_frames.load(), 30u) << "all but the scattered group";
+  EXPECT_EQ(task_->counters.staged_frames.load(), 8u) << "the scattered group";
+  EXPECT_EQ(task_->counters.copies.load(), 6u)
       << "one run, two at each ring end, one packed stretch";
-  EXPECT_EQ((*task)->counters.packets.load(), frame);
+  EXPECT_EQ(task_->counters.packets.load(), frame);
   // Every buffer the frames were in comes back once the copies are done (the test holds the
   // other kBufs - frame).
-  ASSERT_TRUE((*att)->reclaim());
+  ASSERT_TRUE(att_->reclaim());
   EXPECT_EQ(pool.available(), frame);
 }
 
 // Each launch costs the copy engines a descriptor copy, a doorbell and an event, so a launch
 // takes up to a quarter of the ring: frames in adjacent buffers arriving at once on a ring of
 // 16384 slots go in launches of 4096, one copy each, byte-exact.
-TEST(GpuCopy, ALaunchTakesAQuarterOfTheRingInOneCopy) {
+TEST_F(GpuCopy, ALaunchTakesAQuarterOfTheRingInOneCopy) {
   constexpr uint32_t kRing = 16384;
   constexpr uint32_t kFrames = kRing / 2;
   constexpr uint32_t kLength = 1500;
-  auto gpu = gpu::GpuDevice::open(0);
-  if (!gpu) GTEST_SKIP() << "no GPU: " << gpu.error().message;
-  ASSERT_TRUE((*gpu)->make_current());
-  auto made = memory::BufferPool::create("gpu-copy-launch", kBufSize, kRing, false);
-  ASSERT_TRUE(made) << made.error().message;
-  memory::BufferPool& pool = *made;
-  auto reg = gpu::HostRegistration::create(pool.data(), pool.mapped_bytes());
-  ASSERT_TRUE(reg) << reg.error().message;
-  std::vector<uint32_t> bufs(kFrames);
-  ASSERT_EQ(pool.alloc(bufs.data(), kFrames), kFrames);
-  auto att = dataplane::RxAttachment::create(1, kRing, dataplane::Backpressure::kDropNew, {&pool});
-  ASSERT_TRUE(att) << att.error().message;
-  auto task = gpu::GpuRxTask::create(**gpu, **att, {reg->device_address()}, kRing, kBufSize);
-  ASSERT_TRUE(task) << task.error().message;
+  make_engine("gpu-copy-launch", kRing, kRing);
+  if (!made()) return;
+  memory::BufferPool& pool = *pool_;
   for (uint32_t f = 0; f < kFrames; ++f) {
-    ASSERT_EQ(bufs[f], f) << "a new pool hands out its buffers in order";
     std::byte* buf = pool.buffer(f);
     for (uint32_t k = 0; k < kLength; ++k)
       buf[k] = std::byte{byte_of(f, k)};
@@ -151,13 +166,13 @@ TEST(GpuCopy, ALaunchTakesAQuarterOfTheRingInOneCopy) {
     d.offset = pool.offset(f);
     d.length = kLength;
     d.flow_id = 1;
-    (*att)->push(d, f, &pool);
+    att_->push(d, f, &pool);
   }
-  (*att)->publish();
-  ASSERT_EQ(test::drive_until_produced(**task, kFrames), kFrames);
-  EXPECT_EQ((*task)->counters.copies.load(), kFrames / (kRing / 4));
-  EXPECT_EQ((*task)->counters.direct_frames.load(), kFrames);
-  const gpu::DeviceRing& ring = (*task)->ring();
+  att_->publish();
+  ASSERT_EQ(test::drive_until_produced(*task_, kFrames), kFrames);
+  EXPECT_EQ(task_->counters.copies.load(), kFrames / (kRing / 4));
+  EXPECT_EQ(task_->counters.direct_frames.load(), kFrames);
+  const gpu::DeviceRing& ring = task_->ring();
   std::vector<uint8_t> got(ring.slot_offset(kFrames - 1) + kLength);
   ASSERT_EQ(cudaMemcpy(got.data(), ring.base(), got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
   uint32_t wrong = 0;
