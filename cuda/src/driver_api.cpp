@@ -54,6 +54,7 @@ Result<DriverApi> load_all() {
   step("cuIpcCloseMemHandle", a.ipc_close_mem_handle);
   step("cuStreamWriteValue32", a.stream_write_value32);
   step("cuStreamWaitValue32", a.stream_wait_value32);
+  step("cuStreamBatchMemOp", a.stream_batch_mem_op);
   step("cuDeviceGet", a.device_get);
   step("cuDeviceGetCount", a.device_get_count);
   step("cuDeviceGetUuid", a.device_get_uuid);

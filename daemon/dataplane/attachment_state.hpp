@@ -37,12 +37,22 @@ struct AttachmentCounters {
 };
 
 // closing: control asks the poller to let go; released: the poller has returned every buffer
-// and will not touch the attachment again; violated: the client broke the protocol and must be
-// cut off (the session server acts on it).
+// and will not touch the attachment again; violated: the client broke the protocol, or the
+// daemon's own engine failed it, and it must be cut off (the session server acts on it).
 struct AttachmentLifecycle {
   std::atomic<bool> closing{false};
   std::atomic<bool> released{false};
   std::atomic<bool> violated{false};
+  // Set before violated when the engine failed, not the client: the call and its error's text,
+  // static strings (a poller allocates nothing), for the session server's log.
+  std::atomic<const char*> engine_call{nullptr};
+  std::atomic<const char*> engine_error{nullptr};
+
+  void engine_failed(const char* call, const char* error) {
+    engine_call.store(call, std::memory_order_relaxed);
+    engine_error.store(error, std::memory_order_relaxed);
+    violated.store(true, std::memory_order_release);
+  }
 };
 
 }  // namespace daqiri::dataplane

@@ -155,11 +155,23 @@ void GpuRxTask::fail_attachment() {
   source_.lifecycle.violated.store(true, std::memory_order_release);
 }
 
+void GpuRxTask::fail_attachment(const char* call, cudaError_t error) {
+  failed_ = true;
+  source_.lifecycle.engine_failed(call, cudaGetErrorString(error));  // a static string
+}
+
+void GpuRxTask::fail_attachment(const char* call, CUresult error) {
+  const char* text = nullptr;
+  if (gpu_.api().get_error_string(error, &text) != CUDA_SUCCESS) text = nullptr;
+  failed_ = true;
+  source_.lifecycle.engine_failed(call, text);
+}
+
 bool GpuRxTask::poll() {
   if (failed_) return false;
   if (tl_current_gpu != gpu_.ordinal()) {
     if (!gpu_.make_current()) {
-      fail_attachment();
+      fail_attachment("cudaSetDevice", cudaGetLastError());
       return false;
     }
     tl_current_gpu = gpu_.ordinal();
@@ -177,7 +189,7 @@ bool GpuRxTask::retire() {
     cudaError_t e = cudaEventQuery(f.event);
     if (e == cudaErrorNotReady) break;
     if (e != cudaSuccess) {
-      fail_attachment();
+      fail_attachment("cudaEventQuery", e);
       return did;
     }
     source_ring_.publish_consumer(f.source_end);
@@ -251,17 +263,30 @@ bool GpuRxTask::launch() {
   // Same stream, after the copies: a reader that sees the doorbell sees the data. And after the
   // burst before (on the other stream) rang: the doorbell only moves forward.
   const Inflight& before = inflight_ring_[(slot_in_flight + kMaxInflight - 1) % kMaxInflight];
-  if (enqueue_copies(plan, slot_in_flight, stream) != cudaSuccess ||
-      (inflight_ != 0 && cudaStreamWaitEvent(stream, before.event, 0) != cudaSuccess) ||
-      gpu_.api().stream_write_value32(reinterpret_cast<CUstream>(stream), ring_.doorbell(),
-                                      produced_ + n,
-                                      CU_STREAM_WRITE_VALUE_DEFAULT) != CUDA_SUCCESS) {
-    fail_attachment();
+  if (cudaError_t e = enqueue_frames(plan, slot_in_flight, stream); e != cudaSuccess) {
+    fail_attachment("cudaMemcpyAsync (frames)", e);
+    return false;
+  }
+  if (cudaError_t e = enqueue_descriptors(descs, n, stream); e != cudaSuccess) {
+    fail_attachment("cudaMemcpyAsync (descriptors)", e);
+    return false;
+  }
+  if (inflight_ != 0) {
+    if (cudaError_t e = cudaStreamWaitEvent(stream, before.event, 0); e != cudaSuccess) {
+      fail_attachment("cudaStreamWaitEvent", e);
+      return false;
+    }
+  }
+  if (CUresult r =
+          gpu_.api().stream_write_value32(reinterpret_cast<CUstream>(stream), ring_.doorbell(),
+                                          produced_ + n, CU_STREAM_WRITE_VALUE_DEFAULT);
+      r != CUDA_SUCCESS) {
+    fail_attachment("cuStreamWriteValue32", r);
     return false;
   }
   Inflight& f = inflight_ring_[slot_in_flight];
-  if (cudaEventRecord(f.event, stream) != cudaSuccess) {
-    fail_attachment();
+  if (cudaError_t e = cudaEventRecord(f.event, stream); e != cudaSuccess) {
+    fail_attachment("cudaEventRecord", e);
     return false;
   }
   uint64_t bytes = 0;
@@ -327,7 +352,7 @@ void GpuRxTask::prepare(uint32_t i, daqiri_rx_desc& desc) {
   desc.region = 0;
 }
 
-cudaError_t GpuRxTask::enqueue_copies(const CopyPlan& plan, uint32_t slot_in_flight,
+cudaError_t GpuRxTask::enqueue_frames(const CopyPlan& plan, uint32_t slot_in_flight,
                                       cudaStream_t stream) {
   std::byte* staging = staging_ + staging_bytes_ * slot_in_flight;
   uint32_t slot_size = ring_.info().slot_size;
@@ -363,14 +388,17 @@ cudaError_t GpuRxTask::enqueue_copies(const CopyPlan& plan, uint32_t slot_in_fli
     if (e != cudaSuccess) return e;
     dataplane::bump(counters.copies, 1);
   }
-  // The descriptors land in consecutive slots, in two pieces when the burst wraps the ring.
-  const daqiri_rx_desc* descs = descs_ + size_t{slot_in_flight} * launch_frames_;
+  return cudaSuccess;
+}
+
+cudaError_t GpuRxTask::enqueue_descriptors(const daqiri_rx_desc* descs, uint32_t n,
+                                           cudaStream_t stream) {
+  // Consecutive slots, in two pieces when the burst wraps the ring.
   uint32_t first = produced_ & (ring_.info().size - 1);
-  uint32_t head = std::min(plan.frames, ring_.info().size - first);
+  uint32_t head = std::min(n, ring_.info().size - first);
   cudaError_t e = copy_descriptors(ring_.descs() + first, descs, head, stream);
-  if (e == cudaSuccess && head < plan.frames) {
-    e = copy_descriptors(ring_.descs(), descs + head, plan.frames - head, stream);
-  }
+  if (e == cudaSuccess && head < n)
+    e = copy_descriptors(ring_.descs(), descs + head, n - head, stream);
   return e;
 }
 

@@ -105,9 +105,15 @@ class GpuRxTask final : public GpuRing {
   // Frame i of the burst: its descriptor into `desc` (header split and payload offset done on
   // the CPU) and what its GPU slot gets into frames_[i].
   void prepare(uint32_t i, daqiri_rx_desc& desc);
-  // Enqueues the plan's copies, then the descriptors' (in two pieces when the burst wraps).
-  cudaError_t enqueue_copies(const CopyPlan& plan, uint32_t slot_in_flight, cudaStream_t stream);
+  // Enqueues the plan's copies of the frames.
+  cudaError_t enqueue_frames(const CopyPlan& plan, uint32_t slot_in_flight, cudaStream_t stream);
+  // Enqueues the `n` descriptors' copy (in two pieces when the burst wraps the ring).
+  cudaError_t enqueue_descriptors(const daqiri_rx_desc* descs, uint32_t n, cudaStream_t stream);
+  // The client broke the ring protocol.
   void fail_attachment();
+  // A call of the engine's own failed: the session server logs it when it cuts the client off.
+  void fail_attachment(const char* call, cudaError_t error);
+  void fail_attachment(const char* call, CUresult error);
 
   const GpuDevice& gpu_;
   dataplane::RxAttachment& source_;

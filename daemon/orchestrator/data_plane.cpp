@@ -180,11 +180,14 @@ void DataPlane::reap_parked() {
   reap_parked_locked();
 }
 
-std::vector<uint64_t> DataPlane::violated() const {
+std::vector<DataPlane::Violation> DataPlane::violated() const {
   std::lock_guard lock(mutex_);
-  std::vector<uint64_t> out;
+  std::vector<Violation> out;
   for (const auto& [id, a] : attachments_) {
-    if (a.lifecycle().violated.load(std::memory_order_acquire)) out.push_back(id);
+    const dataplane::AttachmentLifecycle& l = a.lifecycle();
+    if (!l.violated.load(std::memory_order_acquire)) continue;
+    out.push_back({id, l.engine_call.load(std::memory_order_relaxed),
+                   l.engine_error.load(std::memory_order_relaxed)});
   }
   return out;
 }

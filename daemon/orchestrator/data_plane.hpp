@@ -152,8 +152,13 @@ class DataPlane {
   // second at most), by name. Called now and then (the daemon's health tick): it compares
   // each poller's iteration count with what it was at the previous call.
   [[nodiscard]] std::vector<std::string> stalled_pollers(std::chrono::milliseconds limit);
-  // Attachments whose clients broke the protocol.
-  [[nodiscard]] std::vector<uint64_t> violated() const;
+  // Attachments whose clients broke the protocol or whose engine failed them.
+  struct Violation {
+    uint64_t attachment = 0;
+    const char* engine_call = nullptr;  // null: the client broke the protocol
+    const char* engine_error = nullptr;
+  };
+  [[nodiscard]] std::vector<Violation> violated() const;
 
   [[nodiscard]] std::vector<FlowStats> flow_stats() const;
   [[nodiscard]] std::vector<AttachmentStats> attachment_stats() const;

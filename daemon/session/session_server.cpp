@@ -382,17 +382,24 @@ void SessionServer::end_session(uint64_t session_id, const std::string& why) {
 
 void SessionServer::cut_off_violators() {
   auto violated = dp_.violated();
-  for (uint64_t attachment : violated) {
-    uint64_t sid = session_of(attachment);
+  for (const orchestrator::DataPlane::Violation& v : violated) {
+    uint64_t sid = session_of(v.attachment);
     if (sid == 0) {
-      dp_.close(attachment);
+      dp_.close(v.attachment);
+      continue;
+    }
+    if (v.engine_call != nullptr) {  // not the client's doing: not counted as cut off
+      spdlog::error("session {}: cutting off: attachment {}: its engine failed: {}: {}", sid,
+                    v.attachment, v.engine_call,
+                    v.engine_error != nullptr ? v.engine_error : "unknown error");
+      end_session(sid, "the daemon's engine for its attachment failed");
       continue;
     }
     cut_off_.fetch_add(1);
     spdlog::warn(
         "session {}: cutting off: attachment {} wrote an impossible ring index or "
         "descriptor",
-        sid, attachment);
+        sid, v.attachment);
     end_session(sid, "it broke the ring protocol");
   }
 }

@@ -3,10 +3,11 @@
 // first idles, then runs a one-thread persistent kernel; meanwhile this process times, from
 // enqueue to its event completing, each kind of work a delivery can be made of: a one-thread
 // kernel, a host-to-device copy, a pitched copy, a batch of copies, a stream memory write (the
-// doorbell), a copy followed by the doorbell, and two such on two streams, the second doorbell
-// waiting for the first (an event). It also says whether the GPU can map host
-// memory that is read-only to the process (cudaHostRegisterReadOnly), what a client-side copy
-// from a read-only memfd mapping needs.
+// doorbell), a copy followed by the doorbell, two such on two streams, the second doorbell
+// waiting for the first (an event), and one frame delivered as the engine does it, its
+// descriptor copied or written in the doorbell's batch of memory operations. It also says whether
+// the GPU can map host memory that is read-only to the process (cudaHostRegisterReadOnly), what a
+// client-side copy from a read-only memfd mapping needs.
 //   gpu-contention [SAMPLES [GAP_US]]     (GAP_US: the GPU left idle before each sample)
 // Prints "contention PHASE WORK p50 A p99 B max C" (microseconds) for PHASE idle and busy, and
 // "host-register-read-only supported S works W".
@@ -207,6 +208,27 @@ int main(int argc, char** argv) {
     };
   };
   auto copy = copy_of(kBurst * kFrame);
+  auto frame = [&](cudaStream_t s) {
+    return cudaMemcpy2DAsync(device.get(), kFrame / 2, host.get(), kFrame / 2, kFrame / 2, 2,
+                             cudaMemcpyHostToDevice, s) == cudaSuccess;
+  };
+  char* descriptor = device.get() + 3 * kBurst * kPitch;
+  CUstreamBatchMemOpParams memops[5] = {};
+  auto descriptor_and_bell = [&] {
+    for (int w = 0; w < 4; ++w) {
+      memops[w] = {};
+      memops[w].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+      memops[w].writeValue.address = reinterpret_cast<CUdeviceptr>(descriptor) + CUdeviceptr{8} * w;
+      memops[w].writeValue.value64 = 0x0123456789abcdefULL + w;
+      memops[w].writeValue.flags = CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER;
+    }
+    memops[4] = {};
+    memops[4].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    memops[4].writeValue.address = doorbell;
+    memops[4].writeValue.value = ++bell;
+    memops[4].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+    return memops;
+  };
   std::vector<Work> works = {
       {"kernel", [&](cudaStream_t s) { return launch_stamp(stamps.get(), 0, s) == cudaSuccess; }},
       {"copy-48B", copy_of(48)},
@@ -243,6 +265,21 @@ int main(int argc, char** argv) {
          return copy(other.get()) && write_doorbell(other.get()) &&
                 cudaEventRecord(other_done.get(), other.get()) == cudaSuccess && copy(s) &&
                 cudaStreamWaitEvent(s, other_done.get(), 0) == cudaSuccess && write_doorbell(s);
+       }},
+      // One 1 KiB frame as the engine delivers it (two rows of 512 B, on the copy engines),
+      // then its 32-byte descriptor copied (two rows of 16 B) and the doorbell, or the
+      // descriptor written as four 64-bit values in one batch with the doorbell.
+      {"frame-descriptor-copy-doorbell",
+       [&](cudaStream_t s) {
+         return frame(s) &&
+                cudaMemcpy2DAsync(descriptor, 16, host.get() + kFrame, 16, 16, 2,
+                                  cudaMemcpyHostToDevice, s) == cudaSuccess &&
+                write_doorbell(s);
+       }},
+      {"frame-descriptor-written-doorbell",
+       [&](cudaStream_t s) {
+         return frame(s) && (*api)->stream_batch_mem_op(reinterpret_cast<CUstream>(s), 5,
+                                                        descriptor_and_bell(), 0) == CUDA_SUCCESS;
        }},
       {"kernel-then-doorbell",
        [&](cudaStream_t s) {

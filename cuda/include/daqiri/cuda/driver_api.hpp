@@ -31,6 +31,7 @@ struct DriverApi {
   decltype(&::cuIpcCloseMemHandle) ipc_close_mem_handle = nullptr;
   decltype(&::cuStreamWriteValue32) stream_write_value32 = nullptr;
   decltype(&::cuStreamWaitValue32) stream_wait_value32 = nullptr;
+  decltype(&::cuStreamBatchMemOp) stream_batch_mem_op = nullptr;
   decltype(&::cuDeviceGet) device_get = nullptr;
   decltype(&::cuDeviceGetCount) device_get_count = nullptr;
   decltype(&::cuDeviceGetUuid) device_get_uuid = nullptr;
