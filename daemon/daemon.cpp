@@ -94,6 +94,11 @@ Result<std::unique_ptr<Daemon>> Daemon::start(config::Config config) {
       return fail(ok.error().code, "flow " + flow.name + ": " + ok.error().message);
     }
   }
+  for (const auto& reorder : d->model_->config().reorders) {
+    if (auto ok = d->data_plane_->add_reorder(reorder); !ok) {
+      return fail(ok.error().code, "reorder " + reorder.name + ": " + ok.error().message);
+    }
+  }
   auto sessions = session::SessionServer::start(session::session_socket_path(kept.socket_path),
                                                 kept.limits, group, *d->data_plane_);
   if (!sessions) return std::unexpected(sessions.error());

@@ -82,7 +82,11 @@ int main(int argc, char** argv) {
     std::cout << check_path << ": valid "
               << (config->schema == daqiri::config::Schema::kDaqiri ? "DAQIRI" : "daqirid")
               << " configuration: " << config->memory_regions.size() << " memory regions, "
-              << config->interfaces.size() << " interfaces, " << config->flows.size() << " flows\n";
+              << config->interfaces.size() << " interfaces, " << config->flows.size() << " flows"
+              << (config->reorders.empty()
+                      ? std::string()
+                      : ", " + std::to_string(config->reorders.size()) + " reorders")
+              << "\n";
     return 0;
   }
 

@@ -15,6 +15,7 @@
 #include "core/encap.hpp"
 #include "core/flow_match.hpp"
 #include "core/flow_table.hpp"
+#include "reorder/reorder_batcher.hpp"
 
 namespace daqiri::config {
 
@@ -109,6 +110,8 @@ struct QueueConfig {
   uint32_t pacing_mbps = 0;  // TX queues only: the long-run rate cap; 0: none
   // TX queues only: a frame may name a time it leaves no earlier than (DAQIRI_TX_AT).
   bool accurate_send = false;
+  // RX, DAQIRI's schema: the batch timeout of reorders whose first flow is on this queue.
+  uint32_t timeout_us = 0;
   std::vector<std::string> regions;
   Located where;
 };
@@ -157,6 +160,18 @@ struct FlowConfig {
   }
 };
 
+// A reorder (DAQIRI's rx.reorder_configs): the payloads of its flows' packets placed by
+// sequence number into batches, each delivered to the reorder's own clients as one buffer of
+// `region` (docs/reorder.md). The plan's max_payload follows from the region's buf_size.
+struct ReorderConfig {
+  std::string name;
+  std::string interface;
+  std::vector<std::string> flows;
+  std::string region;
+  reorder::ReorderPlan plan;
+  Located where;
+};
+
 // The DPDK environment (EAL) daqirid starts when an interface uses the dpdk backend.
 struct DpdkConfig {
   int main_core = -1;        // EAL main lcore; -1: the first control core, else the first CPU
@@ -175,6 +190,7 @@ struct Config {
   std::vector<MemoryRegionConfig> memory_regions;
   std::vector<InterfaceConfig> interfaces;
   std::vector<FlowConfig> flows;
+  std::vector<ReorderConfig> reorders;
   DpdkConfig dpdk;
 };
 

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "config/dpdk_address.hpp"
 #include "core/flow_table.hpp"
+#include "daqiri/abi.h"
 #include "memory/page_arena.hpp"
 
 namespace daqiri::config {
@@ -33,6 +35,9 @@ bool is_power_of_two(uint64_t v) {
   return v != 0 && (v & (v - 1)) == 0;
 }
 
+// A frame buffer's size at most (a reorder's output buffers hold whole batches).
+constexpr uint32_t kMaxQueueBufSize = 1u << 20;
+
 class Validator {
  public:
   Validator(const Config& config, const SystemFacts& facts, Diagnostics& diags)
@@ -45,6 +50,7 @@ class Validator {
     check_pool_sizes();
     check_hugepages();
     check_flows();
+    check_reorders();
     check_dpdk();
   }
 
@@ -364,6 +370,12 @@ class Validator {
   void check_pool_sizes() {
     for (const auto& [name, queues] : users_) {
       const MemoryRegionConfig& r = *regions_.at(name);
+      if (r.buf_size > kMaxQueueBufSize) {
+        error(r.where.at("buf_size"),
+              "buf_size " + std::to_string(r.buf_size) + " is more than a queue's buffers hold (" +
+                  std::to_string(kMaxQueueBufSize) +
+                  "); only a reorder's output region holds larger ones (whole batches)");
+      }
       const QueueConfig* worst = nullptr;
       for (const QueueConfig* q : queues) {
         if (!worst || buffers_needed(*q) > buffers_needed(*worst)) worst = q;
@@ -424,6 +436,14 @@ class Validator {
     }
     for (const auto& [r, pools] : shared_pools)
       pages += memory::PageArena::pages_for(pools, r->total_bytes(), facts_.hugepage_size);
+    for (const auto& r : c_.reorders) {  // a pool of its own: each batch after its header
+      auto it = regions_.find(r.region);
+      if (it == regions_.end() || it->second->kind != RegionKind::kHuge) continue;
+      uint64_t bytes =
+          (uint64_t{it->second->buf_size} + DAQIRI_BATCH_HEADER_BYTES) * it->second->num_bufs;
+      pages += (bytes + facts_.hugepage_size - 1) / facts_.hugepage_size;
+      if (!first) first = it->second;
+    }
     bool eal = false;
     const InterfaceConfig* first_dpdk = nullptr;
     for (const auto& itf : c_.interfaces) {
@@ -512,6 +532,114 @@ class Validator {
     }
   }
 
+  // What a reorder reads and where it writes (docs/configuration.md, "reorders").
+  void check_reorders() {
+    std::set<std::string> names;
+    std::set<std::string> flow_names;
+    for (const auto& f : c_.flows)
+      flow_names.insert(f.name);
+    std::map<std::string, std::string> reordered;  // flow -> its reorder
+    for (const auto& r : c_.reorders) {
+      check_name("reorder", r.name, r.where);
+      if (!names.insert(r.name).second) {
+        error(r.where.at("name"), "a reorder named \"" + r.name + "\" is already defined");
+      }
+      if (flow_names.contains(r.name)) {
+        error(r.where.at("name"), "\"" + r.name +
+                                      "\" names a flow too: clients attach to a reorder by its "
+                                      "name, as to a flow");
+      }
+      const InterfaceConfig* itf = nullptr;
+      for (const auto& i : c_.interfaces) {
+        if (i.name == r.interface) itf = &i;
+      }
+      if (itf == nullptr) {
+        error(r.where.at("interface"), "no interface named \"" + r.interface + "\"");
+        continue;
+      }
+      uint32_t frame_room = 0;  // the largest frame its flows' buffers hold
+      for (const auto& name : r.flows) {
+        auto f = std::find_if(c_.flows.begin(), c_.flows.end(),
+                              [&](const FlowConfig& c) { return c.name == name; });
+        if (f == c_.flows.end() || f->interface != r.interface) {
+          error(r.where.at("flows"),
+                "interface \"" + r.interface + "\" has no flow named \"" + name + "\"");
+          continue;
+        }
+        if (!f->rss_queues.empty()) {
+          error(r.where.at("flows"), "flow \"" + name +
+                                         "\" spreads over RX queues (RSS): a reorder reads "
+                                         "flows steered to one queue");
+        }
+        if (f->connect || f->match.is_tcp()) {
+          error(r.where.at("flows"), "flow \"" + name +
+                                         "\" is a TCP stream: a reorder places datagrams and "
+                                         "frames, which carry their sequence numbers");
+        }
+        if (auto [it, fresh] = reordered.emplace(name, r.name); !fresh) {
+          error(r.where.at("flows"), "flow \"" + name + "\" feeds reorder \"" + it->second +
+                                         "\" already; a flow feeds one reorder");
+        }
+        for (const auto& q : itf->rx_queues) {
+          if (q.name != f->queue && !(f->queue.empty() && &q == &itf->rx_queues.front())) continue;
+          if (auto reg = regions_.find(q.regions.back()); reg != regions_.end())
+            frame_room = std::max(frame_room, reg->second->buf_size);
+        }
+      }
+      const reorder::ReorderPlan& p = r.plan;
+      if (p.packets_per_batch == 0) {
+        error(r.where.at("batch"), "the batch number's " + std::to_string(p.batch.bit_width) +
+                                       " bits must be no more than the sequence number's " +
+                                       std::to_string(p.sequence.bit_width) +
+                                       ", by 24 at most (2^sequence bits / 2^batch bits "
+                                       "packets a batch)");
+      } else if (p.method == reorder::ReorderPlan::Method::kSeqPacketsPerBatch &&
+                 ((uint64_t{1} << p.sequence.bit_width) % p.packets_per_batch) != 0) {
+        error(r.where.at("packets_per_batch"),
+              "packets_per_batch " + std::to_string(p.packets_per_batch) + " must divide 2^" +
+                  std::to_string(p.sequence.bit_width) +
+                  " (the sequence number's range), so that batches do not straddle its wrap");
+      }
+      auto out = regions_.find(r.region);
+      if (out == regions_.end()) {
+        error(r.where.at("region"), "no memory region named \"" + r.region + "\"");
+        continue;
+      }
+      if (users_.contains(r.region)) {
+        error(r.where.at("region"), "region \"" + r.region +
+                                        "\" is a queue's: a reorder writes its batches into a "
+                                        "region of its own");
+      }
+      if (!reorder_outputs_.insert(r.region).second) {
+        error(r.where.at("region"),
+              "region \"" + r.region + "\" is another reorder's output: each has its own");
+      }
+      const MemoryRegionConfig& region = *out->second;
+      if (region.gpudirect) {
+        error(r.where.at("region"), "region \"" + r.region +
+                                        "\" is a gpudirect pool, which the CPU cannot write: a "
+                                        "reorder's output is host, huge, pinned or device");
+      }
+      if (p.packets_per_batch != 0 && region.buf_size < p.packets_per_batch) {
+        error(region.where.at("buf_size"),
+              "buf_size " + std::to_string(region.buf_size) + " cannot hold a batch of " +
+                  std::to_string(p.packets_per_batch) + " packets of reorder \"" + r.name + "\"");
+      } else if (p.packets_per_batch != 0 && frame_room > p.payload_offset) {
+        reorder::ReorderPlan largest = p;
+        largest.max_payload = frame_room - p.payload_offset;
+        if (largest.batch_bytes() > region.buf_size) {
+          diags_.warning(region.where.at("buf_size"),
+                         "a batch of reorder \"" + r.name +
+                             "\" from the largest frames its "
+                             "flows' buffers hold needs " +
+                             std::to_string(largest.batch_bytes()) + " bytes; buf_size is " +
+                             std::to_string(region.buf_size) +
+                             ": longer payloads are cut to fit, and counted");
+        }
+      }
+    }
+  }
+
   const Config& c_;
   const SystemFacts& facts_;
   Diagnostics& diags_;
@@ -519,6 +647,7 @@ class Validator {
   std::map<std::string, std::vector<const QueueConfig*>> users_;
   std::map<const QueueConfig*, std::string> user_names_;
   std::set<std::string> dpdk_devices_;
+  std::set<std::string> reorder_outputs_;
 };
 
 }  // namespace

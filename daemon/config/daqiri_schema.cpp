@@ -7,6 +7,7 @@
 #include "config/daqiri_flows.hpp"
 #include "config/daqiri_socket_config.hpp"
 #include "config/dpdk_address.hpp"
+#include "config/reorder_schema.hpp"
 #include "config/schema_common.hpp"
 #include "config/schemas.hpp"
 
@@ -34,7 +35,7 @@ MemoryRegionConfig read_daqiri_region(const YamlNode& node) {
   YamlMap map(node);
   map.read_string("name", r.name, r.where, true);
   map.read_choice("kind", r.kind, kDaqiriRegionKinds, r.where, true);
-  map.read_uint("buf_size", r.buf_size, 64, 1u << 20, r.where, true);
+  map.read_uint("buf_size", r.buf_size, 64, 1u << 30, r.where, true);
   map.read_uint("num_bufs", r.num_bufs, 1, 1u << 26, r.where, true);
   map.read_string_list("access", r.access, r.where);
   if (auto affinity = map.get("affinity")) {
@@ -96,9 +97,17 @@ QueueConfig read_queue(const YamlNode& node, uint32_t index, bool tx, const Stre
   // DAQIRI sizes the NIC ring itself; keep ours large enough for its batches.
   while (q.ring_size < q.batch_size)
     q.ring_size *= 2;
-  map.ignore("timeout_us",
-             "daqirid delivers each burst as soon as it is polled; clients choose "
-             "their own wait timeout");
+  if (tx) {
+    map.ignore("timeout_us",
+               "daqirid sends each burst as soon as it is polled; clients choose their own "
+               "wait timeout");
+  } else if (auto t = map.get("timeout_us")) {
+    // DAQIRI flushes a partial burst after it, and its reorders a partial batch.
+    if (auto v = t->to_uint(0, 60'000'000)) q.timeout_us = static_cast<uint32_t>(*v);
+    t->warning(
+        "daqirid delivers each burst as soon as it is polled; timeout_us is the batch timeout "
+        "of the reorders whose first flow is on this queue");
+  }
   map.ignore("output_port", "Holoscan operator wiring belongs to the application");
   map.ignore("split_boundary", "header-data split follows from a queue with two memory regions");
   if (tx) {
@@ -107,6 +116,85 @@ QueueConfig read_queue(const YamlNode& node, uint32_t index, bool tx, const Stre
   }
   map.finish();
   return q;
+}
+
+// DAQIRI's rx.reorder_configs: flows by id (this interface's), the method as a map of one of
+// seq_batch_number or seq_packets_per_batch, the batch timeout from the queue of the first flow
+// (its timeout_us). reorder_type names where DAQIRI runs it; here the daemon reorders on the
+// CPU either way, and the output region's kind says how clients take it (a GPU ring from a
+// device or pinned region).
+void read_daqiri_reorders(const YamlNode& list, const InterfaceConfig& itf, Config& config) {
+  for (const auto& node : list.items()) {
+    ReorderConfig r;
+    r.interface = itf.name;
+    r.where.self = node.origin();
+    YamlMap map(node);
+    map.read_string("name", r.name, r.where, true);
+    map.read_string("memory_region", r.region, r.where, true);
+    r.where.record("region", r.where.at("memory_region"));
+    map.read_uint("payload_byte_offset", r.plan.payload_offset, 0, 65535, r.where, true);
+    std::string type;
+    if (map.read_string("reorder_type", type, r.where, true) && type != "cpu" && type != "gpu") {
+      node.diags().error(r.where.at("reorder_type"),
+                         "reorder_type \"" + type + "\": expected gpu or cpu");
+    }
+    if (auto ids = map.require("flow_ids")) {
+      r.where.record("flows", ids->origin());
+      for (const auto& id_node : ids->items()) {
+        auto id = id_node.to_uint(0, 65535);
+        if (!id) continue;
+        auto f = std::find_if(config.flows.begin(), config.flows.end(), [&](const FlowConfig& c) {
+          return c.interface == itf.name && c.id == *id;
+        });
+        if (f == config.flows.end()) {
+          id_node.error("interface \"" + itf.name + "\" has no flow with id " +
+                        std::to_string(*id));
+        } else {
+          r.flows.push_back(f->name);
+        }
+      }
+    }
+    if (auto d = map.get("data_types")) {
+      r.plan.format = read_sample_format(
+          *d,
+          {{"input_type", "input"}, {"output_type", "output"}, {"endianness", "input_endianness"}});
+      r.where.record("convert", d->origin());
+    }
+    if (auto m = map.require("method")) {
+      YamlMap method(*m);
+      auto numbered = method.get("seq_batch_number");
+      auto counted = method.get("seq_packets_per_batch");
+      method.finish();
+      if (numbered.has_value() == counted.has_value()) {
+        m->error("a method is exactly one of seq_batch_number and seq_packets_per_batch");
+      } else if (numbered) {
+        YamlMap n(*numbered);
+        r.plan.method = reorder::ReorderPlan::Method::kSeqBatchNumber;
+        if (auto s = n.require("sequence_number")) r.plan.sequence = read_bit_field(*s);
+        if (auto b = n.require("batch_number")) r.plan.batch = read_bit_field(*b);
+        n.finish();
+        r.plan.packets_per_batch = derived_packets_per_batch(r.plan);
+        r.where.record("batch", numbered->origin());
+      } else {
+        YamlMap c(*counted);
+        if (auto s = c.require("sequence_number")) r.plan.sequence = read_bit_field(*s);
+        c.read_uint("packets_per_batch", r.plan.packets_per_batch, 1, 1u << 24, r.where, true);
+        c.finish();
+      }
+      r.where.record("sequence", m->origin());
+    }
+    map.finish();
+    if (!r.flows.empty()) {
+      const FlowConfig& first =
+          *std::find_if(config.flows.begin(), config.flows.end(),
+                        [&](const FlowConfig& f) { return f.name == r.flows.front(); });
+      for (const auto& q : itf.rx_queues) {
+        if (q.name == first.queue || (first.queue.empty() && &q == &itf.rx_queues.front()))
+          r.plan.timeout_ns = uint64_t{q.timeout_us} * 1000;
+      }
+    }
+    config.reorders.push_back(std::move(r));
+  }
 }
 
 // DAQIRI's software loopback, as its DPDK engine rules it: one interface addressed "loopback"
@@ -256,6 +344,7 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
   }
   std::optional<YamlNode> flows;
   std::optional<YamlNode> flex_items;
+  std::optional<YamlNode> reorders;
   if (auto rx = map.get("rx")) {
     YamlMap r(*rx);
     r.read_bool("flow_isolation", itf.flow_isolation, itf.where);
@@ -282,6 +371,7 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
     }
     flows = r.get("flows");
     flex_items = r.get("flex_items");
+    reorders = r.get("reorder_configs");
     r.finish();
   }
   if (auto tx = map.get("tx")) {
@@ -332,6 +422,7 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
     flex_items->warning("no flow of this interface uses a flex item");
   }
   if (stream.sw_loopback && backend == Backend::kDpdk) add_loopback_flow(node, itf, config);
+  if (reorders) read_daqiri_reorders(*reorders, itf, config);
   if (socket) {
     if (socket->transport == SocketTransport::kTcp && !itf.tx_queues.empty()) {
       node.error(

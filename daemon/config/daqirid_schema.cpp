@@ -1,4 +1,5 @@
-// Our own schema: top-level daemon, memory_regions, interfaces, flows.
+// Our own schema: top-level daemon, memory_regions, interfaces, flows, reorders.
+#include "config/reorder_schema.hpp"
 #include "config/schema_common.hpp"
 #include "config/schemas.hpp"
 
@@ -102,7 +103,7 @@ MemoryRegionConfig read_region(const YamlNode& node) {
   YamlMap map(node);
   map.read_string("name", r.name, r.where, true);
   map.read_choice("kind", r.kind, kRegionKinds, r.where, true);
-  map.read_uint("buf_size", r.buf_size, 64, 1u << 20, r.where, true);
+  map.read_uint("buf_size", r.buf_size, 64, 1u << 30, r.where, true);
   map.read_uint("num_bufs", r.num_bufs, 1, 1u << 26, r.where, true);
   map.read_int("gpu", r.gpu, 0, 63, r.where);
   map.ignore("gpu_copy",
@@ -226,6 +227,43 @@ FlowConfig read_flow(const YamlNode& node) {
   return f;
 }
 
+ReorderConfig read_reorder(const YamlNode& node) {
+  ReorderConfig r;
+  r.where.self = node.origin();
+  YamlMap map(node);
+  map.read_string("name", r.name, r.where, true);
+  map.read_string("interface", r.interface, r.where, true);
+  map.read_string_list("flows", r.flows, r.where);
+  map.read_string("region", r.region, r.where, true);
+  map.read_uint("payload_offset", r.plan.payload_offset, 0, 65535, r.where);
+  uint32_t timeout_us = 0;
+  if (map.read_uint("timeout_us", timeout_us, 0, 60'000'000, r.where))
+    r.plan.timeout_ns = uint64_t{timeout_us} * 1000;
+  if (auto s = map.require("sequence")) {
+    r.plan.sequence = read_bit_field(*s);
+    r.where.record("sequence", s->origin());
+  }
+  auto batch = map.get("batch");
+  bool counted = map.read_uint("packets_per_batch", r.plan.packets_per_batch, 1, 1u << 24, r.where);
+  if (batch && counted) {
+    node.error("a reorder's batches are numbered (batch) or counted (packets_per_batch), not both");
+  } else if (batch) {
+    r.plan.method = reorder::ReorderPlan::Method::kSeqBatchNumber;
+    r.plan.batch = read_bit_field(*batch);
+    r.where.record("batch", batch->origin());
+    r.plan.packets_per_batch = derived_packets_per_batch(r.plan);
+  } else if (!counted) {
+    node.error("a reorder needs packets_per_batch, or batch (the batch number's bits)");
+  }
+  if (auto c = map.get("convert")) {
+    r.plan.format = read_sample_format(*c, {{"input"}, {"output"}, {"byte_order"}});
+    r.where.record("convert", c->origin());
+  }
+  map.finish();
+  if (r.flows.empty()) node.error("a reorder needs at least one flow (flows)");
+  return r;
+}
+
 void read_dpdk(const YamlNode& node, DpdkConfig& d) {
   d.where.self = node.origin();
   YamlMap map(node);
@@ -251,6 +289,10 @@ void read_daqirid_schema(YamlMap& root, Config& config) {
   if (auto flows = root.get("flows")) {
     for (const auto& f : flows->items())
       config.flows.push_back(read_flow(f));
+  }
+  if (auto reorders = root.get("reorders")) {
+    for (const auto& r : reorders->items())
+      config.reorders.push_back(read_reorder(r));
   }
   if (auto dpdk = root.get("dpdk")) read_dpdk(*dpdk, config.dpdk);
   root.finish();

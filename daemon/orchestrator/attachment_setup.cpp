@@ -5,6 +5,9 @@
 #include "daqiri/ring.hpp"
 
 namespace daqiri::orchestrator {
+namespace {
+constexpr uint32_t kMinRing = 64;  // an attachment's ring_size at least
+}  // namespace
 
 Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptions& options,
                                       const ReserveMemory& reserve) {
@@ -183,12 +186,13 @@ Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std
     }
     if (memory::BufferPool* window = f.flow->remote_window()) pools.push_back(window);
   }
-  if (ring < 64 || ring > (1u << 20) || (ring & (ring - 1)) != 0) {
+  if (ring < kMinRing || ring > (1u << 20) || (ring & (ring - 1)) != 0) {
     return fail(ErrorCode::kInvalidArgument,
                 "ring_size must be a power of two from 64 to 1048576, got " + std::to_string(ring),
                 "ring_size");
   }
-  if (ring > pool_bufs) {
+  // The smallest ring whatever the pool: a reorder's few large buffers (batches) fill one.
+  if (ring > pool_bufs && ring > kMinRing) {
     return fail(ErrorCode::kInvalidArgument,
                 "ring_size " + std::to_string(ring) + " is more than the " +
                     std::to_string(pool_bufs) + " buffers its flows' pools hold",

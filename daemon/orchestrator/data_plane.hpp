@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -110,8 +111,13 @@ class DataPlane {
   DataPlane& operator=(const DataPlane&) = delete;
 
   Result<> add_flow(const core::Flow& flow);
-  // Detaches every attachment of the flow (their rings say DETACHED), then removes it.
+  // Detaches every attachment of the flow (their rings say DETACHED), then removes it. A
+  // reorder, and a flow a reorder reads, stay: FAILED_PRECONDITION.
   Result<> remove_flow(std::string_view name);
+  // A reorder (reorder_install.cpp), once its flows are installed: an attachment of the
+  // daemon's own on each, and the reorder as a flow of batches on a pseudo-queue
+  // "reorder:NAME" of the interface, which clients attach to by the reorder's name.
+  Result<> add_reorder(const config::ReorderConfig& reorder);
 
   // A new RX attachment on a flow, not yet delivering. Its id is unique for the daemon's life.
   Result<uint64_t> create_rx(std::string_view flow, const RxAttachOptions& options,
@@ -342,6 +348,14 @@ class DataPlane {
   std::map<std::string, TxQueue> tx_queues_;  // "interface/queue"
   std::map<std::string, FlowEntry, std::less<>> flows_;
   std::map<std::string, memory::PageArena> arenas_;  // per share_pages region: its slabs
+  // Reorders' pseudo-queues (a list: homes point into it) and the backend they answer to.
+  struct ReorderQueue {
+    config::QueueConfig queue;
+    config::MemoryRegionConfig region;  // the output region, each buffer a header longer
+  };
+  std::list<ReorderQueue> reorder_queues_;
+  std::unique_ptr<backends::Backend> reorder_home_;
+  std::map<std::string, std::string, std::less<>> reordered_;  // source flow -> its reorder
   std::map<uint64_t, Attachment> attachments_;
   std::vector<Attachment> parked_;  // closed, not yet let go by their pollers
   std::vector<std::pair<std::string, FlowEntry>> lingering_;  // removed, not yet let go

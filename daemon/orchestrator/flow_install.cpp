@@ -42,6 +42,9 @@ Result<> DataPlane::add_member_locked(const core::Flow& flow, const std::string&
     return fail(ErrorCode::kNotFound, "no RX queue " + flow.interface + "/" + flow.queue);
   }
   const backends::QueueHome& home = queue->second.home;
+  if (flows_.contains(key)) {  // the model knows flows' names, not reorders'
+    return fail(ErrorCode::kAlreadyExists, "a reorder is named \"" + flow.name + "\"", "name");
+  }
   if (lingers(key)) {
     return fail(ErrorCode::kAlreadyExists,
                 "flow \"" + flow.name +
@@ -61,6 +64,16 @@ Result<> DataPlane::add_member_locked(const core::Flow& flow, const std::string&
 
 Result<> DataPlane::remove_flow(std::string_view name) {
   std::lock_guard lock(mutex_);
+  if (auto r = reordered_.find(name); r != reordered_.end()) {
+    return fail(ErrorCode::kFailedPrecondition, "flow \"" + std::string(name) +
+                                                    "\" feeds reorder \"" + r->second +
+                                                    "\", which the configuration defines");
+  }
+  if (auto f = flows_.find(name);
+      f != flows_.end() && f->second.queue->backend == reorder_home_.get()) {
+    return fail(ErrorCode::kFailedPrecondition,
+                "\"" + std::string(name) + "\" is a reorder, which the configuration defines");
+  }
   auto keys = members_of(name);
   if (keys.empty()) return fail(ErrorCode::kNotFound, "flow not installed");
   for (const auto& key : keys)

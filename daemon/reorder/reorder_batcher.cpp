@@ -29,7 +29,13 @@ ReorderBatcher::ReorderBatcher(const ReorderPlan& plan, ReorderOutput& output)
     : plan_(plan),
       output_(output),
       convert_(plan.format && plan.format->converts() ? converter(*plan.format) : nullptr),
-      filled_((plan.packets_per_batch + 63) / 64, 0) {}
+      filled_((plan.packets_per_batch + 63) / 64, 0) {
+  uint32_t bits = plan.method == ReorderPlan::Method::kSeqBatchNumber ? plan.batch.bit_width
+                                                                      : plan.sequence.bit_width;
+  id_range_ = uint64_t{1} << std::min(bits, 32u);
+  if (plan.method == ReorderPlan::Method::kSeqPacketsPerBatch)
+    id_range_ = std::max<uint64_t>(1, id_range_ / std::max(plan.packets_per_batch, 1u));
+}
 
 ReorderBatcher::Placed ReorderBatcher::add(std::span<const std::byte> frame, uint64_t now_ns) {
   auto seq = read_bits(frame, plan_.sequence);
@@ -43,7 +49,10 @@ ReorderBatcher::Placed ReorderBatcher::add(std::span<const std::byte> frame, uin
     return Placed::kShort;
   }
   auto payload = frame.subspan(plan_.payload_offset);
-  if (emitted_id_ == id) {  // a batch emitted already (the open one never has its id)
+  // The batch emitted last, or one before it (within half the ids' range, which wraps): a
+  // straggler, not a new batch. The open batch is never among them.
+  if (emitted_id_ &&
+      (*emitted_id_ % id_range_ + id_range_ - *id % id_range_) % id_range_ < (id_range_ + 1) / 2) {
     ++counters_.late;
     return Placed::kLate;
   }

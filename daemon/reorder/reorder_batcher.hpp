@@ -6,7 +6,8 @@
 // packet is timeout_ns old; it says how many slots no packet filled (they read zero). DAQIRI
 // closes a batch after packets_per_batch arrivals instead, so there a lost packet moves the
 // next batch's first packet into it; here a loss is reported in its own batch, and a packet of
-// a batch already emitted is late and dropped. Every packet is copied as it arrives: no frame is
+// the batch emitted last, or of one before it (ids wrap with the sequence number: within half
+// their range), is late and dropped. Every packet is copied as it arrives: no frame is
 // held until its batch ends. Frames come from the wire: every field is read within the frame.
 #pragma once
 
@@ -115,6 +116,7 @@ class ReorderBatcher {
   uint64_t first_ns_ = 0;
   uint64_t batch_id_ = 0;
   std::optional<uint64_t> emitted_id_;  // the batch emitted last
+  uint64_t id_range_ = 1;               // batch ids wrap at this
   uint32_t input_bytes_ = 0;            // each packet's, from the batch's first
   uint32_t output_bytes_ = 0;           // each slot's
   uint32_t arrived_ = 0;

@@ -18,6 +18,9 @@
 //                                 receive COUNT packets with find_payloads off (compact: on, in
 //                                 compact descriptors); print frame and payload bytes, and how
 //                                 many packets had a receive stamp
+//   batches SOCKET REORDER COUNT  receive COUNT batches of a reorder; print each: its id,
+//                                 packets, missing slots, slot bytes, whether it timed out
+//                                 and its bytes in hex
 //   attach-many SOCKET FLOW N     attach to FLOW N times in one session, print each, then sleep
 //   tx-kick SOCKET DSTPORT        submit through the raw ABI while the daemon sleeps; kick it
 //   kick-storm SOCKET N           write the TX kick eventfd N times, submitting nothing
@@ -510,6 +513,35 @@ int frames_rx(const std::string& socket, const std::string& flow, uint64_t count
   return *got == count ? 0 : 1;
 }
 
+int batches(const std::string& socket, const std::string& reorder, uint64_t count) {
+  auto c = connect(socket, "test-batches");
+  daqiri::RxOptions o;
+  o.flow = reorder;
+  auto& rx = attach(*c, o);
+  say("attached");
+  uint64_t not_batches = 0;
+  auto got = receive(rx, count, [&](const daqiri::Packet& p) {
+    auto b = daqiri::batch_of(p);
+    if (!b) {
+      ++not_batches;
+      return;
+    }
+    std::string hex;
+    for (std::byte x : b->data) {
+      char two[3];
+      std::snprintf(two, sizeof two, "%02x", std::to_integer<unsigned>(x));
+      hex += two;
+    }
+    say("batch %llu packets %u missing %u slot_bytes %u timed_out %d data %s",
+        static_cast<unsigned long long>(b->header.batch_id), b->header.packets, b->header.missing,
+        b->header.slot_bytes, b->timed_out() ? 1 : 0, hex.c_str());
+  });
+  if (!got) return 1;
+  say("received %llu batches, %llu not batches", static_cast<unsigned long long>(*got),
+      static_cast<unsigned long long>(not_batches));
+  return *got == count && not_batches == 0 ? 0 : 1;
+}
+
 // Receives `count` packets from every flow of an RX queue through one ring; prints how many of
 // each flow arrived, and how many failed daqiri-gen's payload check.
 int queue_rx(const std::string& socket, const std::string& itf, const std::string& queue,
@@ -756,6 +788,7 @@ int main(int argc, char** argv) {
   // An optional last word: the RX descriptors' layout.
   bool layout = a.back() == "compact" || a.back() == "full";
   bool compact = a.back() == "compact";
+  if (a.size() == 4 && a[0] == "batches") return batches(a[1], a[2], std::stoull(a[3]));
   if (a.size() == 4u + layout && a[0] == "frames-rx") {
     return frames_rx(a[1], a[2], std::stoull(a[3]), compact);
   }

@@ -123,6 +123,10 @@ struct daqiri_ring_header {
 /* timestamp_ns is the NIC's receive timestamp (hardware_timestamps), in the NIC's clock, not
  * CLOCK_REALTIME. */
 #define DAQIRI_DESC_NIC_TIME 0x40u
+/* A reorder's batch, not a frame: the buffer holds a daqiri_batch_header, then the batch from
+ * payload_offset (DAQIRI_BATCH_HEADER_BYTES) on; `length` counts both, timestamp_ns is its
+ * first packet's. */
+#define DAQIRI_DESC_BATCH 0x80u
 
 /* daqiri_rx_desc.payload_offset when daqirid did not read the frame: the only flow of its
  * queue takes every frame (a catch-all, or a flow the NIC steers to a queue only its rules
@@ -146,6 +150,22 @@ struct daqiri_rx_desc {
                             * DAQIRI_PAYLOAD_UNREAD: not looked for (see there) */
   uint16_t stream; /* STREAM / MESSAGE: which connection of the flow or interface (1, 2, ...) */
 };
+
+/* What a reorder's batch says of itself, at the start of its buffer (DAQIRI_DESC_BATCH). The
+ * batch follows: packets_per_batch slots of slot_bytes, slot s holding the payload (from the
+ * reorder's payload offset on, converted when it names sample types) of the packet whose
+ * sequence number is s modulo packets_per_batch; a slot no packet filled reads zero. */
+struct daqiri_batch_header {
+  uint64_t batch_id;          /* the packets' batch number, or sequence / packets_per_batch */
+  uint32_t packets_per_batch; /* slots */
+  uint32_t slot_bytes;        /* each slot's: the batch's first packet's payload, converted */
+  uint32_t packets;           /* packets placed (a duplicate counts; the later copy stays) */
+  uint32_t missing;           /* slots no packet filled */
+  uint32_t flags;             /* DAQIRI_BATCH_* */
+  uint8_t reserved[36];
+};
+#define DAQIRI_BATCH_HEADER_BYTES 64u
+#define DAQIRI_BATCH_TIMED_OUT 0x1u /* emitted by the reorder's timeout, not complete */
 
 /* One received frame, in half the bytes (AttachRequest.compact: a ring of kind
  * DAQIRI_RING_RX_COMPACT): no receive stamp, no payload offset (find it with
@@ -394,6 +414,8 @@ DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, region) == 24, "rx desc reg
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, flags) == 26, "rx desc flags");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, payload_offset) == 28, "rx desc payload");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc, stream) == 30, "rx desc stream");
+DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_batch_header) == DAQIRI_BATCH_HEADER_BYTES, "batch");
+DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_batch_header, flags) == 24, "batch flags");
 DAQIRI_STATIC_ASSERT(sizeof(struct daqiri_rx_desc_compact) == 16, "compact rx desc");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc_compact, offset_hi) == 4, "compact offset");
 DAQIRI_STATIC_ASSERT(offsetof(struct daqiri_rx_desc_compact, region) == 6, "compact region");

@@ -21,7 +21,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -80,6 +82,30 @@ struct Packet {
   // TCP and RDMA: which connection (1, 2, ...), in the order they opened
   uint16_t stream = 0;
 };
+
+// A reorder's batch (a Packet with DAQIRI_DESC_BATCH): what it says of itself, and its slots.
+struct Batch {
+  daqiri_batch_header header{};
+  std::span<const std::byte> data;  // header.packets_per_batch slots of header.slot_bytes
+  [[nodiscard]] bool timed_out() const { return (header.flags & DAQIRI_BATCH_TIMED_OUT) != 0; }
+  // The payload of the packet whose sequence number is `s` modulo packets_per_batch (zeros if
+  // none came); empty past the batch.
+  [[nodiscard]] std::span<const std::byte> slot(uint32_t s) const {
+    uint64_t at = uint64_t{s} * header.slot_bytes;
+    if (s >= header.packets_per_batch || at + header.slot_bytes > data.size()) return {};
+    return data.subspan(at, header.slot_bytes);
+  }
+};
+// The batch a packet of a reorder carries; nullopt for any other packet.
+inline std::optional<Batch> batch_of(const Packet& p) {
+  if ((p.flags & DAQIRI_DESC_BATCH) == 0 || p.frame.size() < DAQIRI_BATCH_HEADER_BYTES) {
+    return std::nullopt;
+  }
+  Batch b;
+  std::memcpy(&b.header, p.frame.data(), sizeof b.header);
+  b.data = p.frame.subspan(DAQIRI_BATCH_HEADER_BYTES);
+  return b;
+}
 
 class RxStream;
 

@@ -13,11 +13,11 @@ from .client import Client
 from .control import Control
 from .errors import (AlreadyExists, DaqiriError, Detached, FailedPrecondition, InvalidArgument,
                      NotFound, PermissionDenied, ResourceExhausted, Unavailable)
-from .rx import Burst, Packet, RxStream
+from .rx import Batch, Burst, Packet, RxStream, batch_of
 from .tx import TxBuffer, TxStream
 
 __version__ = "0.1.0"
 
-__all__ = ["abi", "frames", "Client", "Control", "Burst", "Packet", "RxStream", "TxBuffer",
+__all__ = ["abi", "frames", "Client", "Control", "Batch", "Burst", "Packet", "RxStream", "batch_of", "TxBuffer",
            "TxStream", "DaqiriError", "AlreadyExists", "Detached", "FailedPrecondition",
            "InvalidArgument", "NotFound", "PermissionDenied", "ResourceExhausted", "Unavailable"]

@@ -29,6 +29,20 @@ DESC_REMOTE_WRITE = 0x10  # RDMA: a peer's WRITE with immediate into the remote 
 DESC_SPLIT = 0x20  # GPU ring with header-data split: the frame's first header_size bytes are in its header slot
 # daqiri_rx_desc.payload_offset: the daemon did not read the frame (frames.udp_payload_offset finds it)
 PAYLOAD_UNREAD = 0xFFFF
+DESC_NIC_TIME = 0x40  # timestamp_ns is the NIC's
+DESC_BATCH = 0x80  # a reorder's batch: a BATCH_HEADER, then the batch from payload_offset on
+
+# daqiri_batch_header, at the start of a batch's buffer
+BATCH_HEADER = np.dtype([
+    ("batch_id", "<u8"),
+    ("packets_per_batch", "<u4"),
+    ("slot_bytes", "<u4"),
+    ("packets", "<u4"),
+    ("missing", "<u4"),
+    ("flags", "<u4"),
+])
+BATCH_HEADER_BYTES = 64
+BATCH_TIMED_OUT = 0x1
 
 # enum daqiri_msg_type
 MSG_HELLO, MSG_WELCOME, MSG_CLAIM, MSG_ATTACHED, MSG_DETACH, MSG_DETACHED, MSG_ERROR = range(1, 8)

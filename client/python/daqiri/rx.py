@@ -24,6 +24,34 @@ class Packet(NamedTuple):
     stream: int          # TCP and RDMA flows: which connection (1, 2, ...)
 
 
+class Batch(NamedTuple):
+    """A reorder's batch (docs/reorder.md): its header's fields and its slots."""
+    batch_id: int
+    packets_per_batch: int
+    slot_bytes: int
+    packets: int          # placed, a duplicate counted
+    missing: int          # slots no packet filled (zeros)
+    timed_out: bool
+    data: np.ndarray      # uint8, packets_per_batch slots of slot_bytes, read-only
+
+    def slots(self, dtype=np.uint8):
+        """The slots as a (packets_per_batch, n) array of `dtype` (a view, no copy)."""
+        return self.data.view(dtype).reshape(self.packets_per_batch, -1)
+
+
+def batch_of(packet):
+    """The Batch a reorder's packet carries (abi.DESC_BATCH), or None for any other packet."""
+    if not packet.flags & abi.DESC_BATCH or len(packet.frame) < abi.BATCH_HEADER_BYTES:
+        return None
+    h = packet.frame[:abi.BATCH_HEADER.itemsize].view(abi.BATCH_HEADER)[0]
+    ppb, slot = int(h["packets_per_batch"]), int(h["slot_bytes"])
+    data = packet.frame[abi.BATCH_HEADER_BYTES:abi.BATCH_HEADER_BYTES + ppb * slot]
+    if len(data) != ppb * slot:
+        return None
+    return Batch(int(h["batch_id"]), ppb, slot, int(h["packets"]), int(h["missing"]),
+                 bool(h["flags"] & abi.BATCH_TIMED_OUT), data)
+
+
 class Burst:
     """Packets delivered together: descriptors and read-only views into the daemon's buffers.
 

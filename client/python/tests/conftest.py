@@ -9,6 +9,7 @@ import pwd
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -55,6 +56,43 @@ flows:
   - {{name: stream0, interface: lo, queue: rx0, match: {{udp_dst: 4096}}, allow_block: true}}
   - {{name: stream1, interface: lo, queue: rx0, match: {{udp_dst: 4097}}, allow_block: true}}
 """
+
+# The host config with a reorder of its own flow: sequence numbers in the payload's first byte,
+# four packets a batch, int8 samples to fp32.
+REORDER_CONFIG = HOST_CONFIG.replace(
+    "  - {{name: tx_host, kind: host, buf_size: 2048, num_bufs: 512}}\n",
+    "  - {{name: tx_host, kind: host, buf_size: 2048, num_bufs: 512}}\n"
+    "  - {{name: batches, kind: host, buf_size: 4096, num_bufs: 16}}\n") + """\
+  - {{name: samples, interface: lo, queue: rx0, match: {{udp_dst: 4630}}}}
+reorders:
+  - name: beams
+    interface: lo
+    flows: [samples]
+    region: batches
+    payload_offset: 44
+    sequence: {{bit_offset: 336, bit_width: 8}}
+    packets_per_batch: 4
+    convert: {{input: int8, output: fp32}}
+    timeout_us: 200000
+"""
+
+# The reorder's samples: packet `seq` carries [seq, 0] and six int8 samples (seq * 10 + k) % 128.
+# Batch 0 goes shuffled and whole; batch 1 lacks sequence 6 and is closed by batch 2's first.
+REORDER_SENT = (3, 0, 2, 1, 5, 4, 7, 8)
+
+
+def send_samples(port=4630):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for seq in REORDER_SENT:
+            s.sendto(bytes([seq, 0]) + bytes((seq * 10 + k) % 128 for k in range(6)),
+                     ("127.0.0.1", port))
+
+
+def expected_samples(batch):
+    """Batch `batch`'s slots as fp32, a row a slot; zeros where nothing was sent."""
+    return np.array([[(s * 10 + k) % 128 if s in REORDER_SENT else 0 for k in range(6)]
+                     for s in range(batch * 4, batch * 4 + 4)], np.float32)
+
 
 # The same with the RX queue on GPU 0: each GPU attachment gets a ring of 4096 slots there.
 GPU_CONFIG = HOST_CONFIG.replace(

@@ -18,6 +18,12 @@ int main(void) {
   S(daqiri_ring_header); S(daqiri_rx_desc); S(daqiri_tx_desc); S(daqiri_msg_hello);
   S(daqiri_msg_welcome); S(daqiri_msg_claim); S(daqiri_msg_attached); S(daqiri_msg_attached_gpu);
   S(daqiri_gpu_ring_info); S(daqiri_msg_error); S(daqiri_msg_detach); S(daqiri_rx_desc_compact);
+  S(daqiri_batch_header);
+  F(daqiri_batch_header, batch_id); F(daqiri_batch_header, packets_per_batch);
+  F(daqiri_batch_header, slot_bytes); F(daqiri_batch_header, packets);
+  F(daqiri_batch_header, missing); F(daqiri_batch_header, flags);
+  printf("DAQIRI_DESC_BATCH %u\nDAQIRI_DESC_NIC_TIME %u\nDAQIRI_BATCH_TIMED_OUT %u\n",
+         DAQIRI_DESC_BATCH, DAQIRI_DESC_NIC_TIME, DAQIRI_BATCH_TIMED_OUT);
   F(daqiri_rx_desc_compact, offset_lo); F(daqiri_rx_desc_compact, offset_hi);
   F(daqiri_rx_desc_compact, region); F(daqiri_rx_desc_compact, flags);
   F(daqiri_rx_desc_compact, length); F(daqiri_rx_desc_compact, flow_id);
@@ -74,6 +80,7 @@ def test_sizes_match_the_header(c_layout):
     assert c_layout["daqiri_gpu_ring_info"] == abi.GPU_RING_INFO.size
     assert c_layout["daqiri_msg_attached_gpu"] == abi.ATTACHED_GPU_SIZE
     assert c_layout["daqiri_msg_error"] == abi.ERROR.size
+    assert c_layout["daqiri_batch_header"] == abi.BATCH_HEADER_BYTES
 
 
 def test_offsets_and_constants_match_the_header(c_layout):
@@ -98,6 +105,11 @@ def test_offsets_and_constants_match_the_header(c_layout):
     assert c_layout["DAQIRI_DESC_MESSAGE"] == abi.DESC_MESSAGE
     assert c_layout["DAQIRI_DESC_REMOTE_WRITE"] == abi.DESC_REMOTE_WRITE
     assert c_layout["DAQIRI_DESC_SPLIT"] == abi.DESC_SPLIT
+    assert c_layout["DAQIRI_DESC_BATCH"] == abi.DESC_BATCH
+    assert c_layout["DAQIRI_DESC_NIC_TIME"] == abi.DESC_NIC_TIME
+    assert c_layout["DAQIRI_BATCH_TIMED_OUT"] == abi.BATCH_TIMED_OUT
+    for name in abi.BATCH_HEADER.names:
+        assert c_layout[f"daqiri_batch_header.{name}"] == abi.BATCH_HEADER.fields[name][1], name
     assert c_layout["daqiri_gpu_ring_info.header_size"] == abi.GPU_RING_INFO.size - 4  # the last word
     assert c_layout["DAQIRI_RDMA_WRITE_IMM"] == abi.RDMA_WRITE_IMM
     assert c_layout["DAQIRI_RDMA_READ"] == abi.RDMA_READ

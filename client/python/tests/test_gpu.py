@@ -11,7 +11,7 @@ import pytest
 
 import daqiri
 from daqiri import pattern
-from conftest import GPU_CONFIG, gen
+from conftest import GPU_CONFIG, REORDER_CONFIG, expected_samples, gen, send_samples
 
 
 def _gpu_reason():
@@ -120,3 +120,21 @@ def test_header_data_split_headers_and_payloads_line_up(start_daemon):
             if seen >= 2000:
                 break
         assert seen == 2000
+
+
+def test_a_reorders_batches_reach_a_gpu_ring_whole(start_daemon):
+    torch = pytest.importorskip("torch")
+    d = start_daemon(REORDER_CONFIG.replace("{{name: batches, kind: host,",
+                                            "{{name: batches, kind: device, gpu: 0,"))
+    with d.client() as client, client.attach_gpu_rx("beams") as ring:
+        send_samples()
+        got = []
+        for burst in ring.bursts(timeout=5.0):
+            assert (burst.descriptors["flags"] & daqiri.abi.DESC_BATCH).all()
+            got += list(torch.from_dlpack(burst.payloads()).cpu())
+            if len(got) >= 2:
+                break
+    assert len(got) >= 2
+    for batch in (0, 1):
+        slots = got[batch][:4 * 24].numpy().view(np.float32).reshape(4, 6)
+        assert (slots == expected_samples(batch)).all(), f"batch {batch}"

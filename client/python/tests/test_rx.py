@@ -8,7 +8,8 @@ import pytest
 
 import daqiri
 from daqiri import abi
-from conftest import assert_sequences, finish, gen, receive, stream, wait_for
+from conftest import (assert_sequences, expected_samples, finish, gen, receive, send_samples, stream,
+                      wait_for, REORDER_CONFIG)
 
 
 @pytest.mark.parametrize("compact", [False, True], ids=["full", "compact"])
@@ -212,3 +213,23 @@ def test_payloads_of_frames_the_daemon_did_not_read(start_daemon, workdir, compa
         assert got_frame == frame
         assert got_at == at
         assert payload == (frame[at:] if at else b"")
+
+
+
+def test_a_reorders_batches_are_arrays_in_sequence_order(start_daemon):
+    d = start_daemon(REORDER_CONFIG)
+    with d.client() as client, client.attach_rx("beams") as rx:
+        send_samples()
+        got = []
+        while len(got) < 2:
+            b = rx.wait_burst(5.0)
+            assert len(b) > 0, "no batch came"
+            got += [batch._replace(data=batch.data.copy()) for batch in map(daqiri.batch_of, b)]
+            rx.release(b)
+    first, second = got[0], got[1]
+    assert (first.batch_id, first.packets, first.missing, first.timed_out) == (0, 4, 0, False)
+    assert (second.batch_id, second.packets, second.missing) == (1, 3, 1)
+    assert first.slot_bytes == 6 * 4
+    assert (first.slots(np.float32) == expected_samples(0)).all()
+    assert (second.slots(np.float32) == expected_samples(1)).all()
+    assert daqiri.batch_of(daqiri.Packet(np.zeros(80, np.uint8), np.zeros(0, np.uint8), 0, 0, 0, 0)) is None

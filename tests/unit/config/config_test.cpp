@@ -170,7 +170,7 @@ TEST(Config, UnknownKeyFarFromAnyListsTheValidOnes) {
   EXPECT_EQ(
       only_error("zebra: 1\n"),
       "t.yaml:1:1: error: zebra: unknown key; valid keys here: daemon, dpdk, flows, interfaces, "
-      "memory_regions");
+      "memory_regions, reorders");
 }
 
 TEST(Config, WrongTypeSaysWhatWasExpected) {
@@ -1062,6 +1062,119 @@ TEST(DaqiriConfig, TooFewBuffersAreRaisedAsDaqiriRaisesThem) {
   EXPECT_THAT(p.diags.render(),
               HasSubstr("num_bufs 1000 is too few for queue q's ring of 1024 (1.5x the ring plus "
                         "a batch); raised to 3072, as DAQIRI raises it"));
+}
+
+// A reorder in our schema over one flow of lo, with `keys` in its map.
+std::string with_reorder(const std::string& keys, const std::string& out_region =
+                                                      "  - {name: out, kind: host, buf_size: "
+                                                      "4096, num_bufs: 16}\n") {
+  std::string text = with_interface("",
+                                    "flows:\n  - {name: f, interface: lo, match: {udp_dst: 9000}}\n"
+                                    "reorders:\n  - {name: beams, interface: lo, flows: [f], " +
+                                        keys + "}\n");
+  return text.insert(std::string(kRegion).size(), out_region);
+}
+
+TEST(Config, ReadsAReorder) {
+  auto p = parse(with_reorder(
+      "region: out, payload_offset: 46, sequence: {bit_offset: 336, bit_width: 16}, "
+      "packets_per_batch: 8, convert: {input: int4, output: bf16, byte_order: network}, "
+      "timeout_us: 250"));
+  ASSERT_TRUE(p.config) << p.diags.render();
+  ASSERT_EQ(p.config->reorders.size(), 1u);
+  const ReorderConfig& r = p.config->reorders[0];
+  EXPECT_EQ(r.name, "beams");
+  EXPECT_EQ(r.flows, (std::vector<std::string>{"f"}));
+  EXPECT_EQ(r.region, "out");
+  EXPECT_EQ(r.plan.method, reorder::ReorderPlan::Method::kSeqPacketsPerBatch);
+  EXPECT_EQ(r.plan.sequence.bit_offset, 336u);
+  EXPECT_EQ(r.plan.sequence.bit_width, 16u);
+  EXPECT_EQ(r.plan.packets_per_batch, 8u);
+  EXPECT_EQ(r.plan.payload_offset, 46u);
+  EXPECT_EQ(r.plan.timeout_ns, 250'000u);
+  ASSERT_TRUE(r.plan.format);
+  EXPECT_EQ(r.plan.format->input, reorder::SampleType::kInt4);
+  EXPECT_EQ(r.plan.format->output, reorder::SampleType::kBf16);
+  EXPECT_EQ(r.plan.format->order, reorder::ByteOrder::kNetwork);
+
+  // Numbered batches: 2^16 / 2^12 packets each.
+  auto n = parse(
+      with_reorder("region: out, sequence: {bit_offset: 0, bit_width: 16}, batch: {bit_offset: 16, "
+                   "bit_width: 12}"));
+  ASSERT_TRUE(n.config) << n.diags.render();
+  EXPECT_EQ(n.config->reorders[0].plan.method, reorder::ReorderPlan::Method::kSeqBatchNumber);
+  EXPECT_EQ(n.config->reorders[0].plan.packets_per_batch, 16u);
+}
+
+TEST(Config, ReorderErrorsSayWhatIsWrong) {
+  const std::string seq = "region: out, sequence: {bit_offset: 0, bit_width: 8}, ";
+  EXPECT_THAT(only_error(with_reorder(seq + "packets_per_batch: 6")),
+              HasSubstr("packets_per_batch 6 must divide 2^8"));
+  EXPECT_THAT(only_error(with_reorder(seq + "batch: {bit_offset: 8, bit_width: 9}")),
+              HasSubstr("the batch number's 9 bits must be no more than the sequence number's 8"));
+  EXPECT_THAT(only_error(with_reorder(seq + "packets_per_batch: 4, batch: {bit_offset: 8, "
+                                            "bit_width: 4}")),
+              HasSubstr("numbered (batch) or counted (packets_per_batch), not both"));
+  EXPECT_THAT(only_error(with_reorder(seq + "packets_per_batch: 4, convert: {input: fp32, "
+                                            "output: fp16}")),
+              HasSubstr("input type \"fp32\": expected int4, int8, int16 or int32"));
+  EXPECT_THAT(only_error(with_reorder(
+                  "region: r, sequence: {bit_offset: 0, bit_width: 8}, packets_per_batch: 4")),
+              HasSubstr("region \"r\" is a queue's: a reorder writes its batches into a region "
+                        "of its own"));
+  EXPECT_THAT(
+      only_error(with_reorder(
+          "region: out, flows: [g], sequence: {bit_offset: 0, bit_width: 8}, packets_per_batch: "
+          "4")),
+      HasSubstr("duplicate key"));
+  // Larger than a frame buffer holds: a reorder's output only.
+  auto big = parse(with_reorder(seq + "packets_per_batch: 4",
+                                "  - {name: out, kind: host, buf_size: 2031616, num_bufs: 4}\n"));
+  EXPECT_TRUE(big.config) << big.diags.render();
+  std::string queue_big = with_interface();
+  queue_big.replace(queue_big.find("buf_size: 2048"), 14, "buf_size: 2031616");
+  EXPECT_THAT(only_error(queue_big), HasSubstr("is more than a queue's buffers hold (1048576)"));
+}
+
+TEST(DaqiriConfig, ReorderConfigsBecomeReordersOfTheFlowsTheyName) {
+  std::string file = daqiri_loopback_file(
+      "sw", "loopback",
+      "        flows:\n"
+      "        - {name: f0, id: 0, action: {type: queue, id: 0}, match: {udp_dst: 9}}\n"
+      "        - {name: f1, id: 1, action: {type: queue, id: 0}, match: {udp_dst: 10}}\n"
+      "        reorder_configs:\n"
+      "        - name: ro\n"
+      "          reorder_type: gpu\n"
+      "          memory_region: OUT\n"
+      "          payload_byte_offset: 64\n"
+      "          flow_ids: [1, 0]\n"
+      "          data_types: {input_type: int16, output_type: fp32, endianness: network}\n"
+      "          method:\n"
+      "            seq_batch_number:\n"
+      "              sequence_number: {bit_offset: 512, bit_width: 20}\n"
+      "              batch_number: {bit_offset: 544, bit_width: 10}\n");
+  file.replace(file.find("    interfaces:"), 0,
+               "    - {name: OUT, kind: host, num_bufs: 8, buf_size: 2031616}\n");
+  std::string rxq = "- {name: rxq, id: 0, cpu_core: 1, batch_size: 64, ";
+  file.replace(file.find(rxq) + rxq.size(), 0, "timeout_us: 700, ");
+  auto p = parse_daqiri(file);
+  ASSERT_TRUE(p.config) << p.diags.render();
+  ASSERT_EQ(p.config->reorders.size(), 1u);
+  const ReorderConfig& r = p.config->reorders[0];
+  EXPECT_EQ(r.name, "ro");
+  EXPECT_EQ(r.interface, "lb");
+  EXPECT_EQ(r.flows, (std::vector<std::string>{"f1", "f0"}));
+  EXPECT_EQ(r.region, "OUT");
+  EXPECT_EQ(r.plan.payload_offset, 64u);
+  EXPECT_EQ(r.plan.method, reorder::ReorderPlan::Method::kSeqBatchNumber);
+  EXPECT_EQ(r.plan.packets_per_batch, 1024u);
+  EXPECT_EQ(r.plan.timeout_ns, 700'000u);
+  ASSERT_TRUE(r.plan.format);
+  EXPECT_EQ(r.plan.format->order, reorder::ByteOrder::kNetwork);
+
+  std::string unknown = file;
+  unknown.replace(unknown.find("flow_ids: [1, 0]"), 16, "flow_ids: [1, 7]");
+  EXPECT_THAT(only_daqiri_error(unknown), HasSubstr("interface \"lb\" has no flow with id 7"));
 }
 
 }  // namespace
