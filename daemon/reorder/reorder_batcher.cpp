@@ -9,12 +9,14 @@ std::optional<uint32_t> read_bits(std::span<const std::byte> frame, BitField f) 
   if (f.bit_width == 0 || f.bit_width > 32) return std::nullopt;
   uint64_t end = uint64_t{f.bit_offset} + f.bit_width;
   if (end > uint64_t{frame.size()} * 8) return std::nullopt;
-  uint32_t value = 0;
-  for (uint32_t bit = f.bit_offset; bit < end; ++bit) {
-    auto byte = static_cast<uint8_t>(frame[bit / 8]);
-    value = (value << 1) | ((byte >> (7 - bit % 8)) & 1U);
-  }
-  return value;
+  // The bytes the field spans (five at most), big-endian in one word, then the field cut out.
+  uint64_t first = f.bit_offset / 8;
+  uint64_t last = (end - 1) / 8;
+  uint64_t word = 0;
+  for (uint64_t i = first; i <= last; ++i)
+    word = (word << 8) | static_cast<uint8_t>(frame[i]);
+  uint64_t after = (last + 1) * 8 - end;  // bits of the last byte past the field
+  return static_cast<uint32_t>((word >> after) & ((uint64_t{1} << f.bit_width) - 1));
 }
 
 uint64_t ReorderPlan::slot_bytes() const {

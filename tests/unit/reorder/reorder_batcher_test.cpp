@@ -74,6 +74,22 @@ TEST(ReorderBitField, ReadsMostSignificantFirstWithinTheFrame) {
   EXPECT_EQ(read_bits(f, {0, 33}), std::nullopt);
 }
 
+// Every field that fits a 12-byte frame, up to 32 bits across five bytes, against the bits
+// taken one at a time.
+TEST(ReorderBitField, EveryOffsetAndWidthMatchesBitByBit) {
+  std::vector<std::byte> f;
+  for (uint32_t i = 0; i < 12; ++i)
+    f.push_back(std::byte((i * 73 + 29) & 0xff));
+  for (uint32_t offset = 0; offset < 96; ++offset) {
+    for (uint32_t width = 1; width <= 32 && offset + width <= 96; ++width) {
+      uint32_t want = 0;
+      for (uint32_t bit = offset; bit < offset + width; ++bit)
+        want = (want << 1) | ((std::to_integer<uint32_t>(f[bit / 8]) >> (7 - bit % 8)) & 1U);
+      ASSERT_EQ(read_bits(f, {offset, width}), want) << offset << " " << width;
+    }
+  }
+}
+
 // Packets of two batches, each shuffled: each batch holds its packets' samples in sequence
 // order, whatever order they came in, and is emitted as its last slot fills.
 TEST(ReorderBatcher, ShuffledPacketsLandInSequenceOrder) {
