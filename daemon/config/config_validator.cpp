@@ -633,8 +633,7 @@ class Validator {
                              "\" from the largest frames its "
                              "flows' buffers hold needs " +
                              std::to_string(largest.batch_bytes()) + " bytes; buf_size is " +
-                             std::to_string(region.buf_size) +
-                             ": longer payloads are cut to fit, and counted");
+                             std::to_string(region.buf_size) + ": longer payloads are cut to fit");
         }
       }
     }
