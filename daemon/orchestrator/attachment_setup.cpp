@@ -5,9 +5,6 @@
 #include "daqiri/ring.hpp"
 
 namespace daqiri::orchestrator {
-namespace {
-constexpr uint32_t kMinRing = 64;  // an attachment's ring_size at least
-}  // namespace
 
 Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptions& options,
                                       const ReserveMemory& reserve) {

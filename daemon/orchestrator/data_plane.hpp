@@ -141,6 +141,8 @@ class DataPlane {
   // does. Unknown ids (already closed) are ignored.
   void close(uint64_t id);
   static constexpr std::chrono::milliseconds kReleaseWait = Epoch::kGraceWait;
+  // An attachment's ring_size at least.
+  static constexpr uint32_t kMinRing = 64;
   // How long a stop waits for each poller to leave its loop, and the exit code when one does
   // not (the daemon then exits without cleanup).
   static constexpr std::chrono::seconds kStopWait{5};

@@ -11,7 +11,7 @@ namespace {
 
 // A client ring of a reorder: as many slots as it has batches, within the ring limits.
 uint32_t reorder_ring(uint32_t num_bufs) {
-  uint32_t ring = 64;
+  uint32_t ring = DataPlane::kMinRing;
   while (ring * 2 <= std::min<uint32_t>(num_bufs, 1024))
     ring *= 2;
   return ring;

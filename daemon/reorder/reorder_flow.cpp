@@ -56,11 +56,11 @@ bool ReorderFlow::poll() {
   // its sources' rings, back.
   if (active > 0 && fanout_.must_wait(1)) return false;
   delivered_ = false;
-  uint64_t now = dataplane::monotonic_ns();
+  now_ns_ = dataplane::monotonic_ns();
   bool work = false;
   for (Source& s : sources_)
-    work |= drain(s, now);
-  batcher_.expire(now);
+    work |= drain(s, now_ns_);
+  batcher_.expire(now_ns_);
   if (delivered_) fanout_.publish();
   counters.on_loan.store(pool_.num_bufs() - pool_.available() - (batcher_.open() ? 1 : 0),
                          std::memory_order_relaxed);
@@ -94,7 +94,7 @@ std::optional<ReorderOutput::Buffer> ReorderFlow::acquire() {
     return std::nullopt;
   }
   batch_stamp_ = stamp_;
-  opened_ns_ = dataplane::monotonic_ns();
+  opened_ns_ = now_ns_;
   std::byte* at = pool_.buffer(index);
   return Buffer{index,
                 {at + DAQIRI_BATCH_HEADER_BYTES, pool_.buf_size() - DAQIRI_BATCH_HEADER_BYTES}};

@@ -68,7 +68,8 @@ class ReorderFlow final : public dataplane::RxFlowTask, private ReorderOutput {
   uint32_t burst_;
   uint64_t stamp_ = 0;        // the frame being placed: its receive stamp
   uint64_t batch_stamp_ = 0;  // the open batch's first frame's
-  uint64_t opened_ns_ = 0;    // when the open batch opened, on monotonic_ns()
+  uint64_t now_ns_ = 0;       // this poll's monotonic_ns()
+  uint64_t opened_ns_ = 0;    // when the open batch opened
   bool delivered_ = false;    // this poll: publish
 };
 
