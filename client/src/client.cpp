@@ -289,6 +289,17 @@ uint64_t RxStream::id() const {
   return s_->attached.id;
 }
 
+RxStream::Memory RxStream::memory() const {
+  const Attached& a = s_->attached;
+  Memory m;
+  m.rings = {a.rings.data(), a.rings.size()};
+  m.ring = reinterpret_cast<daqiri_ring_header*>(a.rings.data() + a.ring_offset);
+  m.compact = s_->view.compact;
+  m.region_count = s_->view.region_count;
+  m.regions = s_->view.regions;
+  return m;
+}
+
 Burst RxStream::next_burst(uint32_t max) {
   uint32_t avail = s_->ring.load_producer() - s_->read;
   if (avail > s_->ring.size()) avail = 0;  // not a producer index the daemon could have written

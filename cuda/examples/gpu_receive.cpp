@@ -8,6 +8,8 @@
 //   graph-loop  one CUDA graph launch for the whole stream: a WHILE node runs the check kernel
 //               once per --burst packets, waiting, checking and releasing on the GPU;
 //               --count must be a multiple of --burst
+//   mapped      a host ring (host, huge or pinned region) read where it is by a persistent
+//               grid, as `persistent` does a GPU ring: the daemon does no GPU work for it
 //   hds         header-data split queues: each frame put back together on the host from its
 //               header slot and its GPU part, then checked (proves the halves line up)
 // It verifies daqiri-gen's payload pattern and prints what it saw:
@@ -28,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,6 +40,7 @@
 #include "burst_graph.hpp"
 #include "burst_loop.hpp"
 #include "daqiri/gpu_rx_ring.hpp"
+#include "daqiri/mapped_rx_ring.hpp"
 #include "daqiri/test_pattern.hpp"
 #include "gpu_attach.hpp"
 #include "pattern_check.hpp"
@@ -153,9 +157,13 @@ uint64_t run_split(Run& r) {
   return received;
 }
 
-// Persistent kernel: it runs until `count` packets were checked (or the timeout, when the host
-// raises the stop flag); the host only waits.
-uint64_t run_persistent(Run& r, uint32_t blocks, uint32_t threads) {
+// Persistent kernel over `view` (a GPU ring or a mapped host ring): it runs until `count`
+// packets were checked (or the timeout, when the host raises the stop flag); the host only
+// waits.
+template <typename View>
+uint64_t run_persistent(const View& view, Totals* totals, cudaStream_t stream, uint64_t count,
+                        std::chrono::steady_clock::time_point deadline, uint32_t blocks,
+                        uint32_t threads) {
   uint32_t* stop = nullptr;  // mapped host memory: the host writes, the kernel polls
   cudaHostAlloc(reinterpret_cast<void**>(&stop), sizeof(uint32_t), cudaHostAllocMapped);
   *stop = 0;
@@ -164,24 +172,23 @@ uint64_t run_persistent(Run& r, uint32_t blocks, uint32_t threads) {
   uint32_t* done = nullptr;  // each block's progress: counter 0 to start with
   cudaMalloc(reinterpret_cast<void**>(&done), sizeof(uint32_t) * blocks);
   cudaMemset(done, 0, sizeof(uint32_t) * blocks);
-  cudaError_t e =
-      daqiri::example::launch_persistent(r.ring.view(), 0, static_cast<uint32_t>(r.count), blocks,
-                                         threads, done, r.totals, stop_dev, r.stream);
+  cudaError_t e = daqiri::example::launch_persistent(view, 0, static_cast<uint32_t>(count), blocks,
+                                                     threads, done, totals, stop_dev, stream);
   if (e != cudaSuccess) {
     std::fprintf(stderr, "kernel: %s\n", cudaGetErrorString(e));
     std::exit(1);
   }
-  if (!wait_stream(r.stream, r.deadline)) {
+  if (!wait_stream(stream, deadline)) {
     __atomic_store_n(stop, 1u, __ATOMIC_RELEASE);
   }
-  e = cudaStreamSynchronize(r.stream);
+  e = cudaStreamSynchronize(stream);
   if (e != cudaSuccess) {
     std::fprintf(stderr, "kernel: %s\n", cudaGetErrorString(e));
     std::exit(1);
   }
   cudaFreeHost(stop);
   cudaFree(done);
-  return r.totals->intact + r.totals->corrupt;  // the kernel released every range it checked
+  return totals->intact + totals->corrupt;  // the kernel released every range it checked
 }
 
 // CUDA graph: re-posted until `count` packets; the host only re-posts and waits.
@@ -234,6 +241,20 @@ uint64_t run_graph_loop(Run& r, uint32_t burst) {
   return r.totals->intact + r.totals->corrupt;
 }
 
+// The counts a run prints, and its exit status: 0 when `count` packets arrived, all intact.
+int report(uint64_t received, uint64_t count, const Totals& totals,
+           std::chrono::steady_clock::time_point start) {
+  std::printf(
+      "received %llu packets: %llu intact, %llu corrupt, payload bytes %llu, byte sum %llu, "
+      "sequence sum %llu\n",
+      static_cast<unsigned long long>(received), totals.intact, totals.corrupt,
+      totals.payload_bytes, totals.byte_sum, totals.sequence_sum);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("elapsed %.6f seconds from attach, %.3f Mpps\n", seconds,
+              static_cast<double>(received) / seconds / 1e6);
+  return received == count && totals.intact == count && totals.corrupt == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -243,6 +264,7 @@ int main(int argc, char** argv) {
   int timeout_s = 30;
   std::string style = "kernel";
   uint32_t blocks = 1, threads = 1024, burst = 32, stages = 8;
+  int gpu = 0;
   std::string reconnect_arg = "no", cuda_ipc_arg = "no", block_arg = "no";
   CLI::App app{"daqiri-gpu-receive: a flow's packets into a GPU ring, checked on the GPU"};
   app.add_option("--socket", socket, "daqirid's control socket");
@@ -251,11 +273,13 @@ int main(int argc, char** argv) {
   app.add_option("--ring", ring_size, "GPU ring slots (default: the queue's ring_size)");
   app.add_option("--timeout", timeout_s, "seconds to wait for them")->capture_default_str();
   app.add_option("--style", style, "consumer style")
-      ->check(CLI::IsMember({"kernel", "persistent", "graph", "graph-loop", "hds"}))
+      ->check(CLI::IsMember({"kernel", "persistent", "graph", "graph-loop", "hds", "mapped"}))
       ->capture_default_str();
-  app.add_option("--blocks", blocks, "persistent: blocks of its grid (all resident at once)")
+  app.add_option("--gpu", gpu, "mapped: the CUDA device to run on")->capture_default_str();
+  app.add_option("--blocks", blocks, "persistent, mapped: blocks of its grid (all resident)")
       ->capture_default_str();
-  app.add_option("--threads", threads, "persistent: threads of each block")->capture_default_str();
+  app.add_option("--threads", threads, "persistent, mapped: threads of each block")
+      ->capture_default_str();
   app.add_option("--burst", burst, "graph, graph-loop: packets per stage")->capture_default_str();
   app.add_option("--stages", stages, "graph: stages per post")->capture_default_str();
   app.add_option("--reconnect", reconnect_arg, "kernel: survive a daemon restart")
@@ -273,11 +297,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--reconnect is for --style kernel\n");
     return 2;
   }
-  if (style == "persistent" && (threads == 0 || threads % 32 != 0 || threads > 1024)) {
+  bool persistent = style == "persistent" || style == "mapped";
+  if (persistent && (threads == 0 || threads % 32 != 0 || threads > 1024)) {
     std::fprintf(stderr, "--threads must be a multiple of 32, at most 1024\n");
     return 2;
   }
-  if (style == "persistent" && (blocks == 0 || blocks > 1024)) {
+  if (persistent && (blocks == 0 || blocks > 1024)) {
     std::fprintf(stderr, "--blocks must be 1 to 1024 (and fit on the GPU at once)\n");
     return 2;
   }
@@ -295,17 +320,26 @@ int main(int argc, char** argv) {
   ro.ring_size = ring_size;
   ro.cuda_ipc = cuda_ipc;
   ro.block = block_arg == "yes";
-  auto attached = daqiri::example::attach_gpu_ring(socket, "daqiri-gpu-receive", ro);
-  if (!attached) return 1;
-  daqiri::GpuRxRing* ring = attached->ring.get();
-  const daqiri_gpu_ring_info& info = ring->info();
-  std::printf("attached: ring %llu on GPU %d, %u slots of %u bytes; style %s\n",
-              static_cast<unsigned long long>(ring->id()), ring->device(), info.size,
-              info.slot_size, style.c_str());
-  std::fflush(stdout);
-
   // The caller's device is ours to choose here: this program has no other CUDA state.
-  cudaSetDevice(ring->device());
+  std::optional<daqiri::example::GpuAttachment> attached;
+  std::optional<daqiri::example::MappedAttachment> mapped;
+  if (style == "mapped") {
+    cudaSetDevice(gpu);
+    mapped = daqiri::example::attach_mapped_ring(socket, "daqiri-gpu-receive", ro);
+    if (!mapped) return 1;
+    std::printf("attached: host ring %llu mapped for GPU %d, %u slots; style mapped\n",
+                static_cast<unsigned long long>(mapped->stream->id()), gpu,
+                mapped->ring->view().mask + 1);
+  } else {
+    attached = daqiri::example::attach_gpu_ring(socket, "daqiri-gpu-receive", ro);
+    if (!attached) return 1;
+    const daqiri::GpuRxRing& ring = *attached->ring;
+    std::printf("attached: ring %llu on GPU %d, %u slots of %u bytes; style %s\n",
+                static_cast<unsigned long long>(ring.id()), ring.device(), ring.info().size,
+                ring.info().slot_size, style.c_str());
+    cudaSetDevice(ring.device());
+  }
+  std::fflush(stdout);
   cudaStream_t stream = nullptr;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   Totals* totals = nullptr;
@@ -313,27 +347,23 @@ int main(int argc, char** argv) {
   std::memset(totals, 0, sizeof(Totals));
 
   auto start = std::chrono::steady_clock::now();
-  Run run{*ring,
-          totals,
-          stream,
-          count,
-          start + std::chrono::seconds(timeout_s),
-          reconnect ? attached->client.get() : nullptr};
-  uint64_t received = style == "persistent"   ? run_persistent(run, blocks, threads)
-                      : style == "graph"      ? run_graph(run, burst, stages)
-                      : style == "graph-loop" ? run_graph_loop(run, burst)
-                      : style == "hds"        ? run_split(run)
-                                              : run_kernel_per_burst(run);
-  std::printf(
-      "received %llu packets: %llu intact, %llu corrupt, payload bytes %llu, byte sum %llu, "
-      "sequence sum %llu\n",
-      static_cast<unsigned long long>(received), totals->intact, totals->corrupt,
-      totals->payload_bytes, totals->byte_sum, totals->sequence_sum);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("elapsed %.6f seconds from attach, %.3f Mpps\n", seconds,
-              static_cast<double>(received) / seconds / 1e6);
-  bool ok = received == count && totals->intact == count && totals->corrupt == 0;
+  auto deadline = start + std::chrono::seconds(timeout_s);
+  uint64_t received = 0;
+  if (mapped) {
+    received =
+        run_persistent(mapped->ring->view(), totals, stream, count, deadline, blocks, threads);
+  } else {
+    Run run{*attached->ring, totals,   stream,
+            count,           deadline, reconnect ? attached->client.get() : nullptr};
+    received = style == "persistent" ? run_persistent(attached->ring->view(), totals, stream, count,
+                                                      deadline, blocks, threads)
+               : style == "graph"    ? run_graph(run, burst, stages)
+               : style == "graph-loop" ? run_graph_loop(run, burst)
+               : style == "hds"        ? run_split(run)
+                                       : run_kernel_per_burst(run);
+  }
+  int status = report(received, count, *totals, start);
   cudaFree(totals);
   cudaStreamDestroy(stream);
-  return ok ? 0 : 1;
+  return status;
 }

@@ -38,5 +38,9 @@ const void* check_loop_function();
 cudaError_t launch_persistent(const GpuRingView& ring, uint32_t first, uint32_t count,
                               uint32_t blocks, uint32_t threads, uint32_t* done, Totals* totals,
                               const uint32_t* stop, cudaStream_t stream);
+// The same over a host ring mapped for the GPU (daqiri/mapped_rx_ring.hpp).
+cudaError_t launch_persistent(const MappedRxRingView& ring, uint32_t first, uint32_t count,
+                              uint32_t blocks, uint32_t threads, uint32_t* done, Totals* totals,
+                              const uint32_t* stop, cudaStream_t stream);
 
 }  // namespace daqiri::example

@@ -25,7 +25,7 @@
 //       "latency STYLE samples N p50 A p99 B max C" in microseconds. The graph style posts a
 //       graph of 100 stages at a time; graph-loop launches one graph whose WHILE node runs a
 //       one-thread waiter per doorbell.
-//   gpu-bench e2e kernel|persistent|graph|graph-loop SOCKET FLOW PACKETS
+//   gpu-bench e2e kernel|persistent|graph|graph-loop|mapped SOCKET FLOW PACKETS
 //       the same consumer styles on a real GPU ring of FLOW, fed by daqirid: from the daemon's
 //       receive timestamp (CLOCK_REALTIME, in each descriptor) to the consumer first seeing the
 //       packet (the GPU's global timer), the two clocks related by a calibration in this run.
@@ -33,7 +33,9 @@
 //       well apart), then "e2e STYLE samples N p50 A p99 B max C clock_error D drift_ppm E" in
 //       microseconds; D bounds the calibrations' error (one before, one after: the offset is
 //       interpolated, E is how fast it moved). The kernel style sleeps on the ring's eventfd
-//       between bursts, as daqiri-gpu-receive does.
+//       between bursts, as daqiri-gpu-receive does. `mapped` attaches a host ring instead (the
+//       flow's queue on a host or pinned region) and one thread of a kernel polls its producer
+//       index in host memory (daqiri::MappedRxRing).
 #include <cuda_runtime_api.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -56,6 +58,7 @@
 #include "daqiri/cuda/driver_api.hpp"
 #include "daqiri/gpu_graph_loop.hpp"
 #include "daqiri/gpu_rx_ring.hpp"
+#include "daqiri/mapped_rx_ring.hpp"
 #include "gpu_attach.hpp"
 #include "latency_kernels.hpp"
 
@@ -375,7 +378,107 @@ std::optional<TimerOffset> calibrate_timer() {
   return best;
 }
 
+// The e2e figures from the consumer's stamps (GPU timer) and the descriptors' receive times
+// (CLOCK_REALTIME), related by the calibration before (`offset`, at `calibrated_at`) and one
+// now.
+int report_e2e(const std::string& style, const std::vector<uint64_t>& at,
+               const std::vector<daqiri_rx_desc>& descs, const TimerOffset& offset,
+               uint64_t calibrated_at) {
+  // The two clocks drift apart by some ppm (seconds here are tens of microseconds): calibrate
+  // again and interpolate the offset for each receive time.
+  auto offset_after = calibrate_timer();
+  if (!offset_after) return 1;
+  uint64_t recalibrated_at = realtime_ns();
+  double slope = static_cast<double>(offset_after->offset_ns - offset.offset_ns) /
+                 static_cast<double>(recalibrated_at - calibrated_at);
+  const size_t n = at.size();
+  std::vector<double> us(n);
+  for (size_t i = 0; i < n; ++i) {
+    double since = static_cast<double>(static_cast<int64_t>(descs[i].timestamp_ns - calibrated_at));
+    double received = static_cast<double>(descs[i].timestamp_ns) +
+                      static_cast<double>(offset.offset_ns) + slope * since;
+    us[i] = (static_cast<double>(at[i]) - received) / 1e3;
+  }
+  std::sort(us.begin(), us.end());
+  std::printf("e2e %s samples %zu p50 %.2f p99 %.2f max %.2f clock_error %.2f drift_ppm %.1f\n",
+              style.c_str(), n, us[n / 2], us[static_cast<size_t>(static_cast<double>(n) * 0.99)],
+              us.back(),
+              static_cast<double>(std::max(offset.error_ns, offset_after->error_ns)) / 1e3,
+              slope * 1e6);
+  return 0;
+}
+
+// What an e2e run stamps into: the clocks related (before), a stamp per packet in GPU memory,
+// and the consumer's stream.
+struct E2eRun {
+  TimerOffset offset;
+  uint64_t calibrated_at = 0;
+  DeviceMemory<uint64_t> seen;
+  Stream stream;
+};
+
+std::optional<E2eRun> prepare_e2e(uint32_t n) {
+  auto offset = calibrate_timer();
+  if (!offset) return std::nullopt;
+  std::optional<E2eRun> run(std::in_place);
+  run->offset = *offset;
+  run->calibrated_at = realtime_ns();
+  if (!cuda_ok(device_alloc(run->seen, n * sizeof(uint64_t)), "cudaMalloc") ||
+      !cuda_ok(cudaMemset(run->seen.get(), 0, n * sizeof(uint64_t)), "cudaMemset") ||
+      !cuda_ok(make_stream(run->stream), "stream")) {
+    return std::nullopt;
+  }
+  return run;
+}
+
+// e2e's mapped style: a host ring of FLOW read where it is (daqiri::MappedRxRing) by one thread
+// that polls its producer index across PCIe; the daemon does no GPU work.
+int e2e_mapped(const std::string& socket, const std::string& flow, uint32_t n) {
+  daqiri::RxOptions ro;
+  ro.flow = flow;
+  auto mapped = daqiri::example::attach_mapped_ring(socket, "gpu-bench", ro);
+  if (!mapped) return 1;
+  const daqiri::MappedRxRingView& view = mapped->ring->view();
+  daqiri_ring_header* header = mapped->stream->memory().ring;
+  auto producer = [&] { return __atomic_load_n(&header->producer, __ATOMIC_ACQUIRE); };
+  if (n == 0 || n > view.mask) {
+    std::fprintf(stderr, "PACKETS must be 1 to %u (the ring's slots less one)\n", view.mask);
+    return 2;
+  }
+  auto run = prepare_e2e(n);
+  if (!run) return 1;
+  uint64_t* const seen = run->seen.get();
+  Stream& stream = run->stream;
+  if (producer() != 0) {
+    std::fprintf(stderr, "the ring already holds %u packets: send after \"ready\"\n", producer());
+    return 1;
+  }
+  if (!cuda_ok(launch_mapped_waiter(view.producer, seen, n, stream.get()), "launch")) {
+    return 1;
+  }
+  std::printf("ready\n");
+  std::fflush(stdout);
+  auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (producer() < n && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (producer() < n) {
+    std::fprintf(stderr, "only %u of %u packets arrived\n", producer(), n);
+    std::fflush(stderr);
+    std::_Exit(1);  // the waiter kernel may spin forever
+  }
+  if (!cuda_ok(cudaStreamSynchronize(stream.get()), "consumer")) return 1;
+  std::vector<uint64_t> at(n);
+  if (!cuda_ok(cudaMemcpy(at.data(), seen, n * sizeof(uint64_t), cudaMemcpyDeviceToHost), "copy")) {
+    return 1;
+  }
+  auto* descs = reinterpret_cast<const daqiri_rx_desc*>(reinterpret_cast<const std::byte*>(header) +
+                                                        header->desc_offset);
+  std::vector<daqiri_rx_desc> received(descs, descs + n);
+  return report_e2e("mapped", at, received, run->offset, run->calibrated_at);
+}
+
 int e2e(const std::string& style, const std::string& socket, const std::string& flow, uint32_t n) {
+  if (style == "mapped") return e2e_mapped(socket, flow, n);
   auto api = daqiri::cuda::DriverApi::get();
   if (!api) {
     std::fprintf(stderr, "driver: %s\n", api.error().message.c_str());
@@ -392,17 +495,10 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
     return 2;
   }
   if (!cuda_ok(cudaSetDevice(r->device()), "cudaSetDevice")) return 1;
-  auto offset = calibrate_timer();
-  if (!offset) return 1;
-  uint64_t calibrated_at = realtime_ns();
-  DeviceMemory<uint64_t> seen_memory;
-  Stream stream;
-  if (!cuda_ok(device_alloc(seen_memory, n * sizeof(uint64_t)), "cudaMalloc") ||
-      !cuda_ok(cudaMemset(seen_memory.get(), 0, n * sizeof(uint64_t)), "cudaMemset") ||
-      !cuda_ok(make_stream(stream), "stream")) {
-    return 1;
-  }
-  uint64_t* const seen = seen_memory.get();
+  auto run = prepare_e2e(n);
+  if (!run) return 1;
+  uint64_t* const seen = run->seen.get();
+  Stream& stream = run->stream;
   uint32_t start = r->producer();  // anything that arrived before the waiters is not measured
   if (start != 0) {
     std::fprintf(stderr, "the ring already holds %u packets: send after \"ready\"\n", start);
@@ -452,7 +548,7 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
       }
     });
   } else {
-    std::fprintf(stderr, "style: kernel, persistent, graph or graph-loop\n");
+    std::fprintf(stderr, "style: kernel, persistent, graph, graph-loop or mapped\n");
     return 2;
   }
   std::printf("ready\n");
@@ -476,26 +572,7 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
           "copy")) {
     return 1;
   }
-  // The two clocks drift apart by some ppm (seconds here are tens of microseconds): calibrate
-  // again and interpolate the offset for each receive time.
-  auto offset_after = calibrate_timer();
-  if (!offset_after) return 1;
-  uint64_t recalibrated_at = realtime_ns();
-  double slope = static_cast<double>(offset_after->offset_ns - offset->offset_ns) /
-                 static_cast<double>(recalibrated_at - calibrated_at);
-  std::vector<double> us(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    double since = static_cast<double>(static_cast<int64_t>(descs[i].timestamp_ns - calibrated_at));
-    double received = static_cast<double>(descs[i].timestamp_ns) +
-                      static_cast<double>(offset->offset_ns) + slope * since;
-    us[i] = (static_cast<double>(at[i]) - received) / 1e3;
-  }
-  std::sort(us.begin(), us.end());
-  std::printf("e2e %s samples %u p50 %.2f p99 %.2f max %.2f clock_error %.2f drift_ppm %.1f\n",
-              style.c_str(), n, us[n / 2], us[static_cast<size_t>(n * 0.99)], us.back(),
-              static_cast<double>(std::max(offset->error_ns, offset_after->error_ns)) / 1e3,
-              slope * 1e6);
-  return 0;
+  return report_e2e(style, at, descs, run->offset, run->calibrated_at);
 }
 
 int main(int argc, char** argv) {
@@ -527,11 +604,12 @@ int main(int argc, char** argv) {
     return memcpy_peer(std::strtoull(argv[2], nullptr, 10), shape, std::strtod(argv[6], nullptr),
                        false);
   }
-  std::fprintf(stderr,
-               "usage: gpu-bench ring SOCKET FLOW SECONDS FRAME_BYTES [block]\n"
-               "       gpu-bench latency kernel|persistent|graph|graph-loop SAMPLES GAP_US\n"
-               "       gpu-bench e2e kernel|persistent|graph|graph-loop SOCKET FLOW PACKETS\n"
-               "       gpu-bench memcpy|memcpy-d2d BYTES CHUNK SECONDS\n"
-               "       gpu-bench memcpy-rows BYTES ROWS WIDTH PITCH SECONDS STREAMS\n");
+  std::fprintf(
+      stderr,
+      "usage: gpu-bench ring SOCKET FLOW SECONDS FRAME_BYTES [block]\n"
+      "       gpu-bench latency kernel|persistent|graph|graph-loop SAMPLES GAP_US\n"
+      "       gpu-bench e2e kernel|persistent|graph|graph-loop|mapped SOCKET FLOW PACKETS\n"
+      "       gpu-bench memcpy|memcpy-d2d BYTES CHUNK SECONDS\n"
+      "       gpu-bench memcpy-rows BYTES ROWS WIDTH PITCH SECONDS STREAMS\n");
   return 2;
 }

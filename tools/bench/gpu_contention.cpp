@@ -94,13 +94,18 @@ bool measure(const char* phase, const std::vector<Work>& works, cudaStream_t str
         }
       }
       auto t0 = Clock::now();
-      if (!w.enqueue(stream) || !cuda_ok(cudaEventRecord(event, stream), "record")) return false;
+      if (!w.enqueue(stream)) break;  // said why on stderr; the other rows still run
+      if (!cuda_ok(cudaEventRecord(event, stream), "record")) return false;
       cudaError_t e = cudaEventQuery(event);
       while (e == cudaErrorNotReady)
         e = cudaEventQuery(event);
       if (!cuda_ok(e, w.name.c_str())) return false;
       if (i >= 10)
         us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+    if (us.size() < samples) {
+      std::printf("contention %s %s refused\n", phase, w.name.c_str());
+      continue;
     }
     report(phase, w.name, us);
   }
@@ -229,6 +234,22 @@ int main(int argc, char** argv) {
     memops[4].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
     return memops;
   };
+  // The driver's reason goes to stderr: a refused batch is itself a finding.
+  auto batch_mem_op = [&](cudaStream_t s, CUstreamBatchMemOpParams* ops, unsigned count) {
+    CUresult r = (*api)->stream_batch_mem_op(reinterpret_cast<CUstream>(s), count, ops, 0);
+    if (r != CUDA_SUCCESS) {
+      const char* text = nullptr;
+      (*api)->get_error_string(r, &text);
+      std::fprintf(stderr, "cuStreamBatchMemOp(%u ops): %d %s\n", count, static_cast<int>(r),
+                   text != nullptr ? text : "?");
+    }
+    return r == CUDA_SUCCESS;
+  };
+  int can64 = 0;
+  CUdevice dev = 0;
+  if ((*api)->device_get(&dev, 0) == CUDA_SUCCESS)
+    (*api)->device_get_attribute(&can64, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, dev);
+  std::printf("can-use-64-bit-stream-mem-ops %d\n", can64);
   std::vector<Work> works = {
       {"kernel", [&](cudaStream_t s) { return launch_stamp(stamps.get(), 0, s) == cudaSuccess; }},
       {"copy-48B", copy_of(48)},
@@ -277,10 +298,19 @@ int main(int argc, char** argv) {
                 write_doorbell(s);
        }},
       {"frame-descriptor-written-doorbell",
+       [&](cudaStream_t s) { return frame(s) && batch_mem_op(s, descriptor_and_bell(), 5); }},
+      {"doorbell-batch",
+       [&](cudaStream_t s) { return batch_mem_op(s, descriptor_and_bell() + 4, 1); }},
+      {"write64-batch",
        [&](cudaStream_t s) {
-         return frame(s) && (*api)->stream_batch_mem_op(reinterpret_cast<CUstream>(s), 5,
-                                                        descriptor_and_bell(), 0) == CUDA_SUCCESS;
+         CUstreamBatchMemOpParams* op = descriptor_and_bell();
+         op->writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+         return batch_mem_op(s, op, 1);
        }},
+      {"write64-no-barrier-batch",
+       [&](cudaStream_t s) { return batch_mem_op(s, descriptor_and_bell(), 1); }},
+      {"write64-no-barrier-4-batch",
+       [&](cudaStream_t s) { return batch_mem_op(s, descriptor_and_bell(), 4); }},
       {"kernel-then-doorbell",
        [&](cudaStream_t s) {
          return launch_stamp(stamps.get(), 0, s) == cudaSuccess && write_doorbell(s);

@@ -33,10 +33,12 @@ __global__ void timer_echo(const volatile uint32_t* flag, volatile uint64_t* sta
   }
 }
 
-// One thread spins on the doorbell (acquire, device scope: it is GPU memory, as gpu_ring.cuh
-// reads it) and stamps when it reaches i + 1, for every i.
+// One thread spins on the doorbell and stamps when it reaches i + 1, for every i. Acquire at
+// device scope for a GPU ring's doorbell (GPU memory, as gpu_ring.cuh reads it), at system
+// scope for a mapped host ring's producer index (as mapped_rx_ring.cuh reads it).
+template <cuda::thread_scope Scope>
 __global__ void persistent(const uint32_t* doorbell, uint64_t* seen, uint32_t n) {
-  cuda::atomic_ref<uint32_t, cuda::thread_scope_device> d(*const_cast<uint32_t*>(doorbell));
+  cuda::atomic_ref<uint32_t, Scope> d(*const_cast<uint32_t*>(doorbell));
   for (uint32_t i = 0; i < n; ++i) {
     while (static_cast<int32_t>(d.load(cuda::memory_order_acquire) - (i + 1)) < 0) {
     }
@@ -85,7 +87,13 @@ cudaError_t launch_timer_echo(const volatile uint32_t* flag, volatile uint64_t* 
 
 cudaError_t launch_persistent_waiter(const uint32_t* doorbell, uint64_t* seen, uint32_t n,
                                      cudaStream_t stream) {
-  persistent<<<1, 1, 0, stream>>>(doorbell, seen, n);
+  persistent<cuda::thread_scope_device><<<1, 1, 0, stream>>>(doorbell, seen, n);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_mapped_waiter(const uint32_t* producer, uint64_t* seen, uint32_t n,
+                                 cudaStream_t stream) {
+  persistent<cuda::thread_scope_system><<<1, 1, 0, stream>>>(producer, seen, n);
   return cudaGetLastError();
 }
 

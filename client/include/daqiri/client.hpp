@@ -216,6 +216,18 @@ class RxStream {
   [[nodiscard]] const RxOptions& options() const { return options_; }
   [[nodiscard]] uint64_t id() const;
 
+  // The stream's shared memory, for a consumer that is not this process's CPU: a GPU kernel
+  // reading the ring and the buffers where they are, in host memory (daqiri/mapped_rx_ring.hpp).
+  // Such a consumer reads descriptors and releases through it instead of next_burst/release.
+  struct Memory {
+    std::span<std::byte> rings;          // the rings mapping (read-write), `ring` inside it
+    daqiri_ring_header* ring = nullptr;  // this stream's RX ring
+    bool compact = false;                // daqiri_rx_desc_compact slots
+    uint32_t region_count = 0;
+    std::array<std::span<const std::byte>, DAQIRI_MAX_REGIONS> regions{};  // mapped read-only
+  };
+  [[nodiscard]] Memory memory() const;
+
   ~RxStream();
   RxStream(const RxStream&) = delete;
   RxStream& operator=(const RxStream&) = delete;

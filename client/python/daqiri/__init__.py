@@ -6,18 +6,20 @@
             data = burst.payloads()      # packets x bytes, a read-only view of the daemon's buffers
 
 GPU rings (daqiri.gpu) come as arrays with __cuda_array_interface__ and DLPack, for torch and
-cupy. docs/python.md has the whole API.
+cupy; MappedRxRing hands a host ring to a CUDA kernel that reads it where it is. docs/python.md has the whole API.
 """
 from . import abi, frames
 from .client import Client
 from .control import Control
 from .errors import (AlreadyExists, DaqiriError, Detached, FailedPrecondition, InvalidArgument,
                      NotFound, PermissionDenied, ResourceExhausted, Unavailable)
+from .mapped import MappedRxRing
 from .rx import Batch, Burst, Packet, RxStream, batch_of
 from .tx import TxBuffer, TxStream
 
 __version__ = "0.1.0"
 
-__all__ = ["abi", "frames", "Client", "Control", "Batch", "Burst", "Packet", "RxStream", "batch_of", "TxBuffer",
+__all__ = ["abi", "frames", "Client", "Control", "Batch", "Burst", "MappedRxRing", "Packet", "RxStream", "batch_of",
+           "TxBuffer",
            "TxStream", "DaqiriError", "AlreadyExists", "Detached", "FailedPrecondition",
            "InvalidArgument", "NotFound", "PermissionDenied", "ResourceExhausted", "Unavailable"]

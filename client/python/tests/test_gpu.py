@@ -138,3 +138,53 @@ def test_a_reorders_batches_reach_a_gpu_ring_whole(start_daemon):
     for batch in (0, 1):
         slots = got[batch][:4 * 24].numpy().view(np.float32).reshape(4, 6)
         assert (slots == expected_samples(batch)).all(), f"batch {batch}"
+
+
+# A kernel over a host ring mapped for the GPU: thread 0 waits for `n` packets behind the producer
+# index (host memory, acquire at system scope), the block copies each payload into `out`, then
+# stores the consumer index (release at system scope): the buffers go back from the GPU.
+_MAPPED_COPY = r"""
+extern "C" __global__ void take(const unsigned* producer, unsigned* consumer,
+                                const unsigned char* descs, unsigned mask, unsigned desc_size,
+                                const unsigned char* region, unsigned n, unsigned size,
+                                unsigned char* out) {
+  if (threadIdx.x == 0) {
+    unsigned p;
+    do {
+      asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(p) : "l"(producer) : "memory");
+    } while ((int)(p - n) < 0);
+  }
+  __syncthreads();
+  for (unsigned c = 0; c < n; ++c) {
+    const unsigned char* d = descs + (c & mask) * desc_size;
+    unsigned long long offset = *(const unsigned long long*)d;   /* daqiri_rx_desc.offset */
+    unsigned short at = *(const unsigned short*)(d + 28);         /* .payload_offset */
+    for (unsigned i = threadIdx.x; i < size; i += blockDim.x)
+      out[(unsigned long long)c * size + i] = region[offset + at + i];
+  }
+  __syncthreads();
+  if (threadIdx.x == 0)
+    asm volatile("st.release.sys.global.u32 [%0], %1;" :: "l"(consumer), "r"(n) : "memory");
+}
+"""
+
+
+def test_a_kernel_reads_a_mapped_host_ring_where_it_is_and_releases_it(start_daemon):
+    cp = pytest.importorskip("cupy")
+    from conftest import HOST_CONFIG, wait_for
+    assert daqiri.abi.RX_DESC.fields["payload_offset"][1] == 28
+    d = start_daemon(HOST_CONFIG)
+    take = cp.RawKernel(_MAPPED_COPY, "take")
+    with d.client() as client, client.attach_rx("stream0") as rx, \
+            daqiri.MappedRxRing(rx, device=0) as m:
+        out = cp.zeros((500, 1000), cp.uint8)
+        take((1,), (256,), (cp.uint64(m.producer), cp.uint64(m.consumer), cp.uint64(m.descs),
+                            cp.uint32(m.mask), cp.uint32(daqiri.abi.RX_DESC.itemsize),
+                            cp.uint64(m.regions[0][0]), cp.uint32(500), cp.uint32(1000),
+                            out))
+        gen(4096, 500, 1000, rate=100000)
+        cp.cuda.Device().synchronize()
+        assert (cp.asnumpy(out) == pattern.expected(np.arange(500), 1000, stream=4096)).all()
+        # The GPU's store of the consumer index gave every buffer back; the stream is attached.
+        assert wait_for(lambda: client.flow_stats("stream0").buffers_on_loan == 0)
+        assert client.flow_stats("stream0").packets == 500

@@ -28,6 +28,11 @@ __device__ inline const uint8_t* gpu_ring_frame(const GpuRingView& r, uint32_t c
   return r.base + r.descs[counter & r.mask].offset;
 }
 
+// The frame of a descriptor already read (a copy of gpu_ring_desc's).
+__device__ inline const uint8_t* gpu_ring_frame(const GpuRingView& r, const daqiri_rx_desc& d) {
+  return r.base + d.offset;
+}
+
 // Where the UDP payload of counter's frame starts (0: not UDP). The descriptor says, except for
 // a frame the daemon never read (DAQIRI_PAYLOAD_UNREAD: it came from GPU memory): then it is
 // found in the frame here.

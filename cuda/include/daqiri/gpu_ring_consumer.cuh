@@ -53,8 +53,9 @@ __device__ inline bool stop_requested(const volatile uint32_t* stop, uint32_t sp
 }
 
 // Block 0, thread 0: the lowest counter every block is done with, released if it moved.
-__device__ inline void release_done(const GpuRingView& r, const uint32_t* done, uint32_t first,
-                                    uint32_t& released) {
+template <typename Ring>
+__device__ void release_done(const Ring& r, const uint32_t* done, uint32_t first,
+                             uint32_t& released) {
   uint32_t low = device_load(&done[0]);
   for (uint32_t b = 1; b < gridDim.x; ++b) {
     uint32_t d = device_load(&done[b]);
@@ -68,13 +69,14 @@ __device__ inline void release_done(const GpuRingView& r, const uint32_t* done, 
 
 }  // namespace detail
 
-// Consumes ring counters [first, last) (last == first + count; UINT32_MAX-style open ends are
-// fine: it also returns when *stop becomes non-zero). `done`: gridDim.x words in device memory,
-// each set to `first` before the launch. `fn(counter)` is called by all 32 lanes of one warp.
-// Every thread of every block calls this.
-template <typename Fn>
-__device__ void gpu_ring_consume(const GpuRingView& r, uint32_t first, uint32_t last,
-                                 uint32_t* done, const volatile uint32_t* stop, Fn&& fn) {
+// Consumes ring counters [first, last) of a GPU ring (GpuRingView) or of a host ring mapped
+// for the GPU (MappedRxRingView, daqiri/mapped_rx_ring.cuh); last == first + count
+// (UINT32_MAX-style open ends are fine: it also returns when *stop becomes non-zero). `done`:
+// gridDim.x words in device memory, each set to `first` before the launch. `fn(counter)` is called
+// by all 32 lanes of one warp. Every thread of every block calls this.
+template <typename Ring, typename Fn>
+__device__ void gpu_ring_consume(const Ring& r, uint32_t first, uint32_t last, uint32_t* done,
+                                 const volatile uint32_t* stop, Fn&& fn) {
   const uint32_t warp = threadIdx.x / 32;
   const uint32_t warps = blockDim.x / 32;
   const uint64_t grid_warps = uint64_t{warps} * gridDim.x;

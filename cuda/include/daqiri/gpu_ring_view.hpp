@@ -1,4 +1,4 @@
-// What a CUDA kernel needs to consume a daqiri GPU ring: plain pointers, passed by value.
+// What a CUDA kernel needs to consume a daqiri ring: plain pointers, passed by value.
 // Host and device code alike include it; daqiri/gpu_ring.cuh adds the device-side helpers.
 #pragma once
 
@@ -15,6 +15,21 @@ struct GpuRingView {
   uint32_t* consumer;           // device address of the consumer index (host-mapped memory)
   uint32_t mask;                // slots - 1
   uint32_t slot_size;
+};
+
+// A host RX ring read by a kernel where it is: descriptors, indices and buffers in the
+// daemon's shared host memory, mapped for the GPU (daqiri/mapped_rx_ring.hpp). No GPU work on
+// the daemon's side, so nothing of the daemon's waits for a client's kernels or the reverse;
+// every read crosses PCIe. Device helpers in daqiri/mapped_rx_ring.cuh.
+struct MappedRxRingView {
+  const uint32_t* producer;     // the ring's producer index (host memory)
+  uint32_t* consumer;           // the ring's consumer index (host memory)
+  uint32_t* mirror;             // device memory: block 0's last look at `producer`, for the rest
+  const daqiri_rx_desc* descs;  // `mask + 1` descriptors (host memory)
+  uint32_t mask;                // slots - 1
+  uint32_t region_count;
+  const uint8_t* regions[DAQIRI_MAX_REGIONS];  // the buffers of each region (host memory)
+  uint64_t region_bytes[DAQIRI_MAX_REGIONS];
 };
 
 // The state of a graph-loop consumer (gpu_ring_loop in daqiri/gpu_ring_consumer.cuh), in device

@@ -1,0 +1,94 @@
+"""A host RX stream read by a CUDA kernel where it is (docs/gpu.md, "Mapped host rings").
+
+    rx = client.attach_rx("stream0")                 # a host ring, full descriptors
+    with daqiri.MappedRxRing(rx, device=0) as m:     # registered with CUDA for that device
+        kernel(..., m.producer, m.consumer, m.descs, m.mask, m.regions[0][0], ...)
+
+The ring, its indices and the buffers stay in the daemon's shared host memory; the kernel reads
+them across PCIe and releases by storing the consumer index (`m.consumer`) itself, so the
+stream's own bursts and release must not be used beside it. The addresses are device pointers
+(ints), for cupy.RawKernel, numba or torch's cpp extensions. Close it before the stream.
+"""
+import ctypes
+
+import numpy as np
+
+from . import abi, cuda
+from .errors import InvalidArgument
+
+CU_MEMHOSTREGISTER_PORTABLE = 0x01
+CU_MEMHOSTREGISTER_DEVICEMAP = 0x02
+CU_MEMHOSTREGISTER_READ_ONLY = 0x08
+CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712
+
+_SIGNATURES = {
+    "cuMemHostRegister_v2": [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint],
+    "cuMemHostUnregister": [ctypes.c_void_p],
+    "cuMemHostGetDevicePointer_v2": [ctypes.POINTER(cuda.CUdeviceptr), ctypes.c_void_p, ctypes.c_uint],
+}
+
+
+def _lib():
+    lib = cuda.driver()
+    for name, args in _SIGNATURES.items():
+        getattr(lib, name).argtypes = args
+    return lib
+
+
+class MappedRxRing:
+    """Device addresses of an RX stream's ring and buffers: `producer` and `consumer` (uint32,
+    host memory: read the producer with acquire at system scope, store the consumer with
+    release), `descs` (`mask + 1` abi.RX_DESC), `regions` [(address, bytes)] (read-only)."""
+
+    def __init__(self, stream, device=0):
+        if stream.options.compact:
+            raise InvalidArgument("a mapped RX ring reads full descriptors: attach without compact")
+        self._ctx = cuda.PrimaryContext(device)
+        self._registered = []
+        try:
+            ring = stream._ring
+            rings = self._map(stream._rings_map, False)
+            header = ring.words.ctypes.data
+            base = np.frombuffer(stream._rings_map, np.uint8).ctypes.data
+            at = lambda host: rings + (host - base)  # noqa: E731 - same distance on the GPU's side
+            self.producer = at(header + abi.WORD_PRODUCER * 4)
+            self.consumer = at(header + abi.WORD_CONSUMER * 4)
+            self.descs = at(header + int(ring.words[abi.WORD_DESC_OFFSET]))
+            self.mask = ring.mask
+            self.regions = [(self._map(m, True), len(m)) for m in stream._maps]
+        except BaseException:
+            self.close()
+            raise
+
+    def _map(self, mm, read_only):
+        """Registers one mapping (unless this process already did) and returns its device address."""
+        lib = _lib()
+        host = ctypes.c_void_p(np.frombuffer(mm, np.uint8).ctypes.data)
+        flags = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP
+        if read_only:
+            flags |= CU_MEMHOSTREGISTER_READ_ONLY
+        with self._ctx:
+            r = lib.cuMemHostRegister_v2(host, len(mm), flags)
+            if r == 0:
+                self._registered.append(host)
+            elif r != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
+                cuda.check(r, "cuMemHostRegister")
+            device = cuda.CUdeviceptr()
+            cuda.check(lib.cuMemHostGetDevicePointer_v2(ctypes.byref(device), host, 0),
+                       "cuMemHostGetDevicePointer")
+        return device.value
+
+    def close(self):
+        """Unregisters what this object registered; the stream stays attached."""
+        if self._registered:
+            with self._ctx:
+                for host in self._registered:
+                    _lib().cuMemHostUnregister(host)
+            self._registered = []
+        self._ctx.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
