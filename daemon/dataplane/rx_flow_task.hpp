@@ -26,6 +26,12 @@ struct FlowCounters {
   std::atomic<uint64_t> overflow{0};     // the pool had buffers: the poller fell behind
   std::atomic<uint32_t> on_loan{0};      // buffers held by clients, as of the last poll
   std::atomic<uint32_t> connections{0};  // TCP: open streams
+  // A reorder's (ReorderBatcher::Counters, published once a poll).
+  std::atomic<uint64_t> late{0};
+  std::atomic<uint64_t> duplicates{0};
+  std::atomic<uint64_t> short_frames{0};
+  std::atomic<uint64_t> not_samples{0};
+  std::atomic<uint64_t> timed_out{0};
 };
 
 // Where a flow's packets are told apart from others: by the poller (or the kernel's socket
@@ -46,6 +52,8 @@ class RxFlowTask : public PollTask {
   // Whether its pool is its queue's, shared with the queue's other flows (DPDK), rather than
   // its own, freed with it.
   [[nodiscard]] virtual bool shares_pool() const { return false; }
+  // Whether it is a reorder (its packets are batches; its counters have the reorder's rows).
+  [[nodiscard]] virtual bool reorders() const { return false; }
   // Whether its descriptors name connections (`stream`): TCP and RDMA flows.
   [[nodiscard]] virtual bool carries_connections() const { return false; }
   // After an attachment joined or left its fan-out (control side).

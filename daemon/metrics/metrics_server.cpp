@@ -100,11 +100,11 @@ Families families_of(std::vector<MetricFamily>& out, const v1::stats::Family (&t
 template <size_t N>
 void add_counters(Families& families, const v1::stats::Counter (&table)[N],
                   const std::array<uint64_t, N>& values,
-                  const std::vector<ClientMetric::Label>& labels, bool rx = true,
-                  bool gpu = false) {
+                  const std::vector<ClientMetric::Label>& labels, bool rx = true, bool gpu = false,
+                  bool reorder = false) {
   for (size_t i = 0; i < N; ++i) {
     const v1::stats::Counter& c = table[i];
-    if (c.family.empty() || !v1::stats::applies_to(c.applies, rx, gpu)) continue;
+    if (c.family.empty() || !v1::stats::applies_to(c.applies, rx, gpu, reorder)) continue;
     auto l = labels;
     if (!c.reason.empty()) l.push_back({"reason", std::string(c.reason)});
     families.at(c.family).add(std::move(l), double(values[i]));
@@ -148,7 +148,8 @@ class DataPlaneCollector final : public prometheus::Collectable {
       std::vector<ClientMetric::Label> l{
           {"flow", f.name},
           {"steering", f.steering == dataplane::Steering::kHardware ? "hardware" : "software"}};
-      add_counters(flow_families, v1::stats::kFlowCounters, values_of(f), l);
+      add_counters(flow_families, v1::stats::kFlowCounters, values_of(f), l, true, false,
+                   f.reorder);
     }
 
     // Interfaces and queues: the sums of their flows (RX) and TX attachments.

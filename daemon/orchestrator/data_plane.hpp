@@ -75,6 +75,7 @@ struct FlowStats {
 #define DAQIRI_STATS_MEMBER(member, ...) uint64_t member = 0;
   DAQIRI_FLOW_COUNTERS(DAQIRI_STATS_MEMBER)
   Steering steering = Steering::kSoftware;
+  bool reorder = false;  // a reorder: the kReorder rows apply
 };
 
 // An attachment's counters, one member per row of DAQIRI_ATTACHMENT_COUNTERS: share is the

@@ -21,6 +21,7 @@ std::vector<FlowStats> DataPlane::flow_stats() const {
       s.interface = flow.interface;
       s.queue = flow.rss_queues.empty() ? flow.queue : flow.rss_queues.front();
       s.steering = f.flow->steering();
+      s.reorder = f.flow->reorders();
       out.push_back(s);
     }
     FlowStats& s = out[row->second];
@@ -37,6 +38,11 @@ std::vector<FlowStats> DataPlane::flow_stats() const {
     s.buffers_total += f.flow->pool().num_bufs();
     s.buffers_on_loan += c.on_loan.load(std::memory_order_relaxed);
     s.attachments += f.flow->fanout().size();
+    s.late += c.late.load(std::memory_order_relaxed);
+    s.duplicates += c.duplicates.load(std::memory_order_relaxed);
+    s.short_frames += c.short_frames.load(std::memory_order_relaxed);
+    s.not_samples += c.not_samples.load(std::memory_order_relaxed);
+    s.timed_out += c.timed_out.load(std::memory_order_relaxed);
   }
   return out;
 }

@@ -101,6 +101,8 @@ class ReorderBatcher {
   // Emits the open batch whatever its age (the stream ended).
   void flush();
   [[nodiscard]] bool open() const { return open_; }
+  // When the open batch's first packet came (the clock `add` was given).
+  [[nodiscard]] uint64_t opened_ns() const { return first_ns_; }
   [[nodiscard]] const Counters& counters() const { return counters_; }
 
  private:

@@ -56,14 +56,20 @@ bool ReorderFlow::poll() {
   // its sources' rings, back.
   if (active > 0 && fanout_.must_wait(1)) return false;
   delivered_ = false;
-  now_ns_ = dataplane::monotonic_ns();
+  const uint64_t now_ns = dataplane::monotonic_ns();
   bool work = false;
   for (Source& s : sources_)
-    work |= drain(s, now_ns_);
-  batcher_.expire(now_ns_);
+    work |= drain(s, now_ns);
+  batcher_.expire(now_ns);
   if (delivered_) fanout_.publish();
   counters.on_loan.store(pool_.num_bufs() - pool_.available() - (batcher_.open() ? 1 : 0),
                          std::memory_order_relaxed);
+  const ReorderBatcher::Counters& c = batcher_.counters();
+  counters.late.store(c.late, std::memory_order_relaxed);
+  counters.duplicates.store(c.duplicates, std::memory_order_relaxed);
+  counters.short_frames.store(c.short_frames, std::memory_order_relaxed);
+  counters.not_samples.store(c.not_samples, std::memory_order_relaxed);
+  counters.timed_out.store(c.timed_out, std::memory_order_relaxed);
   return work || delivered_;
 }
 
@@ -94,7 +100,6 @@ std::optional<ReorderOutput::Buffer> ReorderFlow::acquire() {
     return std::nullopt;
   }
   batch_stamp_ = stamp_;
-  opened_ns_ = now_ns_;
   std::byte* at = pool_.buffer(index);
   return Buffer{index,
                 {at + DAQIRI_BATCH_HEADER_BYTES, pool_.buf_size() - DAQIRI_BATCH_HEADER_BYTES}};
@@ -146,7 +151,7 @@ void ReorderFlow::disarm_wakeups() {
 
 uint64_t ReorderFlow::wakeup_due_ns() const {
   if (!batcher_.open() || plan_.timeout_ns == 0) return kNoWakeupDue;
-  return opened_ns_ + plan_.timeout_ns;
+  return batcher_.opened_ns() + plan_.timeout_ns;
 }
 
 }  // namespace daqiri::reorder

@@ -39,9 +39,7 @@ class ReorderFlow final : public dataplane::RxFlowTask, private ReorderOutput {
   [[nodiscard]] bool needs_timed_wakeup() const override { return fanout_.holds_buffers(); }
   // The open batch's timeout.
   [[nodiscard]] uint64_t wakeup_due_ns() const override;
-  [[nodiscard]] const ReorderBatcher::Counters& reorder_counters() const {
-    return batcher_.counters();
-  }
+  [[nodiscard]] bool reorders() const override { return true; }
 
  private:
   struct Source {
@@ -68,8 +66,6 @@ class ReorderFlow final : public dataplane::RxFlowTask, private ReorderOutput {
   uint32_t burst_;
   uint64_t stamp_ = 0;        // the frame being placed: its receive stamp
   uint64_t batch_stamp_ = 0;  // the open batch's first frame's
-  uint64_t now_ns_ = 0;       // this poll's monotonic_ns()
-  uint64_t opened_ns_ = 0;    // when the open batch opened
   bool delivered_ = false;    // this poll: publish
 };
 

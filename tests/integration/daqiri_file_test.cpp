@@ -293,11 +293,11 @@ TEST_F(DaqiriFileTest, SoftwareLoopbackSteersWhatComesBackByTheFilesFlows) {
   EXPECT_EQ(nic_queue(s, "rq_q_0")->unmatched(), 50u);
 }
 
-// DAQIRI's reorder on software loopback, as its reorder example configures one: the file's
-// flow by id, the sequence number in a payload byte (the low byte of daqiri-gen's
-// little-endian sequence), batches of 8 from byte 66 (after daqiri-gen's header). 200 frames
-// sent in order come back as 25 whole batches, in order, each slot a payload's 753 bytes.
-TEST_F(DaqiriFileTest, SoftwareLoopbackReorderHandsBackWholeBatches) {
+// sw_loopback_example with a reorder of its flow (by id) as DAQIRI's reorder example writes
+// one: `method` under seq_packets_per_batch, batches from PAYLOAD_OFFSET, into a host region of
+// NUM_BUFS batches of BUF_SIZE bytes.
+std::string sw_loopback_reorder(const std::string& method, uint32_t payload_offset,
+                                uint32_t buf_size, uint32_t num_bufs) {
   std::string text = sw_loopback_example(R"(        flows:
         - name: "flow_0"
           id: 0
@@ -307,19 +307,44 @@ TEST_F(DaqiriFileTest, SoftwareLoopbackReorderHandsBackWholeBatches) {
         - name: "rx_reorder"
           reorder_type: "cpu"
           memory_region: "Reorder_RX_CPU"
-          payload_byte_offset: 66
+          payload_byte_offset: )" + std::to_string(payload_offset) +
+                                         R"(
           flow_ids: [0]
           method:
             seq_packets_per_batch:
-              sequence_number: {bit_offset: 400, bit_width: 8}
-              packets_per_batch: 8
-)");
+)" + method);
   text.insert(text.find("    interfaces:"), R"(    - name: "Reorder_RX_CPU"
       kind: "host"
       affinity: 0
-      num_bufs: 64
-      buf_size: 65536
-)");
+      num_bufs: )" + std::to_string(num_bufs) + R"(
+      buf_size: )" + std::to_string(buf_size) + "\n");
+  return text;
+}
+
+// DAQIRI's reorder example as it is (1024 packets of 32-bit sequence numbers a batch, 2 MB
+// output buffers): daqirid takes every key.
+TEST_F(DaqiriFileTest, DaqirisReorderExampleChecksClean) {
+  std::string file = dir_.write(
+      "reorder.yaml",
+      sw_loopback_reorder(R"(              sequence_number: {bit_offset: 512, bit_width: 32}
+              packets_per_batch: 1024
+)",
+                          64, 2031616, 128));
+  auto r = run({daqirid_path(), "--check-config", file});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("error"))) << r.err;
+}
+
+// DAQIRI's reorder on software loopback, as its reorder example configures one: the file's
+// flow by id, the sequence number in a payload byte (the low byte of daqiri-gen's
+// little-endian sequence), batches of 8 from byte 66 (after daqiri-gen's header). 200 frames
+// sent in order come back as 25 whole batches, in order, each slot a payload's 753 bytes.
+TEST_F(DaqiriFileTest, SoftwareLoopbackReorderHandsBackWholeBatches) {
+  std::string text =
+      sw_loopback_reorder(R"(              sequence_number: {bit_offset: 400, bit_width: 8}
+              packets_per_batch: 8
+)",
+                          66, 65536, 64);
   start_daqiri_file(text);
   if (HasFatalFailure()) return;
   Spawned rx(dir_, client({"batches", "rx_reorder", "25"}));

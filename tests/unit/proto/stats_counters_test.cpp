@@ -58,6 +58,8 @@ TEST(StatsCounters, EachAttachmentShowsWhatAppliesToIt) {
   EXPECT_TRUE(applies_to(Applies::kTx, false, false));
   EXPECT_FALSE(applies_to(Applies::kGpu, true, false));
   EXPECT_TRUE(applies_to(Applies::kGpu, true, true));
+  EXPECT_FALSE(applies_to(Applies::kReorder, true, false));
+  EXPECT_TRUE(applies_to(Applies::kReorder, true, false, true));
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 // field in control.proto ("": not sent); column: its heading in `daqiri-ctl stats` ("": not
 // shown); family: the Prometheus family ("": not exported; help and type in k*Families) and
 // reason: its `reason` label ("": none); applies: which attachments have it (RX, TX, GPU rings,
-// or all). Adding a counter: a row here, its field in control.proto, its line in
-// docs/metrics.md; then count it where it happens.
+// or all), or which flows (all, or reorders only). Adding a counter: a row here, its field in
+// control.proto, its line in docs/metrics.md; then count it where it happens.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@
 
 namespace daqiri::v1::stats {
 
-enum class Applies : uint8_t { kAll, kRx, kTx, kGpu };
+enum class Applies : uint8_t { kAll, kRx, kTx, kGpu, kReorder };
 enum class Kind : uint8_t { kCounter, kGauge };
 
 // clang-format off
@@ -30,7 +30,12 @@ enum class Kind : uint8_t { kCounter, kGauge };
   X(overflow,        "",                      "",             "daqiri_flow_dropped_packets_total", "kernel",     kAll) \
   X(attachments,     "attachments",           "CLIENTS",      "daqiri_flow_attachments",           "",           kAll) \
   X(buffers_on_loan, "buffers_on_loan",       "ON_LOAN",      "daqiri_flow_buffers_on_loan",       "",           kAll) \
-  X(buffers_total,   "buffers_total",         "",             "daqiri_flow_buffers",               "",           kAll)
+  X(buffers_total,   "buffers_total",         "",             "daqiri_flow_buffers",               "",           kAll) \
+  X(late,            "dropped_late",          "",             "daqiri_flow_dropped_packets_total", "late",       kReorder) \
+  X(duplicates,      "dropped_duplicate",     "",             "daqiri_flow_dropped_packets_total", "duplicate",  kReorder) \
+  X(short_frames,    "dropped_short",         "",             "daqiri_flow_dropped_packets_total", "short",      kReorder) \
+  X(not_samples,     "dropped_not_samples",   "",             "daqiri_flow_dropped_packets_total", "not_samples", kReorder) \
+  X(timed_out,       "batches_timed_out",     "",             "daqiri_reorder_batches_timed_out_total", "",      kReorder)
 
 #define DAQIRI_ATTACHMENT_COUNTERS(X)                                                              \
   X(packets,            "packets",            "PACKETS",    "daqiri_attachment_packets_total",         "",               kAll) \
@@ -83,6 +88,8 @@ inline constexpr Family kFlowFamilies[] = {
     {"daqiri_flow_buffers_on_loan", Kind::kGauge, "Buffers of the flow's pool held by clients"},
     {"daqiri_flow_buffers", Kind::kGauge, "Buffers in the flow's pool"},
     {"daqiri_flow_attachments", Kind::kGauge, "Clients attached to the flow"},
+    {"daqiri_reorder_batches_timed_out_total", Kind::kCounter,
+     "A reorder's batches emitted on their timeout, not whole"},
 };
 
 inline constexpr Family kAttachmentFamilies[] = {
@@ -107,8 +114,9 @@ inline constexpr Family kAttachmentFamilies[] = {
     {"daqiri_attachment_ring_slots", Kind::kGauge, "Slots in the client's ring"},
 };
 
-// Whether an attachment (RX or TX, into a GPU ring or not) has a counter.
-constexpr bool applies_to(Applies applies, bool rx, bool gpu) {
+// Whether an attachment (RX or TX, into a GPU ring or not) or a flow (a reorder or not) has a
+// counter.
+constexpr bool applies_to(Applies applies, bool rx, bool gpu, bool reorder = false) {
   switch (applies) {
     case Applies::kAll:
       return true;
@@ -118,6 +126,8 @@ constexpr bool applies_to(Applies applies, bool rx, bool gpu) {
       return !rx;
     case Applies::kGpu:
       return gpu;
+    case Applies::kReorder:
+      return reorder;
   }
   return false;
 }
