@@ -25,7 +25,7 @@
 //       "latency STYLE samples N p50 A p99 B max C" in microseconds. The graph style posts a
 //       graph of 100 stages at a time; graph-loop launches one graph whose WHILE node runs a
 //       one-thread waiter per doorbell.
-//   gpu-bench e2e kernel|persistent|graph|graph-loop|mapped SOCKET FLOW PACKETS
+//   gpu-bench e2e [mapped-]kernel|persistent|graph|graph-loop|mapped SOCKET FLOW PACKETS
 //       the same consumer styles on a real GPU ring of FLOW, fed by daqirid: from the daemon's
 //       receive timestamp (CLOCK_REALTIME, in each descriptor) to the consumer first seeing the
 //       packet (the GPU's global timer), the two clocks related by a calibration in this run.
@@ -33,9 +33,11 @@
 //       well apart), then "e2e STYLE samples N p50 A p99 B max C clock_error D drift_ppm E" in
 //       microseconds; D bounds the calibrations' error (one before, one after: the offset is
 //       interpolated, E is how fast it moved). The kernel style sleeps on the ring's eventfd
-//       between bursts, as daqiri-gpu-receive does. `mapped` attaches a host ring instead (the
-//       flow's queue on a host or pinned region) and one thread of a kernel polls its producer
-//       index in host memory (daqiri::MappedRxRing).
+//       between bursts, as daqiri-gpu-receive does. `mapped` (or mapped-STYLE) attaches a host
+//       ring instead (the flow's queue on a host or pinned region) mapped for the GPU
+//       (daqiri::MappedRxRing): one thread of a kernel polls its producer index in host memory
+//       (mapped-graph: the graph's stream waits on it; mapped-kernel: the host thread sleeps
+//       on the ring's eventfd).
 #include <cuda_runtime_api.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -214,14 +216,15 @@ bool launch_graph_waiter(const daqiri::cuda::DriverApi& api, CUdeviceptr doorbel
 }
 
 // The consumer side of the graph-loop style: one launch of a WHILE node whose kernel waits for
-// the next doorbell and stamps it. `next`: a device word, zeroed.
-std::optional<daqiri::GpuGraphLoop> launch_loop_waiter(const uint32_t* doorbell, uint64_t* seen,
-                                                       uint32_t* next, uint32_t n,
+// the next doorbell (`host_memory`: a mapped host ring's producer index) and stamps it. `next`:
+// a device word, zeroed.
+std::optional<daqiri::GpuGraphLoop> launch_loop_waiter(const uint32_t* doorbell, bool host_memory,
+                                                       uint64_t* seen, uint32_t* next, uint32_t n,
                                                        cudaStream_t stream) {
   cudaGraphConditionalHandle handle{};
   void* args[] = {&doorbell, &seen, &next, &n, &handle};
-  auto loop = daqiri::GpuGraphLoop::create(daqiri::bench::loop_waiter_function(), dim3(1), dim3(1),
-                                           args, &handle);
+  auto loop = daqiri::GpuGraphLoop::create(daqiri::bench::loop_waiter_function(host_memory),
+                                           dim3(1), dim3(1), args, &handle);
   if (!loop || !loop->launch(stream)) {
     std::fprintf(stderr, "graph loop: %s\n", loop ? "launch failed" : loop.error().message.c_str());
     return std::nullopt;
@@ -290,7 +293,7 @@ int latency(const std::string& style, uint32_t n, double gap_us) {
         !cuda_ok(cudaMemset(next.get(), 0, sizeof(uint32_t)), "cudaMemset")) {
       return 1;
     }
-    auto loop = launch_loop_waiter(doorbell.get(), seen, next.get(), n, consumer.get());
+    auto loop = launch_loop_waiter(doorbell.get(), false, seen, next.get(), n, consumer.get());
     if (!loop) return 1;
     produce(0, n);
     if (!cuda_ok(cudaStreamSynchronize(consumer.get()), "consumer")) return 1;
@@ -431,91 +434,105 @@ std::optional<E2eRun> prepare_e2e(uint32_t n) {
   return run;
 }
 
-// e2e's mapped style: a host ring of FLOW read where it is (daqiri::MappedRxRing) by one thread
-// that polls its producer index across PCIe; the daemon does no GPU work.
-int e2e_mapped(const std::string& socket, const std::string& flow, uint32_t n) {
+// Where an e2e consumer learns of packets: a GPU ring's doorbell (GPU memory, written by the
+// daemon's engine) or a mapped host ring's producer index (host memory, written by the
+// daemon's poller). The attachment it came from is kept alive with it.
+struct E2eSource {
+  std::optional<daqiri::example::GpuAttachment> gpu;
+  std::optional<daqiri::example::MappedAttachment> mapped;
+  const uint32_t* doorbell = nullptr;  // the device address the GPU polls
+  uint32_t mask = 0;
+  int device = 0;
+
+  [[nodiscard]] bool host_memory() const { return mapped.has_value(); }
+  // The host's view of the producer index.
+  [[nodiscard]] uint32_t producer() const {
+    return gpu ? gpu->ring->producer()
+               : __atomic_load_n(&mapped->stream->memory().ring->producer, __ATOMIC_ACQUIRE);
+  }
+  // Sleeps on the attachment's eventfd until the producer moves past `seen` (or 100 ms).
+  [[nodiscard]] std::optional<uint32_t> wait(uint32_t seen) const {
+    if (gpu) {
+      auto p = gpu->ring->wait(seen, std::chrono::milliseconds(100));
+      return p ? std::optional(*p) : std::nullopt;
+    }
+    auto b = mapped->stream->wait_burst(std::chrono::milliseconds(100));  // read, not released
+    return b ? std::optional(producer()) : std::nullopt;
+  }
+  // Descriptors [0, n): the receive stamps.
+  [[nodiscard]] bool descriptors(std::vector<daqiri_rx_desc>& out) const {
+    if (gpu) {
+      return cuda_ok(cudaMemcpy(out.data(), gpu->ring->view().descs,
+                                out.size() * sizeof(daqiri_rx_desc), cudaMemcpyDeviceToHost),
+                     "copy");
+    }
+    const daqiri_ring_header* h = mapped->stream->memory().ring;
+    auto* descs = reinterpret_cast<const daqiri_rx_desc*>(reinterpret_cast<const std::byte*>(h) +
+                                                          h->desc_offset);
+    std::copy(descs, descs + out.size(), out.begin());
+    return true;
+  }
+};
+
+// `mapped-STYLE` attaches a host ring of FLOW mapped for the GPU (daqiri::MappedRxRing), any
+// other STYLE a GPU ring.
+std::optional<E2eSource> e2e_source(const std::string& style, const std::string& socket,
+                                    const std::string& flow) {
   daqiri::RxOptions ro;
   ro.flow = flow;
-  auto mapped = daqiri::example::attach_mapped_ring(socket, "gpu-bench", ro);
-  if (!mapped) return 1;
-  const daqiri::MappedRxRingView& view = mapped->ring->view();
-  daqiri_ring_header* header = mapped->stream->memory().ring;
-  auto producer = [&] { return __atomic_load_n(&header->producer, __ATOMIC_ACQUIRE); };
-  if (n == 0 || n > view.mask) {
-    std::fprintf(stderr, "PACKETS must be 1 to %u (the ring's slots less one)\n", view.mask);
-    return 2;
+  E2eSource src;
+  if (style.starts_with("mapped")) {
+    src.mapped = daqiri::example::attach_mapped_ring(socket, "gpu-bench", ro);
+    if (!src.mapped) return std::nullopt;
+    src.doorbell = src.mapped->ring->view().producer;
+    src.mask = src.mapped->ring->view().mask;
+  } else {
+    src.gpu = daqiri::example::attach_gpu_ring(socket, "gpu-bench", ro);
+    if (!src.gpu) return std::nullopt;
+    src.doorbell = src.gpu->ring->view().doorbell;
+    src.mask = src.gpu->ring->view().mask;
+    src.device = src.gpu->ring->device();
   }
-  auto run = prepare_e2e(n);
-  if (!run) return 1;
-  uint64_t* const seen = run->seen.get();
-  Stream& stream = run->stream;
-  if (producer() != 0) {
-    std::fprintf(stderr, "the ring already holds %u packets: send after \"ready\"\n", producer());
-    return 1;
-  }
-  if (!cuda_ok(launch_mapped_waiter(view.producer, seen, n, stream.get()), "launch")) {
-    return 1;
-  }
-  std::printf("ready\n");
-  std::fflush(stdout);
-  auto deadline = Clock::now() + std::chrono::seconds(60);
-  while (producer() < n && Clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (producer() < n) {
-    std::fprintf(stderr, "only %u of %u packets arrived\n", producer(), n);
-    std::fflush(stderr);
-    std::_Exit(1);  // the waiter kernel may spin forever
-  }
-  if (!cuda_ok(cudaStreamSynchronize(stream.get()), "consumer")) return 1;
-  std::vector<uint64_t> at(n);
-  if (!cuda_ok(cudaMemcpy(at.data(), seen, n * sizeof(uint64_t), cudaMemcpyDeviceToHost), "copy")) {
-    return 1;
-  }
-  auto* descs = reinterpret_cast<const daqiri_rx_desc*>(reinterpret_cast<const std::byte*>(header) +
-                                                        header->desc_offset);
-  std::vector<daqiri_rx_desc> received(descs, descs + n);
-  return report_e2e("mapped", at, received, run->offset, run->calibrated_at);
+  return src;
 }
 
 int e2e(const std::string& style, const std::string& socket, const std::string& flow, uint32_t n) {
-  if (style == "mapped") return e2e_mapped(socket, flow, n);
   auto api = daqiri::cuda::DriverApi::get();
   if (!api) {
     std::fprintf(stderr, "driver: %s\n", api.error().message.c_str());
     return 1;
   }
-  daqiri::RxOptions ro;
-  ro.flow = flow;
-  auto attached = daqiri::example::attach_gpu_ring(socket, "gpu-bench", ro);
-  if (!attached) return 1;
-  daqiri::GpuRxRing* r = attached->ring.get();
-  daqiri::GpuRingView view = r->view();
-  if (n == 0 || n > view.mask) {
-    std::fprintf(stderr, "PACKETS must be 1 to %u (the ring's slots less one)\n", view.mask);
+  auto src = e2e_source(style, socket, flow);
+  if (!src) return 1;
+  const std::string consumer = style == "mapped"              ? "persistent"
+                               : style.starts_with("mapped-") ? style.substr(7)
+                                                              : style;
+  if (n == 0 || n > src->mask) {
+    std::fprintf(stderr, "PACKETS must be 1 to %u (the ring's slots less one)\n", src->mask);
     return 2;
   }
-  if (!cuda_ok(cudaSetDevice(r->device()), "cudaSetDevice")) return 1;
+  if (!cuda_ok(cudaSetDevice(src->device), "cudaSetDevice")) return 1;
   auto run = prepare_e2e(n);
   if (!run) return 1;
   uint64_t* const seen = run->seen.get();
   Stream& stream = run->stream;
-  uint32_t start = r->producer();  // anything that arrived before the waiters is not measured
+  uint32_t start = src->producer();  // anything that arrived before the waiters is not measured
   if (start != 0) {
     std::fprintf(stderr, "the ring already holds %u packets: send after \"ready\"\n", start);
     return 1;
   }
-  const auto db = reinterpret_cast<CUdeviceptr>(view.doorbell);
+  const bool host = src->host_memory();
+  const auto db = reinterpret_cast<CUdeviceptr>(src->doorbell);
   std::vector<GraphExec> graphs;
   std::optional<daqiri::GpuGraphLoop> loop;
   DeviceMemory<uint32_t> next;
   std::thread host_consumer;
   std::atomic<bool> stop{false};
-  if (style == "persistent") {
-    if (!cuda_ok(daqiri::bench::launch_persistent_waiter(view.doorbell, seen, n, stream.get()),
-                 "launch")) {
-      return 1;
-    }
-  } else if (style == "graph") {
+  if (consumer == "persistent") {
+    auto launched = host ? launch_mapped_waiter(src->doorbell, seen, n, stream.get())
+                         : launch_persistent_waiter(src->doorbell, seen, n, stream.get());
+    if (!cuda_ok(launched, "launch")) return 1;
+  } else if (consumer == "graph") {
     constexpr uint32_t kStages = 100;
     for (uint32_t first = 0; first < n; first += kStages) {
       GraphExec exec;
@@ -528,19 +545,19 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
       }
       graphs.push_back(std::move(exec));
     }
-  } else if (style == "graph-loop") {
+  } else if (consumer == "graph-loop") {
     if (!cuda_ok(device_alloc(next, sizeof(uint32_t)), "cudaMalloc") ||
         !cuda_ok(cudaMemset(next.get(), 0, sizeof(uint32_t)), "cudaMemset")) {
       return 1;
     }
-    auto launched = launch_loop_waiter(view.doorbell, seen, next.get(), n, stream.get());
+    auto launched = launch_loop_waiter(src->doorbell, host, seen, next.get(), n, stream.get());
     if (!launched) return 1;
     loop.emplace(std::move(*launched));
-  } else if (style == "kernel") {
+  } else if (consumer == "kernel") {
     host_consumer = std::thread([&] {
       uint32_t got = 0;
       while (got < n && !stop.load(std::memory_order_relaxed)) {
-        auto p = r->wait(got, std::chrono::milliseconds(100));
+        auto p = src->wait(got);
         if (!p || *p == got) continue;
         uint32_t upto = std::min(*p, n);
         daqiri::bench::launch_stamp_range(seen, got, upto - got, stream.get());
@@ -548,18 +565,18 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
       }
     });
   } else {
-    std::fprintf(stderr, "style: kernel, persistent, graph, graph-loop or mapped\n");
+    std::fprintf(stderr, "style: [mapped-]kernel, persistent, graph or graph-loop, or mapped\n");
     return 2;
   }
   std::printf("ready\n");
   std::fflush(stdout);
   auto deadline = Clock::now() + std::chrono::seconds(60);
-  while (r->producer() < n && Clock::now() < deadline)
+  while (src->producer() < n && Clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   stop = true;
   if (host_consumer.joinable()) host_consumer.join();
-  if (r->producer() < n) {
-    std::fprintf(stderr, "only %u of %u packets arrived\n", r->producer(), n);
+  if (src->producer() < n) {
+    std::fprintf(stderr, "only %u of %u packets arrived\n", src->producer(), n);
     std::fflush(stderr);
     std::_Exit(1);  // a waiter kernel may spin forever
   }
@@ -567,9 +584,7 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
   std::vector<uint64_t> at(n);
   std::vector<daqiri_rx_desc> descs(n);
   if (!cuda_ok(cudaMemcpy(at.data(), seen, n * sizeof(uint64_t), cudaMemcpyDeviceToHost), "copy") ||
-      !cuda_ok(
-          cudaMemcpy(descs.data(), view.descs, n * sizeof(daqiri_rx_desc), cudaMemcpyDeviceToHost),
-          "copy")) {
+      !src->descriptors(descs)) {
     return 1;
   }
   return report_e2e(style, at, descs, run->offset, run->calibrated_at);
@@ -608,7 +623,8 @@ int main(int argc, char** argv) {
       stderr,
       "usage: gpu-bench ring SOCKET FLOW SECONDS FRAME_BYTES [block]\n"
       "       gpu-bench latency kernel|persistent|graph|graph-loop SAMPLES GAP_US\n"
-      "       gpu-bench e2e kernel|persistent|graph|graph-loop|mapped SOCKET FLOW PACKETS\n"
+      "       gpu-bench e2e [mapped-]kernel|persistent|graph|graph-loop|mapped SOCKET FLOW "
+      "PACKETS\n"
       "       gpu-bench memcpy|memcpy-d2d BYTES CHUNK SECONDS\n"
       "       gpu-bench memcpy-rows BYTES ROWS WIDTH PITCH SECONDS STREAMS\n");
   return 2;

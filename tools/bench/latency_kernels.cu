@@ -47,10 +47,11 @@ __global__ void persistent(const uint32_t* doorbell, uint64_t* seen, uint32_t n)
 }
 
 // One run of the graph loop's kernel: waits for doorbell >= next + 1, stamps seen[next] and
-// runs again until n.
+// runs again until n. Scope as for `persistent`.
+template <cuda::thread_scope Scope>
 __global__ void loop_waiter(const uint32_t* doorbell, uint64_t* seen, uint32_t* next, uint32_t n,
                             cudaGraphConditionalHandle loop) {
-  cuda::atomic_ref<uint32_t, cuda::thread_scope_device> d(*const_cast<uint32_t*>(doorbell));
+  cuda::atomic_ref<uint32_t, Scope> d(*const_cast<uint32_t*>(doorbell));
   const uint32_t i = *next;
   while (static_cast<int32_t>(d.load(cuda::memory_order_acquire) - (i + 1)) < 0) {
   }
@@ -61,8 +62,9 @@ __global__ void loop_waiter(const uint32_t* doorbell, uint64_t* seen, uint32_t* 
 
 }  // namespace
 
-const void* loop_waiter_function() {
-  return reinterpret_cast<const void*>(&loop_waiter);
+const void* loop_waiter_function(bool host_memory) {
+  return host_memory ? reinterpret_cast<const void*>(&loop_waiter<cuda::thread_scope_system>)
+                     : reinterpret_cast<const void*>(&loop_waiter<cuda::thread_scope_device>);
 }
 
 cudaError_t launch_stamp(uint64_t* at, uint32_t i, cudaStream_t stream) {

@@ -23,7 +23,8 @@ cudaError_t launch_mapped_waiter(const uint32_t* producer, uint64_t* seen, uint3
 // The graph-loop waiter, for daqiri::GpuGraphLoop (parameters: const uint32_t* doorbell,
 // uint64_t* seen, uint32_t* next, uint32_t n, cudaGraphConditionalHandle loop; one thread): each
 // run waits until *doorbell >= *next + 1, stamps seen[*next] and moves *next on, until n.
-const void* loop_waiter_function();
+// `host_memory`: the doorbell is a mapped host ring's producer index (system scope).
+const void* loop_waiter_function(bool host_memory);
 // Relates the global timer to a host clock: for k in [1, rounds], one thread waits for *flag to
 // reach k and writes the timer to stamps[k]. Both in mapped host memory; the host raises the
 // flag between two readings of its clock.
