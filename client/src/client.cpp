@@ -294,9 +294,7 @@ RxStream::Memory RxStream::memory() const {
   Memory m;
   m.rings = {a.rings.data(), a.rings.size()};
   m.ring = reinterpret_cast<daqiri_ring_header*>(a.rings.data() + a.ring_offset);
-  m.compact = s_->view.compact;
-  m.region_count = s_->view.region_count;
-  m.regions = s_->view.regions;
+  m.view = s_->view;
   return m;
 }
 

@@ -42,7 +42,7 @@ struct MappedRxRing::State {
 
 Result<std::unique_ptr<MappedRxRing>> MappedRxRing::map(const RxStream& stream) {
   RxStream::Memory m = stream.memory();
-  if (m.compact) {
+  if (m.view.compact) {
     return fail(ErrorCode::kInvalidArgument,
                 "a mapped RX ring reads full descriptors: attach without `compact`");
   }
@@ -52,7 +52,7 @@ Result<std::unique_ptr<MappedRxRing>> MappedRxRing::map(const RxStream& stream) 
     return std::unexpected(cuda_error(e, "cudaGetDevice"));
   }
   cudaDeviceGetAttribute(&read_only, cudaDevAttrHostRegisterReadOnlySupported, device);
-  if (read_only == 0 && m.region_count != 0) {
+  if (read_only == 0 && m.view.region_count != 0) {
     return fail(ErrorCode::kFailedPrecondition,
                 "this GPU cannot map read-only host memory (cudaDevAttrHostRegisterReadOnly"
                 "Supported), and the stream's buffers are read-only to clients");
@@ -68,14 +68,15 @@ Result<std::unique_ptr<MappedRxRing>> MappedRxRing::map(const RxStream& stream) 
   };
   v.producer = reinterpret_cast<const uint32_t*>(at(&m.ring->producer));
   v.consumer = const_cast<uint32_t*>(reinterpret_cast<const uint32_t*>(at(&m.ring->consumer)));
-  v.descs = reinterpret_cast<const daqiri_rx_desc*>(at(m.ring) + m.ring->desc_offset);
-  v.mask = m.ring->size - 1;
-  v.region_count = m.region_count;
-  for (uint32_t i = 0; i < m.region_count; ++i) {
-    auto r = s->map_range(m.regions[i].data(), m.regions[i].size(), true, "a region's buffers");
+  v.descs = reinterpret_cast<const daqiri_rx_desc*>(at(m.view.slots));
+  v.mask = m.view.mask;
+  v.region_count = m.view.region_count;
+  for (uint32_t i = 0; i < v.region_count; ++i) {
+    const std::span<const std::byte>& region = m.view.regions[i];
+    auto r = s->map_range(region.data(), region.size(), true, "a region's buffers");
     if (!r) return std::unexpected(r.error());
     v.regions[i] = static_cast<const uint8_t*>(*r);
-    v.region_bytes[i] = m.regions[i].size();
+    v.region_bytes[i] = region.size();
   }
   if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&s->mirror), sizeof(uint32_t));
       e != cudaSuccess) {

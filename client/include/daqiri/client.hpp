@@ -221,10 +221,10 @@ class RxStream {
   // Such a consumer reads descriptors and releases through it instead of next_burst/release.
   struct Memory {
     std::span<std::byte> rings;          // the rings mapping (read-write), `ring` inside it
-    daqiri_ring_header* ring = nullptr;  // this stream's RX ring
-    bool compact = false;                // daqiri_rx_desc_compact slots
-    uint32_t region_count = 0;
-    std::array<std::span<const std::byte>, DAQIRI_MAX_REGIONS> regions{};  // mapped read-only
+    daqiri_ring_header* ring = nullptr;  // this stream's RX ring: its producer and consumer
+    // The ring's slots and geometry and the regions (mapped read-only), as checked at attach:
+    // what Burst reads.
+    detail::RxRingView view;
   };
   [[nodiscard]] Memory memory() const;
 

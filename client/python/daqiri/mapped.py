@@ -53,7 +53,7 @@ class MappedRxRing:
             at = lambda host: rings + (host - base)  # noqa: E731 - same distance on the GPU's side
             self.producer = at(header + abi.WORD_PRODUCER * 4)
             self.consumer = at(header + abi.WORD_CONSUMER * 4)
-            self.descs = at(header + int(ring.words[abi.WORD_DESC_OFFSET]))
+            self.descs = at(ring.slots.ctypes.data)  # where the ring was checked to start
             self.mask = ring.mask
             self.regions = [(self._map(m, True), len(m)) for m in stream._maps]
         except BaseException:
