@@ -139,18 +139,16 @@ const void* check_burst_function() {
   return reinterpret_cast<const void*>(&check_burst);
 }
 
-cudaError_t launch_persistent(const GpuRingView& ring, uint32_t first, uint32_t count,
-                              uint32_t blocks, uint32_t threads, uint32_t* done, Totals* totals,
+template <typename Ring>
+cudaError_t launch_persistent(const Ring& ring, uint32_t first, uint32_t count, uint32_t blocks,
+                              uint32_t threads, uint32_t* done, Totals* totals,
                               const uint32_t* stop, cudaStream_t stream) {
   check_persistent<<<blocks, threads, 0, stream>>>(ring, first, count, done, totals, stop);
   return cudaGetLastError();
 }
-
-cudaError_t launch_persistent(const MappedRxRingView& ring, uint32_t first, uint32_t count,
-                              uint32_t blocks, uint32_t threads, uint32_t* done, Totals* totals,
-                              const uint32_t* stop, cudaStream_t stream) {
-  check_persistent<<<blocks, threads, 0, stream>>>(ring, first, count, done, totals, stop);
-  return cudaGetLastError();
-}
+template cudaError_t launch_persistent(const GpuRingView&, uint32_t, uint32_t, uint32_t, uint32_t,
+                                       uint32_t*, Totals*, const uint32_t*, cudaStream_t);
+template cudaError_t launch_persistent(const MappedRxRingView&, uint32_t, uint32_t, uint32_t,
+                                       uint32_t, uint32_t*, Totals*, const uint32_t*, cudaStream_t);
 
 }  // namespace daqiri::example

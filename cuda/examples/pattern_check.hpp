@@ -34,13 +34,11 @@ const void* check_loop_function();
 // Persistent kernel: `blocks` blocks of `threads` (a multiple of 32) poll the doorbell and
 // check packets [first, first + count), a warp per packet, releasing from the GPU
 // (daqiri/gpu_ring_consumer.cuh); it returns when they are done or when the host sets *stop
-// (mapped host memory). `done`: `blocks` words of device memory, each `first`.
-cudaError_t launch_persistent(const GpuRingView& ring, uint32_t first, uint32_t count,
-                              uint32_t blocks, uint32_t threads, uint32_t* done, Totals* totals,
-                              const uint32_t* stop, cudaStream_t stream);
-// The same over a host ring mapped for the GPU (daqiri/mapped_rx_ring.hpp).
-cudaError_t launch_persistent(const MappedRxRingView& ring, uint32_t first, uint32_t count,
-                              uint32_t blocks, uint32_t threads, uint32_t* done, Totals* totals,
+// (mapped host memory). `done`: `blocks` words of device memory, each `first`. `Ring`: a
+// GpuRingView, or a MappedRxRingView (a host ring mapped for the GPU, daqiri/mapped_rx_ring.hpp).
+template <typename Ring>
+cudaError_t launch_persistent(const Ring& ring, uint32_t first, uint32_t count, uint32_t blocks,
+                              uint32_t threads, uint32_t* done, Totals* totals,
                               const uint32_t* stop, cudaStream_t stream);
 
 }  // namespace daqiri::example

@@ -271,8 +271,9 @@ int latency(const std::string& style, uint32_t n, double gap_us) {
     }
   };
   if (style == "persistent") {
-    if (!cuda_ok(daqiri::bench::launch_persistent_waiter(doorbell.get(), seen, n, consumer.get()),
-                 "launch")) {
+    if (!cuda_ok(
+            daqiri::bench::launch_persistent_waiter(doorbell.get(), false, seen, n, consumer.get()),
+            "launch")) {
       return 1;
     }
     produce(0, n);
@@ -440,6 +441,7 @@ std::optional<E2eRun> prepare_e2e(uint32_t n) {
 struct E2eSource {
   std::optional<daqiri::example::GpuAttachment> gpu;
   std::optional<daqiri::example::MappedAttachment> mapped;
+  daqiri::RxStream::Memory host;       // mapped: the host ring as this process sees it
   const uint32_t* doorbell = nullptr;  // the device address the GPU polls
   uint32_t mask = 0;
   int device = 0;
@@ -447,8 +449,7 @@ struct E2eSource {
   [[nodiscard]] bool host_memory() const { return mapped.has_value(); }
   // The host's view of the producer index.
   [[nodiscard]] uint32_t producer() const {
-    return gpu ? gpu->ring->producer()
-               : __atomic_load_n(&mapped->stream->memory().ring->producer, __ATOMIC_ACQUIRE);
+    return gpu ? gpu->ring->producer() : __atomic_load_n(&host.ring->producer, __ATOMIC_ACQUIRE);
   }
   // Sleeps on the attachment's eventfd until the producer moves past `seen` (or 100 ms).
   [[nodiscard]] std::optional<uint32_t> wait(uint32_t seen) const {
@@ -466,9 +467,7 @@ struct E2eSource {
                                 out.size() * sizeof(daqiri_rx_desc), cudaMemcpyDeviceToHost),
                      "copy");
     }
-    const daqiri_ring_header* h = mapped->stream->memory().ring;
-    auto* descs = reinterpret_cast<const daqiri_rx_desc*>(reinterpret_cast<const std::byte*>(h) +
-                                                          h->desc_offset);
+    auto* descs = reinterpret_cast<const daqiri_rx_desc*>(host.view.slots);
     std::copy(descs, descs + out.size(), out.begin());
     return true;
   }
@@ -484,6 +483,7 @@ std::optional<E2eSource> e2e_source(const std::string& style, const std::string&
   if (style.starts_with("mapped")) {
     src.mapped = daqiri::example::attach_mapped_ring(socket, "gpu-bench", ro);
     if (!src.mapped) return std::nullopt;
+    src.host = src.mapped->stream->memory();
     src.doorbell = src.mapped->ring->view().producer;
     src.mask = src.mapped->ring->view().mask;
   } else {
@@ -529,9 +529,9 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
   std::thread host_consumer;
   std::atomic<bool> stop{false};
   if (consumer == "persistent") {
-    auto launched = host ? launch_mapped_waiter(src->doorbell, seen, n, stream.get())
-                         : launch_persistent_waiter(src->doorbell, seen, n, stream.get());
-    if (!cuda_ok(launched, "launch")) return 1;
+    if (!cuda_ok(launch_persistent_waiter(src->doorbell, host, seen, n, stream.get()), "launch")) {
+      return 1;
+    }
   } else if (consumer == "graph") {
     constexpr uint32_t kStages = 100;
     for (uint32_t first = 0; first < n; first += kStages) {

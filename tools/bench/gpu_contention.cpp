@@ -58,7 +58,7 @@ int child(int commands, int answers) {
   if (::write(answers, &ok, 1) != 1) return 1;
   while (::read(commands, &c, 1) == 1) {
     if (c == 'g') {
-      if (!cuda_ok(launch_persistent_waiter(stop_device, seen.get(), 1, stream.get()),
+      if (!cuda_ok(launch_persistent_waiter(stop_device, true, seen.get(), 1, stream.get()),
                    "child kernel")) {
         return 1;
       }

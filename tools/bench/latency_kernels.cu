@@ -87,15 +87,13 @@ cudaError_t launch_timer_echo(const volatile uint32_t* flag, volatile uint64_t* 
   return cudaGetLastError();
 }
 
-cudaError_t launch_persistent_waiter(const uint32_t* doorbell, uint64_t* seen, uint32_t n,
-                                     cudaStream_t stream) {
-  persistent<cuda::thread_scope_device><<<1, 1, 0, stream>>>(doorbell, seen, n);
-  return cudaGetLastError();
-}
-
-cudaError_t launch_mapped_waiter(const uint32_t* producer, uint64_t* seen, uint32_t n,
-                                 cudaStream_t stream) {
-  persistent<cuda::thread_scope_system><<<1, 1, 0, stream>>>(producer, seen, n);
+cudaError_t launch_persistent_waiter(const uint32_t* doorbell, bool host_memory, uint64_t* seen,
+                                     uint32_t n, cudaStream_t stream) {
+  if (host_memory) {
+    persistent<cuda::thread_scope_system><<<1, 1, 0, stream>>>(doorbell, seen, n);
+  } else {
+    persistent<cuda::thread_scope_device><<<1, 1, 0, stream>>>(doorbell, seen, n);
+  }
   return cudaGetLastError();
 }
 

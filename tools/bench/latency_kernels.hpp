@@ -15,11 +15,9 @@ const void* stamp_function();
 // at[first .. first + count) = now, in a one-thread kernel on `stream`.
 cudaError_t launch_stamp_range(uint64_t* at, uint32_t first, uint32_t count, cudaStream_t stream);
 // One thread that, for i in [0, n), spins until *doorbell >= i + 1 and stamps seen[i].
-cudaError_t launch_persistent_waiter(const uint32_t* doorbell, uint64_t* seen, uint32_t n,
-                                     cudaStream_t stream);
-// The same over a host ring mapped for the GPU: *producer is host memory, read at system scope.
-cudaError_t launch_mapped_waiter(const uint32_t* producer, uint64_t* seen, uint32_t n,
-                                 cudaStream_t stream);
+// `host_memory`: the doorbell is a mapped host ring's producer index (read at system scope).
+cudaError_t launch_persistent_waiter(const uint32_t* doorbell, bool host_memory, uint64_t* seen,
+                                     uint32_t n, cudaStream_t stream);
 // The graph-loop waiter, for daqiri::GpuGraphLoop (parameters: const uint32_t* doorbell,
 // uint64_t* seen, uint32_t* next, uint32_t n, cudaGraphConditionalHandle loop; one thread): each
 // run waits until *doorbell >= *next + 1, stamps seen[*next] and moves *next on, until n.
