@@ -64,13 +64,16 @@ bool ReorderFlow::poll() {
   if (delivered_) fanout_.publish();
   counters.on_loan.store(pool_.num_bufs() - pool_.available() - (batcher_.open() ? 1 : 0),
                          std::memory_order_relaxed);
+  if (!work && !delivered_) return false;
+  // The batcher's counts move only with packets placed or batches emitted: an idle poll has
+  // nothing to publish.
   const ReorderBatcher::Counters& c = batcher_.counters();
   counters.late.store(c.late, std::memory_order_relaxed);
   counters.duplicates.store(c.duplicates, std::memory_order_relaxed);
   counters.short_frames.store(c.short_frames, std::memory_order_relaxed);
   counters.not_samples.store(c.not_samples, std::memory_order_relaxed);
   counters.timed_out.store(c.timed_out, std::memory_order_relaxed);
-  return work || delivered_;
+  return true;
 }
 
 bool ReorderFlow::drain(Source& s, uint64_t now_ns) {
