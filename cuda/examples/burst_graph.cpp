@@ -3,100 +3,119 @@
 #include <string>
 
 #include "daqiri/cuda/cuda_error.hpp"
+#include "daqiri/cuda/stream_memop.hpp"
 
 namespace daqiri::example {
-namespace {
-
-// The check kernel over `burst` packets; `args` are its parameters (view, first, totals).
-cudaKernelNodeParams check_node(void** args, uint32_t burst) {
-  cudaKernelNodeParams kp{};
-  kp.func = const_cast<void*>(check_burst_function());
-  kp.gridDim = dim3(burst);
-  kp.blockDim = dim3(kCheckThreads);
-  kp.kernelParams = args;
-  return kp;
-}
-
-CUstreamBatchMemOpParams memop(bool wait, CUdeviceptr address, uint32_t value) {
-  CUstreamBatchMemOpParams p{};
-  if (wait) {
-    p.waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
-    p.waitValue.address = address;
-    p.waitValue.value = value;
-    p.waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
-  } else {
-    p.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-    p.writeValue.address = address;
-    p.writeValue.value = value;
-    p.writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;  // after the kernel's reads are done
-  }
-  return p;
-}
-
-}  // namespace
 
 Result<BurstGraph> BurstGraph::create(const cuda::DriverApi& api, const GpuRingView& ring,
                                       uint32_t burst, uint32_t stages, Totals* totals) {
   BurstGraph g;
   g.api_ = &api;
   g.ring_ = ring;
+  g.wait_on_ = reinterpret_cast<CUdeviceptr>(ring.doorbell);
+  g.write_to_ = reinterpret_cast<CUdeviceptr>(ring.consumer);
   g.totals_ = totals;
-  g.burst_ = burst;
+  g.unit_ = burst;
+  g.blocks_ = burst;
   g.stages_ = stages;
-  if (CUresult r = api.ctx_get_current(&g.ctx_); r != CUDA_SUCCESS || g.ctx_ == nullptr) {
-    return std::unexpected(cuda::driver_error(api, r, "cuCtxGetCurrent"));
+  if (auto ok = g.build(); !ok) return std::unexpected(ok.error());
+  return g;
+}
+
+Result<BurstGraph> BurstGraph::create(const cuda::DriverApi& api, const MappedRxRingView& ring,
+                                      const MappedRelayView& relay, uint32_t blocks,
+                                      uint32_t stages, Totals* totals) {
+  BurstGraph g;
+  g.api_ = &api;
+  g.relayed_ = true;
+  g.mapped_ = ring;
+  g.batch_ = relay.batch;
+  g.wait_on_ = reinterpret_cast<CUdeviceptr>(relay.published);
+  g.write_to_ = reinterpret_cast<CUdeviceptr>(relay.taken);
+  g.totals_ = totals;
+  g.unit_ = 1;
+  g.blocks_ = blocks;
+  g.stages_ = stages;
+  if (auto ok = g.build(); !ok) return std::unexpected(ok.error());
+  return g;
+}
+
+cudaKernelNodeParams BurstGraph::kernel(uint32_t first, uint32_t k, KernelArgs& args) const {
+  args = KernelArgs{ring_, mapped_, batch_, first + k * unit_, totals_, {}};
+  if (relayed_) {
+    args.params[0] = &args.mapped;
+    args.params[1] = &args.batch;
+  } else {
+    args.params[0] = &args.ring;
+    args.params[1] = &args.start;
   }
-  if (cudaError_t e = cudaGraphCreate(&g.graph_, 0); e != cudaSuccess) {
+  args.params[2] = &args.totals;
+  cudaKernelNodeParams kp{};
+  kp.func = const_cast<void*>(relayed_ ? check_batch_function() : check_burst_function());
+  kp.gridDim = dim3(blocks_);
+  kp.blockDim = dim3(kCheckThreads);
+  kp.kernelParams = args.params;
+  return kp;
+}
+
+Result<> BurstGraph::build() {
+  if (CUresult r = api_->ctx_get_current(&ctx_); r != CUDA_SUCCESS || ctx_ == nullptr) {
+    return std::unexpected(cuda::driver_error(*api_, r, "cuCtxGetCurrent"));
+  }
+  if (cudaError_t e = cudaGraphCreate(&graph_, 0); e != cudaSuccess) {
     return std::unexpected(cuda_error(e, "cudaGraphCreate"));
   }
-  const auto doorbell = reinterpret_cast<CUdeviceptr>(ring.doorbell);
-  const auto consumer = reinterpret_cast<CUdeviceptr>(ring.consumer);
   CUgraphNode previous = nullptr;
-  for (uint32_t k = 0; k < stages; ++k) {
-    uint32_t first = k * burst;
+  for (uint32_t k = 0; k < stages_; ++k) {
+    const uint32_t end = (k + 1) * unit_;
     // wait -> kernel -> write, stage after stage.
-    CUstreamBatchMemOpParams wait_op = memop(true, doorbell, first + burst);
-    CUDA_BATCH_MEM_OP_NODE_PARAMS wait{g.ctx_, 1, &wait_op, 0};
+    CUstreamBatchMemOpParams wait_op = cuda::stream_memop(true, wait_on_, end);
+    CUDA_BATCH_MEM_OP_NODE_PARAMS wait{ctx_, 1, &wait_op, 0};
     CUgraphNode wait_node = nullptr;
-    if (CUresult r = api.graph_add_batch_mem_op_node(
-            &wait_node, g.graph_, previous ? &previous : nullptr, previous ? 1 : 0, &wait);
+    if (CUresult r = api_->graph_add_batch_mem_op_node(
+            &wait_node, graph_, previous ? &previous : nullptr, previous ? 1 : 0, &wait);
         r != CUDA_SUCCESS) {
-      return std::unexpected(cuda::driver_error(api, r, "cuGraphAddBatchMemOpNode (wait)"));
+      return std::unexpected(cuda::driver_error(*api_, r, "cuGraphAddBatchMemOpNode (wait)"));
     }
-    GpuRingView view = ring;
-    void* args[] = {&view, &first, &g.totals_};
-    cudaKernelNodeParams kp = check_node(args, burst);
+    KernelArgs args{};
+    cudaKernelNodeParams kp = kernel(0, k, args);
     cudaGraphNode_t kernel_node = nullptr;
     cudaGraphNode_t dep = wait_node;
-    if (cudaError_t e = cudaGraphAddKernelNode(&kernel_node, g.graph_, &dep, 1, &kp);
+    if (cudaError_t e = cudaGraphAddKernelNode(&kernel_node, graph_, &dep, 1, &kp);
         e != cudaSuccess) {
       return std::unexpected(cuda_error(e, "cudaGraphAddKernelNode"));
     }
-    CUstreamBatchMemOpParams write_op = memop(false, consumer, first + burst);
-    CUDA_BATCH_MEM_OP_NODE_PARAMS write{g.ctx_, 1, &write_op, 0};
+    CUstreamBatchMemOpParams write_op = cuda::stream_memop(false, write_to_, end);
+    CUDA_BATCH_MEM_OP_NODE_PARAMS write{ctx_, 1, &write_op, 0};
     CUgraphNode write_node = nullptr;
     if (CUresult r =
-            api.graph_add_batch_mem_op_node(&write_node, g.graph_, &kernel_node, 1, &write);
+            api_->graph_add_batch_mem_op_node(&write_node, graph_, &kernel_node, 1, &write);
         r != CUDA_SUCCESS) {
-      return std::unexpected(cuda::driver_error(api, r, "cuGraphAddBatchMemOpNode (write)"));
+      return std::unexpected(cuda::driver_error(*api_, r, "cuGraphAddBatchMemOpNode (write)"));
     }
-    g.waits_.push_back(wait_node);
-    g.kernels_.push_back(kernel_node);
-    g.writes_.push_back(write_node);
+    waits_.push_back(wait_node);
+    kernels_.push_back(kernel_node);
+    writes_.push_back(write_node);
     previous = write_node;
   }
-  if (cudaError_t e = cudaGraphInstantiate(&g.exec_, g.graph_, 0); e != cudaSuccess) {
+  if (cudaError_t e = cudaGraphInstantiate(&exec_, graph_, 0); e != cudaSuccess) {
     return std::unexpected(cuda_error(e, "cudaGraphInstantiate"));
   }
-  return g;
+  return {};
 }
 
 BurstGraph::BurstGraph(BurstGraph&& other) noexcept
     : api_(other.api_),
       ctx_(other.ctx_),
+      relayed_(other.relayed_),
       ring_(other.ring_),
+      mapped_(other.mapped_),
+      batch_(other.batch_),
+      wait_on_(other.wait_on_),
+      write_to_(other.write_to_),
       totals_(other.totals_),
-      burst_(other.burst_),
+      unit_(other.unit_),
+      blocks_(other.blocks_),
       stages_(other.stages_),
       graph_(other.graph_),
       exec_(other.exec_),
@@ -113,7 +132,7 @@ BurstGraph::~BurstGraph() {
 }
 
 Result<> BurstGraph::set_memop(CUgraphNode node, bool wait, CUdeviceptr address, uint32_t value) {
-  CUstreamBatchMemOpParams op = memop(wait, address, value);
+  CUstreamBatchMemOpParams op = cuda::stream_memop(wait, address, value);
   CUDA_BATCH_MEM_OP_NODE_PARAMS p{ctx_, 1, &op, 0};
   if (CUresult r = api_->graph_exec_batch_mem_op_node_set_params(exec_, node, &p);
       r != CUDA_SUCCESS) {
@@ -123,20 +142,16 @@ Result<> BurstGraph::set_memop(CUgraphNode node, bool wait, CUdeviceptr address,
 }
 
 Result<> BurstGraph::post(uint32_t first, cudaStream_t stream) {
-  const auto doorbell = reinterpret_cast<CUdeviceptr>(ring_.doorbell);
-  const auto consumer = reinterpret_cast<CUdeviceptr>(ring_.consumer);
   for (uint32_t k = 0; k < stages_; ++k) {
-    uint32_t start = first + k * burst_;
-    uint32_t end = start + burst_;
-    if (auto ok = set_memop(waits_[k], true, doorbell, end); !ok) return ok;
-    GpuRingView view = ring_;
-    void* args[] = {&view, &start, &totals_};
-    cudaKernelNodeParams kp = check_node(args, burst_);
+    const uint32_t end = first + (k + 1) * unit_;
+    if (auto ok = set_memop(waits_[k], true, wait_on_, end); !ok) return ok;
+    KernelArgs args{};
+    cudaKernelNodeParams kp = kernel(first, k, args);
     if (cudaError_t e = cudaGraphExecKernelNodeSetParams(exec_, kernels_[k], &kp);
         e != cudaSuccess) {
       return std::unexpected(cuda_error(e, "cudaGraphExecKernelNodeSetParams"));
     }
-    if (auto ok = set_memop(writes_[k], false, consumer, end); !ok) return ok;
+    if (auto ok = set_memop(writes_[k], false, write_to_, end); !ok) return ok;
   }
   if (cudaError_t e = cudaGraphLaunch(exec_, stream); e != cudaSuccess) {
     return std::unexpected(cuda_error(e, "cudaGraphLaunch"));

@@ -3,6 +3,8 @@
 // checks the burst with the kernel-per-burst kernel, and stores the consumer index
 // (cuStreamWriteValue32 to the host-mapped control block). No host thread touches a burst:
 // the host re-posts the graph for the next stages x burst packets, updating the values in place.
+// Over a mapped host ring the stages take the relay's batches instead (MappedRxRing::
+// start_relay): stage k waits for batch k, checks it, and marks it taken; the relay releases.
 #pragma once
 
 #include <cuda.h>
@@ -22,23 +24,46 @@ class BurstGraph {
   // Builds and instantiates the graph in the current context for packets from `first` on.
   static Result<BurstGraph> create(const cuda::DriverApi& api, const GpuRingView& ring,
                                    uint32_t burst, uint32_t stages, Totals* totals);
+  // Stages over a mapped host ring's relay, each checking its batch with `blocks` blocks.
+  static Result<BurstGraph> create(const cuda::DriverApi& api, const MappedRxRingView& ring,
+                                   const MappedRelayView& relay, uint32_t blocks, uint32_t stages,
+                                   Totals* totals);
   BurstGraph(BurstGraph&& other) noexcept;
   BurstGraph& operator=(BurstGraph&&) = delete;
   ~BurstGraph();
 
-  // Launches the graph on `stream` for packets [first, first + burst * stages).
+  // Launches the graph on `stream` for packets [first, first + burst * stages) of a GPU ring,
+  // or for batches [first, first + stages) of a relay.
   Result<> post(uint32_t first, cudaStream_t stream);
-  [[nodiscard]] uint32_t packets_per_post() const { return burst_ * stages_; }
+  // What one post covers: packets of a GPU ring, batches of a relay.
+  [[nodiscard]] uint32_t per_post() const { return unit_ * stages_; }
 
  private:
   BurstGraph() = default;
+  Result<> build();
   Result<> set_memop(CUgraphNode node, bool wait, CUdeviceptr address, uint32_t value);
+  // Stage k's kernel for a post from `first`; `args` holds what its parameters point to.
+  struct KernelArgs {
+    GpuRingView ring;
+    MappedRxRingView mapped;
+    const uint32_t* batch;
+    uint32_t start;
+    Totals* totals;
+    void* params[3];
+  };
+  cudaKernelNodeParams kernel(uint32_t first, uint32_t k, KernelArgs& args) const;
 
   const cuda::DriverApi* api_ = nullptr;
   CUcontext ctx_ = nullptr;
+  bool relayed_ = false;
   GpuRingView ring_{};
+  MappedRxRingView mapped_{};
+  const uint32_t* batch_ = nullptr;
+  CUdeviceptr wait_on_ = 0;   // the doorbell, or the relay's published count
+  CUdeviceptr write_to_ = 0;  // the consumer index, or the relay's taken count
   Totals* totals_ = nullptr;
-  uint32_t burst_ = 0;
+  uint32_t unit_ = 0;    // a stage's step: burst packets, or one batch
+  uint32_t blocks_ = 0;  // of a stage's kernel
   uint32_t stages_ = 0;
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;

@@ -10,6 +10,9 @@
 //               --count must be a multiple of --burst
 //   mapped      a host ring (host, huge or pinned region) read where it is by a persistent
 //               grid, as `persistent` does a GPU ring: the daemon does no GPU work for it
+//   mapped-graph  the same ring, read by a CUDA graph of --stages stages (re-posted) that
+//               take the ring's relay's batches (MappedRxRing::start_relay), each checked by
+//               --blocks blocks: a batch is every packet that arrived during the stage before
 //   hds         header-data split queues: each frame put back together on the host from its
 //               header slot and its GPU part, then checked (proves the halves line up)
 // It verifies daqiri-gen's payload pattern and prints what it saw:
@@ -209,7 +212,7 @@ uint64_t run_graph(Run& r, uint32_t burst, uint32_t stages) {
       std::fprintf(stderr, "graph: %s\n", ok.error().message.c_str());
       std::exit(1);
     }
-    posted += graph->packets_per_post();
+    posted += graph->per_post();
     if (!wait_stream(r.stream, r.deadline)) {
       // A stream memory wait cannot be cancelled: report what arrived and leave.
       std::printf("received %llu packets: timed out waiting in the graph\n",
@@ -219,6 +222,49 @@ uint64_t run_graph(Run& r, uint32_t burst, uint32_t stages) {
     }
   }
   return posted;
+}
+
+// CUDA graph over a mapped host ring: re-posted until the relay has released `count` packets
+// (or the deadline), then the relay stops and lets the stages still waiting run empty.
+uint64_t run_mapped_graph(daqiri::example::MappedAttachment& m, Totals* totals, cudaStream_t stream,
+                          uint64_t count, std::chrono::steady_clock::time_point deadline,
+                          uint32_t blocks, uint32_t stages) {
+  auto api = daqiri::cuda::DriverApi::get();
+  cudaStream_t relay_stream = nullptr;
+  cudaStreamCreateWithFlags(&relay_stream, cudaStreamNonBlocking);
+  const daqiri_ring_header* host = m.stream->memory().ring;
+  const uint32_t from = __atomic_load_n(&host->consumer, __ATOMIC_ACQUIRE);
+  auto graph = api ? daqiri::example::BurstGraph::create(
+                         **api, m.ring->view(), m.ring->relay_view(), blocks, stages, totals)
+                   : std::unexpected(api.error());
+  // The first post before the relay spins (a graph set up beside a spinning kernel may wait).
+  auto posted = graph ? graph->post(0, stream) : std::unexpected(graph.error());
+  auto started = posted ? m.ring->start_relay(relay_stream) : posted;
+  if (!started) {
+    std::fprintf(stderr, "graph: %s\n", started.error().message.c_str());
+    std::exit(1);
+  }
+  auto released = [&] { return __atomic_load_n(&host->consumer, __ATOMIC_ACQUIRE) - from; };
+  bool stopped = false;
+  for (uint32_t first = graph->per_post(); !stopped; first += graph->per_post()) {
+    while (!stopped && cudaStreamQuery(stream) == cudaErrorNotReady) {
+      stopped = released() >= count || std::chrono::steady_clock::now() >= deadline;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    stopped = stopped || released() >= count;
+    if (auto ok = stopped ? daqiri::Result<>{} : graph->post(first, stream); !ok) {
+      std::fprintf(stderr, "graph: %s\n", ok.error().message.c_str());
+      std::exit(1);
+    }
+  }
+  auto ok = m.ring->stop_relay();
+  cudaError_t e = cudaStreamSynchronize(stream);
+  if (!ok || e != cudaSuccess) {
+    std::fprintf(stderr, "graph: %s\n", ok ? cudaGetErrorString(e) : ok.error().message.c_str());
+    std::exit(1);
+  }
+  cudaStreamDestroy(relay_stream);
+  return totals->intact + totals->corrupt;
 }
 
 // CUDA graph loop: launched once; the host only waits (and stops it at the deadline).
@@ -273,15 +319,18 @@ int main(int argc, char** argv) {
   app.add_option("--ring", ring_size, "GPU ring slots (default: the queue's ring_size)");
   app.add_option("--timeout", timeout_s, "seconds to wait for them")->capture_default_str();
   app.add_option("--style", style, "consumer style")
-      ->check(CLI::IsMember({"kernel", "persistent", "graph", "graph-loop", "hds", "mapped"}))
+      ->check(CLI::IsMember(
+          {"kernel", "persistent", "graph", "graph-loop", "hds", "mapped", "mapped-graph"}))
       ->capture_default_str();
   app.add_option("--gpu", gpu, "mapped: the CUDA device to run on")->capture_default_str();
-  app.add_option("--blocks", blocks, "persistent, mapped: blocks of its grid (all resident)")
+  app.add_option("--blocks", blocks,
+                 "persistent, mapped: blocks of its grid (all resident); mapped-graph: of each "
+                 "stage's kernel")
       ->capture_default_str();
   app.add_option("--threads", threads, "persistent, mapped: threads of each block")
       ->capture_default_str();
   app.add_option("--burst", burst, "graph, graph-loop: packets per stage")->capture_default_str();
-  app.add_option("--stages", stages, "graph: stages per post")->capture_default_str();
+  app.add_option("--stages", stages, "graph, mapped-graph: stages per post")->capture_default_str();
   app.add_option("--reconnect", reconnect_arg, "kernel: survive a daemon restart")
       ->check(CLI::IsMember({"yes", "no"}));
   app.add_option("--cuda-ipc", cuda_ipc_arg, "open the ring from a legacy cudaIpcMemHandle_t")
@@ -291,10 +340,17 @@ int main(int argc, char** argv) {
                  "(the flow's allow_block must let us)")
       ->check(CLI::IsMember({"yes", "no"}));
   CLI11_PARSE(app, argc, argv);
+  // Kernels loaded before any spins: a kernel loaded lazily beside a spinning one (the relay,
+  // a persistent grid) may wait for it.
+  setenv("CUDA_MODULE_LOADING", "EAGER", 1);
   bool reconnect = reconnect_arg == "yes";
   bool cuda_ipc = cuda_ipc_arg == "yes";
   if (reconnect && style != "kernel") {
     std::fprintf(stderr, "--reconnect is for --style kernel\n");
+    return 2;
+  }
+  if (style == "mapped-graph" && (blocks == 0 || stages == 0)) {
+    std::fprintf(stderr, "--blocks and --stages must be at least 1\n");
     return 2;
   }
   bool persistent = style == "persistent" || style == "mapped";
@@ -323,13 +379,13 @@ int main(int argc, char** argv) {
   // The caller's device is ours to choose here: this program has no other CUDA state.
   std::optional<daqiri::example::GpuAttachment> attached;
   std::optional<daqiri::example::MappedAttachment> mapped;
-  if (style == "mapped") {
+  if (style.starts_with("mapped")) {
     cudaSetDevice(gpu);
     mapped = daqiri::example::attach_mapped_ring(socket, "daqiri-gpu-receive", ro);
     if (!mapped) return 1;
-    std::printf("attached: host ring %llu mapped for GPU %d, %u slots; style mapped\n",
+    std::printf("attached: host ring %llu mapped for GPU %d, %u slots; style %s\n",
                 static_cast<unsigned long long>(mapped->stream->id()), gpu,
-                mapped->ring->view().mask + 1);
+                mapped->ring->view().mask + 1, style.c_str());
   } else {
     attached = daqiri::example::attach_gpu_ring(socket, "daqiri-gpu-receive", ro);
     if (!attached) return 1;
@@ -350,8 +406,10 @@ int main(int argc, char** argv) {
   auto deadline = start + std::chrono::seconds(timeout_s);
   uint64_t received = 0;
   if (mapped) {
-    received =
-        run_persistent(mapped->ring->view(), totals, stream, count, deadline, blocks, threads);
+    received = style == "mapped-graph"
+                   ? run_mapped_graph(*mapped, totals, stream, count, deadline, blocks, stages)
+                   : run_persistent(mapped->ring->view(), totals, stream, count, deadline, blocks,
+                                    threads);
   } else {
     Run run{*attached->ring, totals,   stream,
             count,           deadline, reconnect ? attached->client.get() : nullptr};

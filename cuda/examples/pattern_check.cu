@@ -115,6 +115,16 @@ __global__ void check_persistent(Ring ring, uint32_t first, uint32_t count, uint
                            [&](uint32_t c) { check_packet_warp(ring, c, totals); });
 }
 
+// A relay batch (daqiri::MappedRelayView): every warp of the grid takes packets of it in turn.
+__global__ void check_batch(daqiri::MappedRxRingView ring, const uint32_t* batch, Totals* totals) {
+  const uint32_t warps = gridDim.x * (blockDim.x / 32);
+  const uint32_t end = batch[1];
+  for (uint32_t c = batch[0] + blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+       static_cast<int32_t>(end - c) > 0; c += warps) {
+    check_packet_warp(ring, c, totals);
+  }
+}
+
 // Graph loop: the whole bursts of gridDim.x packets that are there, a block per packet of each
 // (gpu_ring_loop).
 __global__ void check_loop(daqiri::GpuRingView ring, daqiri::GpuRingLoop* state, Totals* totals,
@@ -124,6 +134,10 @@ __global__ void check_loop(daqiri::GpuRingView ring, daqiri::GpuRingLoop* state,
 }
 
 }  // namespace
+
+const void* check_batch_function() {
+  return reinterpret_cast<const void*>(&check_batch);
+}
 
 const void* check_loop_function() {
   return reinterpret_cast<const void*>(&check_loop);

@@ -26,6 +26,11 @@ cudaError_t launch_check(const GpuRingView& ring, uint32_t first, uint32_t count
 const void* check_burst_function();
 inline constexpr unsigned kCheckThreads = 128;
 
+// A relay batch's kernel, for graph kernel nodes: parameters (MappedRxRingView ring,
+// const uint32_t* batch, Totals* totals), any number of blocks of kCheckThreads; a warp per
+// packet of [batch[0], batch[1]).
+const void* check_batch_function();
+
 // The graph-loop kernel, for daqiri::GpuGraphLoop: parameters (GpuRingView ring, GpuRingLoop*
 // state, Totals* totals, const uint32_t* stop, cudaGraphConditionalHandle loop), one block of
 // kCheckThreads per packet of a burst.

@@ -2,21 +2,32 @@
 
 #include <cuda_runtime_api.h>
 
+#include <utility>
 #include <vector>
 
 #include "daqiri/cuda/cuda_error.hpp"
+#include "mapped_rx_relay_kernel.hpp"
 
 namespace daqiri {
 
 struct MappedRxRing::State {
   MappedRxRingView view{};
+  const daqiri_ring_header* host_ring = nullptr;  // the same ring as this process maps it
   std::vector<void*> registered;  // host ranges this object registered (not those already were)
   uint32_t* mirror = nullptr;
+  RelayWords* relay = nullptr;       // device memory
+  uint32_t* relay_stop = nullptr;    // mapped host memory: the host sets, the relay polls
+  cudaEvent_t relay_done = nullptr;  // recorded after the relay's kernel
+  bool relay_started = false;
+  bool relay_running = false;
 
   ~State() {
     for (void* p : registered)
       cudaHostUnregister(p);
     if (mirror != nullptr) cudaFree(mirror);
+    if (relay != nullptr) cudaFree(relay);
+    if (relay_stop != nullptr) cudaFreeHost(relay_stop);
+    if (relay_done != nullptr) cudaEventDestroy(relay_done);
   }
 
   // The device address of [p, p + bytes), registered here unless this process already did.
@@ -88,14 +99,73 @@ Result<std::unique_ptr<MappedRxRing>> MappedRxRing::map(const RxStream& stream) 
     return std::unexpected(cuda_error(e, "initialising the producer's copy"));
   }
   v.mirror = s->mirror;
+  s->host_ring = m.ring;
+  if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&s->relay), sizeof(RelayWords));
+      e != cudaSuccess) {
+    return std::unexpected(cuda_error(e, "cudaMalloc of the relay's words"));
+  }
+  if (cudaError_t e = cudaHostAlloc(reinterpret_cast<void**>(&s->relay_stop), sizeof(uint32_t),
+                                    cudaHostAllocMapped);
+      e != cudaSuccess) {
+    return std::unexpected(cuda_error(e, "cudaHostAlloc of the relay's stop flag"));
+  }
+  if (cudaError_t e = cudaEventCreateWithFlags(&s->relay_done, cudaEventDisableTiming);
+      e != cudaSuccess) {
+    return std::unexpected(cuda_error(e, "cudaEventCreate for the relay"));
+  }
+  // Stages launched before the relay starts wait for batch 1.
+  if (cudaError_t e = cudaMemset(s->relay, 0, sizeof(RelayWords)); e != cudaSuccess) {
+    return std::unexpected(cuda_error(e, "initialising the relay's words"));
+  }
   return std::unique_ptr<MappedRxRing>(new MappedRxRing(std::move(s)));
 }
 
 MappedRxRing::MappedRxRing(std::unique_ptr<State> s) : s_(std::move(s)) {}
-MappedRxRing::~MappedRxRing() = default;
+MappedRxRing::~MappedRxRing() {
+  (void)stop_relay();
+}
 
 const MappedRxRingView& MappedRxRing::view() const {
   return s_->view;
+}
+
+MappedRelayView MappedRxRing::relay_view() const {
+  return MappedRelayView{&s_->relay->published, &s_->relay->taken, s_->relay->batch};
+}
+
+Result<> MappedRxRing::start_relay(cudaStream_t stream) {
+  if (s_->relay_started) {
+    return fail(ErrorCode::kFailedPrecondition,
+                "the ring's relay runs once: map the stream again for another");
+  }
+  __atomic_store_n(s_->relay_stop, 0u, __ATOMIC_RELEASE);
+  const uint32_t from = __atomic_load_n(&s_->host_ring->consumer, __ATOMIC_ACQUIRE);
+  uint32_t* stop = nullptr;
+  if (cudaError_t e = cudaHostGetDevicePointer(reinterpret_cast<void**>(&stop), s_->relay_stop, 0);
+      e != cudaSuccess) {
+    return std::unexpected(cuda_error(e, "the GPU's address of the relay's stop flag"));
+  }
+  if (cudaError_t e = launch_relay(s_->view, s_->relay, from, stop, stream); e != cudaSuccess) {
+    return std::unexpected(cuda_error(e, "launching the relay"));
+  }
+  if (cudaError_t e = cudaEventRecord(s_->relay_done, stream); e != cudaSuccess) {
+    __atomic_store_n(s_->relay_stop, 1u, __ATOMIC_RELEASE);
+    cudaStreamSynchronize(stream);
+    return std::unexpected(cuda_error(e, "cudaEventRecord after the relay"));
+  }
+  s_->relay_started = true;
+  s_->relay_running = true;
+  return {};
+}
+
+Result<> MappedRxRing::stop_relay() {
+  if (s_ == nullptr || !std::exchange(s_->relay_running, false)) return {};
+  __atomic_store_n(s_->relay_stop, 1u, __ATOMIC_RELEASE);
+  // Bounded: the relay returns within 1 ms of seeing the flag.
+  if (cudaError_t e = cudaEventSynchronize(s_->relay_done); e != cudaSuccess) {
+    return std::unexpected(cuda_error(e, "waiting for the relay to return"));
+  }
+  return {};
 }
 
 }  // namespace daqiri

@@ -493,6 +493,13 @@ TEST_F(GpuRingTest, MappedHostRingIsReadWhereItIsAndReleasedFromTheGpu) {
   expect_ring_wraps_exactly("mapped");
 }
 
+// A CUDA graph reads a mapped host ring through the ring's relay: each stage takes a batch of
+// whatever arrived, and the relay releases it, so 10000 packets pass a ring of 4096 slots.
+TEST_F(GpuRingTest, GraphStagesTakeAMappedRingsBatchesFromItsRelay) {
+  start(host_queue_config());
+  expect_ring_wraps_exactly("mapped-graph");
+}
+
 // Two clients each run a persistent kernel on their own flow; one is killed mid-stream while
 // its kernel spins. Its ring's GPU memory and every buffer it held come back, and the other's
 // kernel sees every packet of its flow: the deliveries do not wait on either client's kernel.

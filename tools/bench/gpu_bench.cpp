@@ -25,7 +25,8 @@
 //       "latency STYLE samples N p50 A p99 B max C" in microseconds. The graph style posts a
 //       graph of 100 stages at a time; graph-loop launches one graph whose WHILE node runs a
 //       one-thread waiter per doorbell.
-//   gpu-bench e2e [mapped-]kernel|persistent|graph|graph-loop|mapped SOCKET FLOW PACKETS
+//   gpu-bench e2e [mapped-]kernel|persistent|graph|graph-loop|mapped[-graph-host] SOCKET FLOW
+//   PACKETS
 //       the same consumer styles on a real GPU ring of FLOW, fed by daqirid: from the daemon's
 //       receive timestamp (CLOCK_REALTIME, in each descriptor) to the consumer first seeing the
 //       packet (the GPU's global timer), the two clocks related by a calibration in this run.
@@ -36,8 +37,10 @@
 //       between bursts, as daqiri-gpu-receive does. `mapped` (or mapped-STYLE) attaches a host
 //       ring instead (the flow's queue on a host or pinned region) mapped for the GPU
 //       (daqiri::MappedRxRing): one thread of a kernel polls its producer index in host memory
-//       (mapped-graph: the graph's stream waits on it; mapped-kernel: the host thread sleeps
-//       on the ring's eventfd).
+//       (mapped-graph: the graph's stages take batches from the ring's relay, a GPU thread
+//       that copies the index into GPU memory; mapped-graph-host: each stage's stream waits
+//       on the host index itself; mapped-kernel: the host thread sleeps on the ring's
+//       eventfd).
 #include <cuda_runtime_api.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -49,6 +52,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -58,6 +63,7 @@
 #include "daqiri/common/mapping.hpp"
 #include "daqiri/common/unique_fd.hpp"
 #include "daqiri/cuda/driver_api.hpp"
+#include "daqiri/cuda/stream_memop.hpp"
 #include "daqiri/gpu_graph_loop.hpp"
 #include "daqiri/gpu_rx_ring.hpp"
 #include "daqiri/mapped_rx_ring.hpp"
@@ -172,6 +178,45 @@ void spin_for(double us) {
   }
 }
 
+// A stream memory operation node after `previous` (if any): a wait for *address >= value
+// (cyclic), or a write of value (after everything before it).
+CUgraphNode add_memop_node(const daqiri::cuda::DriverApi& api, CUcontext ctx, cudaGraph_t graph,
+                           CUgraphNode previous, bool wait, CUdeviceptr address, uint32_t value) {
+  CUstreamBatchMemOpParams op = daqiri::cuda::stream_memop(wait, address, value);
+  CUDA_BATCH_MEM_OP_NODE_PARAMS p{ctx, 1, &op, 0};
+  CUgraphNode node = nullptr;
+  if (api.graph_add_batch_mem_op_node(&node, graph, previous ? &previous : nullptr,
+                                      previous ? 1 : 0, &p) != CUDA_SUCCESS) {
+    std::fprintf(stderr, "cuGraphAddBatchMemOpNode failed\n");
+    return nullptr;
+  }
+  return node;
+}
+
+// A one-thread kernel node `func(args)` after `previous`.
+cudaGraphNode_t add_kernel_node(cudaGraph_t graph, cudaGraphNode_t previous, const void* func,
+                                void** args) {
+  cudaKernelNodeParams kp{};
+  kp.func = const_cast<void*>(func);
+  kp.gridDim = dim3(1);
+  kp.blockDim = dim3(1);
+  kp.kernelParams = args;
+  cudaGraphNode_t node = nullptr;
+  if (!cuda_ok(cudaGraphAddKernelNode(&node, graph, &previous, 1, &kp), "cudaGraphAddKernelNode")) {
+    return nullptr;
+  }
+  return node;
+}
+
+bool launch_graph(Graph& graph, cudaStream_t stream, GraphExec& exec) {
+  cudaGraphExec_t instance = nullptr;
+  if (!cuda_ok(cudaGraphInstantiate(&instance, graph.get(), 0), "cudaGraphInstantiate")) {
+    return false;
+  }
+  exec.reset(instance);
+  return cuda_ok(cudaGraphLaunch(instance, stream), "cudaGraphLaunch");
+}
+
 // The consumer side of the graph style: `n` stages of (wait doorbell >= first + i + 1, stamp
 // seen[first + i]).
 bool launch_graph_waiter(const daqiri::cuda::DriverApi& api, CUdeviceptr doorbell, uint64_t* seen,
@@ -183,36 +228,46 @@ bool launch_graph_waiter(const daqiri::cuda::DriverApi& api, CUdeviceptr doorbel
   Graph graph(made);
   cudaGraphNode_t previous = nullptr;
   for (uint32_t i = 0; i < n; ++i) {
-    CUstreamBatchMemOpParams op{};
-    op.waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
-    op.waitValue.address = doorbell;
-    op.waitValue.value = first + i + 1;
-    op.waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
-    CUDA_BATCH_MEM_OP_NODE_PARAMS wp{ctx, 1, &op, 0};
-    CUgraphNode wait = nullptr;
-    if (api.graph_add_batch_mem_op_node(&wait, graph.get(), previous ? &previous : nullptr,
-                                        previous ? 1 : 0, &wp) != CUDA_SUCCESS) {
-      std::fprintf(stderr, "cuGraphAddBatchMemOpNode failed\n");
-      return false;
-    }
+    CUgraphNode wait =
+        add_memop_node(api, ctx, graph.get(), previous, true, doorbell, first + i + 1);
     uint32_t index = first + i;
     void* args[] = {&seen, &index};
-    cudaKernelNodeParams kp{};
-    kp.func = const_cast<void*>(daqiri::bench::stamp_function());
-    kp.gridDim = dim3(1);
-    kp.blockDim = dim3(1);
-    kp.kernelParams = args;
-    if (!cuda_ok(cudaGraphAddKernelNode(&previous, graph.get(), &wait, 1, &kp),
-                 "cudaGraphAddKernelNode")) {
+    if (wait == nullptr ||
+        (previous = add_kernel_node(graph.get(), wait, daqiri::bench::stamp_function(), args)) ==
+            nullptr) {
       return false;
     }
   }
-  cudaGraphExec_t instance = nullptr;
-  if (!cuda_ok(cudaGraphInstantiate(&instance, graph.get(), 0), "cudaGraphInstantiate")) {
-    return false;
+  return launch_graph(graph, stream, exec);
+}
+
+// The graph style over a mapped ring's relay: stages [first, first + n) of (wait published >=
+// k + 1, stamp the batch's packets below `packets`, taken = k + 1).
+bool launch_relay_waiter(const daqiri::cuda::DriverApi& api, const daqiri::MappedRelayView& relay,
+                         uint64_t* seen, uint32_t packets, uint32_t first, uint32_t n,
+                         cudaStream_t stream, GraphExec& exec) {
+  CUcontext ctx = nullptr;
+  api.ctx_get_current(&ctx);
+  cudaGraph_t made = nullptr;
+  if (!cuda_ok(cudaGraphCreate(&made, 0), "cudaGraphCreate")) return false;
+  Graph graph(made);
+  const auto published = reinterpret_cast<CUdeviceptr>(relay.published);
+  const auto taken = reinterpret_cast<CUdeviceptr>(relay.taken);
+  CUgraphNode previous = nullptr;
+  for (uint32_t k = first; k < first + n; ++k) {
+    CUgraphNode wait = add_memop_node(api, ctx, graph.get(), previous, true, published, k + 1);
+    const uint32_t* batch = relay.batch;
+    void* args[] = {&seen, &batch, &packets};
+    cudaGraphNode_t kernel =
+        wait == nullptr
+            ? nullptr
+            : add_kernel_node(graph.get(), wait, daqiri::bench::stamp_batch_function(), args);
+    if (kernel == nullptr || (previous = add_memop_node(api, ctx, graph.get(), kernel, false, taken,
+                                                        k + 1)) == nullptr) {
+      return false;
+    }
   }
-  exec.reset(instance);
-  return cuda_ok(cudaGraphLaunch(instance, stream), "cudaGraphLaunch");
+  return launch_graph(graph, stream, exec);
 }
 
 // The consumer side of the graph-loop style: one launch of a WHILE node whose kernel waits for
@@ -528,11 +583,53 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
   DeviceMemory<uint32_t> next;
   std::thread host_consumer;
   std::atomic<bool> stop{false};
-  if (consumer == "persistent") {
+  Stream relay_stream;
+  if (consumer == "graph" && host) {
+    // Two graphs of kStages stages queued at a time: a stream holds only a few graphs' worth of
+    // waits before a launch blocks. The first before the relay spins, the rest as each ends,
+    // until the relay has released all n packets (or the run is stopped).
+    constexpr uint32_t kStages = 100;
+    const daqiri::MappedRelayView relay = src->mapped->ring->relay_view();
+    auto launch_next = [&, relay, next_stage = uint32_t{0}]() mutable {
+      GraphExec exec;
+      Event done;
+      if (!launch_relay_waiter(**api, relay, seen, n, next_stage, kStages, stream.get(), exec) ||
+          !cuda_ok(make_event(done), "event") ||
+          !cuda_ok(cudaEventRecord(done.get(), stream.get()), "cudaEventRecord")) {
+        std::fflush(stderr);
+        std::_Exit(1);  // the graphs launched before wait for good
+      }
+      next_stage += kStages;
+      graphs.push_back(std::move(exec));
+      return done;
+    };
+    auto pending = std::make_shared<std::deque<Event>>();
+    pending->push_back(launch_next());
+    auto started = cuda_ok(make_stream(relay_stream), "stream")
+                       ? src->mapped->ring->start_relay(relay_stream.get())
+                       : daqiri::fail(daqiri::ErrorCode::kInternal, "no stream");
+    if (!started) {
+      std::fprintf(stderr, "relay: %s\n", started.error().message.c_str());
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
+    const daqiri_ring_header* ring = src->host.ring;
+    host_consumer = std::thread([&, pending, launch_next, ring]() mutable {
+      cudaSetDevice(src->device);  // this thread's current context, which the graphs are built in
+      const auto until = Clock::now() + std::chrono::seconds(70);
+      while (__atomic_load_n(&ring->consumer, __ATOMIC_ACQUIRE) < n &&
+             !stop.load(std::memory_order_relaxed) && Clock::now() < until) {
+        while (!pending->empty() && cudaEventQuery(pending->front().get()) == cudaSuccess)
+          pending->pop_front();
+        if (pending->size() < 2) pending->push_back(launch_next());
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    });
+  } else if (consumer == "persistent") {
     if (!cuda_ok(launch_persistent_waiter(src->doorbell, host, seen, n, stream.get()), "launch")) {
       return 1;
     }
-  } else if (consumer == "graph") {
+  } else if (consumer == "graph" || (consumer == "graph-host" && host)) {
     constexpr uint32_t kStages = 100;
     for (uint32_t first = 0; first < n; first += kStages) {
       GraphExec exec;
@@ -565,7 +662,9 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
       }
     });
   } else {
-    std::fprintf(stderr, "style: [mapped-]kernel, persistent, graph or graph-loop, or mapped\n");
+    std::fprintf(stderr,
+                 "style: [mapped-]kernel, persistent, graph or graph-loop, mapped-graph-host, "
+                 "or mapped\n");
     return 2;
   }
   std::printf("ready\n");
@@ -573,8 +672,16 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
   auto deadline = Clock::now() + std::chrono::seconds(60);
   while (src->producer() < n && Clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  stop = true;
+  // The kernel style's thread ends at n; the relay's feeder once every packet was released.
+  if (src->producer() < n || consumer == "kernel") stop = true;
   if (host_consumer.joinable()) host_consumer.join();
+  if (src->mapped) {
+    // The graph stages beyond the last batch run empty once the relay stops.
+    if (auto ok = src->mapped->ring->stop_relay(); !ok) {
+      std::fprintf(stderr, "relay: %s\n", ok.error().message.c_str());
+      return 1;
+    }
+  }
   if (src->producer() < n) {
     std::fprintf(stderr, "only %u of %u packets arrived\n", src->producer(), n);
     std::fflush(stderr);

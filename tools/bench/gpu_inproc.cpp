@@ -117,7 +117,7 @@ uint64_t consume_graph(const GpuRingView& view, uint32_t burst, uint64_t count,
   uint64_t posted = 0;
   while (posted < count) {
     if (!graph->post(static_cast<uint32_t>(posted), stream)) return posted;
-    posted += graph->packets_per_post();
+    posted += graph->per_post();
     if (!cuda_ok(cudaStreamSynchronize(stream), "graph")) return posted;
   }
   return posted;

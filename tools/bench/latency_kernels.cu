@@ -23,6 +23,13 @@ __global__ void stamp_range(uint64_t* at, uint32_t first, uint32_t count) {
     at[first + i] = now;
 }
 
+// A relay batch's stage (daqiri::MappedRelayView): stamps every counter of the batch below n.
+__global__ void stamp_batch(uint64_t* at, const uint32_t* batch, uint32_t n) {
+  uint64_t now = global_timer();
+  for (uint32_t i = batch[0]; i != batch[1]; ++i)
+    if (i < n) at[i] = now;
+}
+
 __global__ void timer_echo(const volatile uint32_t* flag, volatile uint64_t* stamps,
                            uint32_t rounds) {
   for (uint32_t k = 1; k <= rounds; ++k) {
@@ -74,6 +81,10 @@ cudaError_t launch_stamp(uint64_t* at, uint32_t i, cudaStream_t stream) {
 
 const void* stamp_function() {
   return reinterpret_cast<const void*>(&stamp);
+}
+
+const void* stamp_batch_function() {
+  return reinterpret_cast<const void*>(&stamp_batch);
 }
 
 cudaError_t launch_stamp_range(uint64_t* at, uint32_t first, uint32_t count, cudaStream_t stream) {

@@ -14,6 +14,9 @@ cudaError_t launch_stamp(uint64_t* at, uint32_t i, cudaStream_t stream);
 const void* stamp_function();
 // at[first .. first + count) = now, in a one-thread kernel on `stream`.
 cudaError_t launch_stamp_range(uint64_t* at, uint32_t first, uint32_t count, cudaStream_t stream);
+// The kernel of a relay batch's stage (parameters: uint64_t* at, const uint32_t* batch,
+// uint32_t n; one thread): at[i] = now for i in [batch[0], batch[1]), i < n.
+const void* stamp_batch_function();
 // One thread that, for i in [0, n), spins until *doorbell >= i + 1 and stamps seen[i].
 // `host_memory`: the doorbell is a mapped host ring's producer index (read at system scope).
 cudaError_t launch_persistent_waiter(const uint32_t* doorbell, bool host_memory, uint64_t* seen,

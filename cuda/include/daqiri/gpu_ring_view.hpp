@@ -32,6 +32,17 @@ struct MappedRxRingView {
   uint64_t region_bytes[DAQIRI_MAX_REGIONS];
 };
 
+// The batches a mapped host ring's relay (MappedRxRing::start_relay) hands to a consumer that
+// waits in a CUDA stream, all in device memory. Stage k waits until *published >= k + 1
+// (cuStreamWaitValue32, GEQ), works on counters [batch[0], batch[1]), then sets *taken = k + 1
+// (cuStreamWriteValue32). One batch is out at a time, so each holds every packet that arrived
+// while the one before it was worked on, and the relay releases it to the daemon.
+struct MappedRelayView {
+  const uint32_t* published;  // batches published
+  uint32_t* taken;            // batches the consumer has finished
+  const uint32_t* batch;      // [begin, end) of the batch last published
+};
+
 // The state of a graph-loop consumer (gpu_ring_loop in daqiri/gpu_ring_consumer.cuh), in device
 // memory: {first, last, max_bursts, first - 1, 0, 0} before the graph is launched.
 struct GpuRingLoop {
