@@ -232,11 +232,9 @@ bool launch_graph_waiter(const daqiri::cuda::DriverApi& api, CUdeviceptr doorbel
         add_memop_node(api, ctx, graph.get(), previous, true, doorbell, first + i + 1);
     uint32_t index = first + i;
     void* args[] = {&seen, &index};
-    if (wait == nullptr ||
-        (previous = add_kernel_node(graph.get(), wait, daqiri::bench::stamp_function(), args)) ==
-            nullptr) {
-      return false;
-    }
+    if (wait == nullptr) return false;
+    previous = add_kernel_node(graph.get(), wait, daqiri::bench::stamp_function(), args);
+    if (previous == nullptr) return false;
   }
   return launch_graph(graph, stream, exec);
 }
@@ -258,14 +256,12 @@ bool launch_relay_waiter(const daqiri::cuda::DriverApi& api, const daqiri::Mappe
     CUgraphNode wait = add_memop_node(api, ctx, graph.get(), previous, true, published, k + 1);
     const uint32_t* batch = relay.batch;
     void* args[] = {&seen, &batch, &packets};
+    if (wait == nullptr) return false;
     cudaGraphNode_t kernel =
-        wait == nullptr
-            ? nullptr
-            : add_kernel_node(graph.get(), wait, daqiri::bench::stamp_batch_function(), args);
-    if (kernel == nullptr || (previous = add_memop_node(api, ctx, graph.get(), kernel, false, taken,
-                                                        k + 1)) == nullptr) {
-      return false;
-    }
+        add_kernel_node(graph.get(), wait, daqiri::bench::stamp_batch_function(), args);
+    if (kernel == nullptr) return false;
+    previous = add_memop_node(api, ctx, graph.get(), kernel, false, taken, k + 1);
+    if (previous == nullptr) return false;
   }
   return launch_graph(graph, stream, exec);
 }
