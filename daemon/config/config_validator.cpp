@@ -35,7 +35,8 @@ bool is_power_of_two(uint64_t v) {
   return v != 0 && (v & (v - 1)) == 0;
 }
 
-// A frame buffer's size at most (a reorder's output buffers hold whole batches).
+// A frame buffer's size at most (a reorder's output buffers hold whole batches, and an RDMA
+// queue's buffers whole messages, up to the schema's 1 GiB).
 constexpr uint32_t kMaxQueueBufSize = 1u << 20;
 
 class Validator {
@@ -197,6 +198,7 @@ class Validator {
         // A split queue's header region holds header slots per GPU ring, not pools.
         bool header_slots = q.regions.size() == 2 && &name == &q.regions.front();
         if (!header_slots) users_[name].push_back(&q);
+        if (itf.backend != Backend::kRdma) frame_users_.insert(name);
         user_names_[&q] = itf.name + "/" + q.name;
         if (regions_.at(name)->gpudirect &&
             (itf.backend == Backend::kSocket || std::string_view(dir) != "RX")) {
@@ -370,11 +372,12 @@ class Validator {
   void check_pool_sizes() {
     for (const auto& [name, queues] : users_) {
       const MemoryRegionConfig& r = *regions_.at(name);
-      if (r.buf_size > kMaxQueueBufSize) {
+      if (r.buf_size > kMaxQueueBufSize && frame_users_.contains(name)) {
         error(r.where.at("buf_size"),
               "buf_size " + std::to_string(r.buf_size) + " is more than a queue's buffers hold (" +
                   std::to_string(kMaxQueueBufSize) +
-                  "); only a reorder's output region holds larger ones (whole batches)");
+                  "); only RDMA queues' regions (whole messages) and a reorder's output region "
+                  "(whole batches) hold larger ones");
       }
       const QueueConfig* worst = nullptr;
       for (const QueueConfig* q : queues) {
@@ -645,6 +648,7 @@ class Validator {
   std::map<std::string, const MemoryRegionConfig*> regions_;
   std::map<std::string, std::vector<const QueueConfig*>> users_;
   std::map<const QueueConfig*, std::string> user_names_;
+  std::set<std::string> frame_users_;  // regions of queues that hold frames (not RDMA messages)
   std::set<std::string> dpdk_devices_;
   std::set<std::string> reorder_outputs_;
 };

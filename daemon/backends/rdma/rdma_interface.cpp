@@ -99,6 +99,11 @@ Result<std::unique_ptr<RdmaInterface>> RdmaInterface::create(const config::Inter
   r->device_ = ibv_get_device_name(r->context_->device);
   ibv_device_attr attr{};
   if (ibv_query_device(r->context_, &attr) != 0) return fail_errno(where + "ibv_query_device");
+  ibv_port_attr port{};
+  if (ibv_query_port(r->context_, id->port_num, &port) != 0) {
+    return fail_errno(where + "ibv_query_port");
+  }
+  r->max_message_ = port.max_msg_sz;
   // UC has no READ, so no responder resources.
   r->rd_atomic_ =
       r->qp_type_ == IBV_QPT_UC
@@ -755,7 +760,8 @@ void RdmaInterface::refuse(TxRecord& t, const daqiri_tx_desc& d) {
 
 void RdmaInterface::post(TxRecord& t, const daqiri_tx_desc& d) {
   Connection* c = find_stream(uint16_t(d.flags >> DAQIRI_TX_CONNECTION_SHIFT));
-  if (c == nullptr || c->sends.full()) return refuse(t, d);
+  // A message longer than the port carries would only come back failed: refused here.
+  if (c == nullptr || c->sends.full() || d.length > max_message_) return refuse(t, d);
   auto op = static_cast<daqiri_rdma_op>(d.flags & DAQIRI_TX_OP_MASK);
   if (op == DAQIRI_RDMA_READ && qp_type_ == IBV_QPT_UC) return refuse(t, d);
   ibv_send_wr wr{};

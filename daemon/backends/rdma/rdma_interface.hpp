@@ -175,7 +175,8 @@ class RdmaInterface final : public dataplane::TxQueueTask {
   uint32_t address_ = 0;  // host byte order
   uint16_t port_ = 0;
   uint32_t batch_;
-  uint8_t rd_atomic_ = 0;  // READs in flight per queue pair, both ways
+  uint8_t rd_atomic_ = 0;     // READs in flight per queue pair, both ways
+  uint32_t max_message_ = 0;  // the port's longest message (Soft-RoCE 8 MiB, ConnectX 1 GiB)
   std::string device_;
 
   EventChannel channel_;

@@ -757,6 +757,45 @@ TEST(DaqiriConfig, RoceEndpointsBecomeRdmaInterfaces) {
   EXPECT_EQ(legacy.config->interfaces[0].backend, Backend::kRdma);
 }
 
+// DAQIRI's RDMA example as its configuration reference gives it: buffers of 9,000,000 bytes,
+// whole messages. A frame queue's region of that size is refused.
+TEST(DaqiriConfig, RdmaQueuesTakeBuffersOfWholeMessages) {
+  const std::string file = R"(daqiri:
+  cfg:
+    version: 1
+    stream_type: "socket"
+    master_core: 3
+    debug: false
+    log_level: "info"
+    memory_regions:
+    - {name: "DATA_TX", kind: "host_pinned", affinity: 0, num_bufs: 20, buf_size: 9000000}
+    - {name: "DATA_RX", kind: "host_pinned", affinity: 0, num_bufs: 20, buf_size: 9000000}
+    interfaces:
+    - name: my_server
+      address: 127.0.0.1
+      socket_config: {mode: server, local_addr: "roce://127.0.0.1:4096"}
+      roce_config: {transport_mode: RC}
+      rx:
+        queues:
+        - {name: "Server_RX_Queue", id: 0, cpu_core: 1, batch_size: 1, memory_regions: [DATA_RX]}
+      tx:
+        queues:
+        - {name: "Server_TX_Queue", id: 0, cpu_core: 1, batch_size: 1, memory_regions: [DATA_TX]}
+)";
+  auto rdma = parse(file);
+  ASSERT_TRUE(rdma.config) << rdma.diags.render();
+  EXPECT_EQ(rdma.config->interfaces[0].backend, Backend::kRdma);
+  EXPECT_EQ(rdma.config->memory_regions[1].buf_size, 9'000'000u);
+
+  std::string udp = file;
+  udp.replace(udp.find("roce://"), 7, "udp://");
+  udp.replace(udp.find("      roce_config: {transport_mode: RC}\n"), 40, "");
+  auto frames = parse(udp);
+  EXPECT_FALSE(frames.config);
+  EXPECT_THAT(frames.diags.render(),
+              HasSubstr("buf_size 9000000 is more than a queue's buffers hold"));
+}
+
 TEST(DaqiriConfig, SocketConfigErrorsSayWhatIsWrong) {
   EXPECT_THAT(only_error(daqiri_socket_file("mode: server, local_addr: 'ftp://127.0.0.1:1'")),
               HasSubstr("unknown endpoint scheme \"ftp\""));
