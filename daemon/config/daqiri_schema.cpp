@@ -169,11 +169,9 @@ void read_daqiri_reorders(const YamlNode& list, const InterfaceConfig& itf, Conf
         m->error("a method is exactly one of seq_batch_number and seq_packets_per_batch");
       } else if (numbered) {
         YamlMap n(*numbered);
-        r.plan.method = reorder::ReorderPlan::Method::kSeqBatchNumber;
         if (auto s = n.require("sequence_number")) r.plan.sequence = read_bit_field(*s);
-        if (auto b = n.require("batch_number")) r.plan.batch = read_bit_field(*b);
+        if (auto b = n.require("batch_number")) number_batches(r.plan, *b);
         n.finish();
-        r.plan.packets_per_batch = derived_packets_per_batch(r.plan);
         r.where.record("batch", numbered->origin());
       } else {
         YamlMap c(*counted);

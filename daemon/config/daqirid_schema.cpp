@@ -248,10 +248,8 @@ ReorderConfig read_reorder(const YamlNode& node) {
   if (batch && counted) {
     node.error("a reorder's batches are numbered (batch) or counted (packets_per_batch), not both");
   } else if (batch) {
-    r.plan.method = reorder::ReorderPlan::Method::kSeqBatchNumber;
-    r.plan.batch = read_bit_field(*batch);
+    number_batches(r.plan, *batch);
     r.where.record("batch", batch->origin());
-    r.plan.packets_per_batch = derived_packets_per_batch(r.plan);
   } else if (!counted) {
     node.error("a reorder needs packets_per_batch, or batch (the batch number's bits)");
   }

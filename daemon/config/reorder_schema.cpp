@@ -39,11 +39,12 @@ reorder::BitField read_bit_field(const YamlNode& node) {
   return f;
 }
 
-uint32_t derived_packets_per_batch(const reorder::ReorderPlan& plan) {
+void number_batches(reorder::ReorderPlan& plan, const YamlNode& batch) {
+  plan.method = reorder::ReorderPlan::Method::kSeqBatchNumber;
+  plan.batch = read_bit_field(batch);
   uint32_t seq = plan.sequence.bit_width;
-  uint32_t batch = plan.batch.bit_width;
-  if (seq < batch || seq - batch > 24) return 0;
-  return uint32_t{1} << (seq - batch);
+  uint32_t bits = plan.batch.bit_width;
+  plan.packets_per_batch = seq < bits || seq - bits > 24 ? 0 : uint32_t{1} << (seq - bits);
 }
 
 std::optional<reorder::SampleFormat> read_sample_format(const YamlNode& node,

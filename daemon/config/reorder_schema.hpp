@@ -14,9 +14,10 @@ namespace daqiri::config {
 // {bit_offset, bit_width}: bit_width 1 to 32.
 reorder::BitField read_bit_field(const YamlNode& node);
 
-// Numbered batches: 2^sequence bits / 2^batch bits packets each; 0 when the batch number is
-// the wider (the validator says so), or the quotient would pass 2^24.
-uint32_t derived_packets_per_batch(const reorder::ReorderPlan& plan);
+// Numbered batches, the batch number's bits read from `batch` (the sequence number's already
+// in `plan`): 2^sequence bits / 2^batch bits packets each, or 0 when the batch number is the
+// wider (the validator says so) or the quotient would pass 2^24.
+void number_batches(reorder::ReorderPlan& plan, const YamlNode& batch);
 
 // The keys of a conversion's map, each with the names it may go by (the first is reported).
 struct SampleFormatKeys {
