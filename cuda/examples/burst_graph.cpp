@@ -25,6 +25,10 @@ Result<BurstGraph> BurstGraph::create(const cuda::DriverApi& api, const GpuRingV
 Result<BurstGraph> BurstGraph::create(const cuda::DriverApi& api, const MappedRxRingView& ring,
                                       const MappedRelayView& relay, uint32_t blocks,
                                       uint32_t stages, Totals* totals) {
+  if (stages == 0 || stages % 2 != 0) {
+    return fail(ErrorCode::kInvalidArgument,
+                "stages over a relay come in pairs (its two phases): --stages must be even");
+  }
   BurstGraph g;
   g.api_ = &api;
   g.relayed_ = true;
@@ -67,9 +71,11 @@ Result<> BurstGraph::build() {
   }
   CUgraphNode previous = nullptr;
   for (uint32_t k = 0; k < stages_; ++k) {
-    const uint32_t end = (k + 1) * unit_;
-    // wait -> kernel -> write, stage after stage.
-    CUstreamBatchMemOpParams wait_op = cuda::stream_memop(true, wait_on_, end);
+    // wait -> kernel -> write, stage after stage. Over a relay the values are its phases,
+    // the same on every post.
+    const uint32_t end = relayed_ ? (k + 1) & 1u : (k + 1) * unit_;
+    CUstreamBatchMemOpParams wait_op = cuda::stream_memop(
+        true, wait_on_, end, relayed_ ? CU_STREAM_WAIT_VALUE_EQ : CU_STREAM_WAIT_VALUE_GEQ);
     CUDA_BATCH_MEM_OP_NODE_PARAMS wait{ctx_, 1, &wait_op, 0};
     CUgraphNode wait_node = nullptr;
     if (CUresult r = api_->graph_add_batch_mem_op_node(
@@ -142,7 +148,7 @@ Result<> BurstGraph::set_memop(CUgraphNode node, bool wait, CUdeviceptr address,
 }
 
 Result<> BurstGraph::post(uint32_t first, cudaStream_t stream) {
-  for (uint32_t k = 0; k < stages_; ++k) {
+  for (uint32_t k = 0; k < stages_ && !relayed_; ++k) {
     const uint32_t end = first + (k + 1) * unit_;
     if (auto ok = set_memop(waits_[k], true, wait_on_, end); !ok) return ok;
     KernelArgs args{};

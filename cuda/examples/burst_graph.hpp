@@ -4,7 +4,8 @@
 // (cuStreamWriteValue32 to the host-mapped control block). No host thread touches a burst:
 // the host re-posts the graph for the next stages x burst packets, updating the values in place.
 // Over a mapped host ring the stages take the relay's batches instead (MappedRxRing::
-// start_relay): stage k waits for batch k, checks it, and marks it taken; the relay releases.
+// launch_relay): stage k waits for batch k's phase, checks the batch, and marks it taken; the
+// relay releases. The phases repeat, so the graph is posted again unchanged.
 #pragma once
 
 #include <cuda.h>
@@ -24,7 +25,8 @@ class BurstGraph {
   // Builds and instantiates the graph in the current context for packets from `first` on.
   static Result<BurstGraph> create(const cuda::DriverApi& api, const GpuRingView& ring,
                                    uint32_t burst, uint32_t stages, Totals* totals);
-  // Stages over a mapped host ring's relay, each checking its batch with `blocks` blocks.
+  // Stages over a mapped host ring's relay (an even count), each checking its batch with
+  // `blocks` blocks.
   static Result<BurstGraph> create(const cuda::DriverApi& api, const MappedRxRingView& ring,
                                    const MappedRelayView& relay, uint32_t blocks, uint32_t stages,
                                    Totals* totals);
@@ -33,7 +35,7 @@ class BurstGraph {
   ~BurstGraph();
 
   // Launches the graph on `stream` for packets [first, first + burst * stages) of a GPU ring,
-  // or for batches [first, first + stages) of a relay.
+  // or for the relay's next `stages` batches (`first` unused).
   Result<> post(uint32_t first, cudaStream_t stream);
   // What one post covers: packets of a GPU ring, batches of a relay.
   [[nodiscard]] uint32_t per_post() const { return unit_ * stages_; }

@@ -10,8 +10,8 @@
 //               --count must be a multiple of --burst
 //   mapped      a host ring (host, huge or pinned region) read where it is by a persistent
 //               grid, as `persistent` does a GPU ring: the daemon does no GPU work for it
-//   mapped-graph  the same ring, read by a CUDA graph of --stages stages (re-posted) that
-//               take the ring's relay's batches (MappedRxRing::start_relay), each checked by
+//   mapped-graph  the same ring, read by a CUDA graph of --stages stages (even; re-posted) that
+//               take the ring's relay's batches (MappedRxRing::launch_relay), each checked by
 //               --blocks blocks: a batch is every packet that arrived during the stage before
 //   hds         header-data split queues: each frame put back together on the host from its
 //               header slot and its GPU part, then checked (proves the halves line up)
@@ -224,45 +224,50 @@ uint64_t run_graph(Run& r, uint32_t burst, uint32_t stages) {
   return posted;
 }
 
-// CUDA graph over a mapped host ring: re-posted until the relay has released `count` packets
-// (or the deadline), then the relay stops and lets the stages still waiting run empty.
+// CUDA graph over a mapped host ring: the graph and as many relay steps posted again and
+// again, two posts ahead, until the relay has released `count` packets (or the deadline); then
+// the relay stops and lets the stages still waiting run empty.
 uint64_t run_mapped_graph(daqiri::example::MappedAttachment& m, Totals* totals, cudaStream_t stream,
                           uint64_t count, std::chrono::steady_clock::time_point deadline,
                           uint32_t blocks, uint32_t stages) {
   auto api = daqiri::cuda::DriverApi::get();
   cudaStream_t relay_stream = nullptr;
   cudaStreamCreateWithFlags(&relay_stream, cudaStreamNonBlocking);
+  cudaEvent_t posted_done[2] = {};
+  for (cudaEvent_t& e : posted_done)
+    cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
   const daqiri_ring_header* host = m.stream->memory().ring;
   const uint32_t from = __atomic_load_n(&host->consumer, __ATOMIC_ACQUIRE);
   auto graph = api ? daqiri::example::BurstGraph::create(
                          **api, m.ring->view(), m.ring->relay_view(), blocks, stages, totals)
                    : std::unexpected(api.error());
-  // The first post before the relay spins (a graph set up beside a spinning kernel may wait).
-  auto posted = graph ? graph->post(0, stream) : std::unexpected(graph.error());
-  auto started = posted ? m.ring->start_relay(relay_stream) : posted;
-  if (!started) {
-    std::fprintf(stderr, "graph: %s\n", started.error().message.c_str());
-    std::exit(1);
-  }
+  auto post = [&](uint64_t round) -> daqiri::Result<> {
+    if (auto ok = graph->post(0, stream); !ok) return ok;
+    if (auto ok = m.ring->launch_relay(relay_stream, stages); !ok) return ok;
+    cudaEventRecord(posted_done[round % 2], stream);
+    return {};
+  };
   auto released = [&] { return __atomic_load_n(&host->consumer, __ATOMIC_ACQUIRE) - from; };
   bool stopped = false;
-  for (uint32_t first = graph->per_post(); !stopped; first += graph->per_post()) {
-    while (!stopped && cudaStreamQuery(stream) == cudaErrorNotReady) {
-      stopped = released() >= count || std::chrono::steady_clock::now() >= deadline;
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+  auto ok = graph ? post(0) : daqiri::Result<>(std::unexpected(graph.error()));
+  for (uint64_t round = 1; ok && !stopped; ++round) {
+    if (round >= 2) {  // post `round` once post `round - 2` is done
+      while (!stopped && cudaEventQuery(posted_done[round % 2]) == cudaErrorNotReady) {
+        stopped = released() >= count || std::chrono::steady_clock::now() >= deadline;
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
     }
     stopped = stopped || released() >= count;
-    if (auto ok = stopped ? daqiri::Result<>{} : graph->post(first, stream); !ok) {
-      std::fprintf(stderr, "graph: %s\n", ok.error().message.c_str());
-      std::exit(1);
-    }
+    if (!stopped) ok = post(round);
   }
-  auto ok = m.ring->stop_relay();
-  cudaError_t e = cudaStreamSynchronize(stream);
+  if (ok) ok = m.ring->stop_relay();
+  cudaError_t e = ok ? cudaStreamSynchronize(stream) : cudaSuccess;
   if (!ok || e != cudaSuccess) {
     std::fprintf(stderr, "graph: %s\n", ok ? cudaGetErrorString(e) : ok.error().message.c_str());
     std::exit(1);
   }
+  for (cudaEvent_t& ev : posted_done)
+    cudaEventDestroy(ev);
   cudaStreamDestroy(relay_stream);
   return totals->intact + totals->corrupt;
 }
@@ -349,8 +354,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--reconnect is for --style kernel\n");
     return 2;
   }
-  if (style == "mapped-graph" && (blocks == 0 || stages == 0)) {
-    std::fprintf(stderr, "--blocks and --stages must be at least 1\n");
+  if (style == "mapped-graph" && (blocks == 0 || stages == 0 || stages % 2 != 0)) {
+    std::fprintf(stderr, "--blocks must be at least 1 and --stages even (the relay's phases)\n");
     return 2;
   }
   bool persistent = style == "persistent" || style == "mapped";

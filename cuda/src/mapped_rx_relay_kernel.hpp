@@ -14,10 +14,10 @@ struct RelayWords {
   uint32_t batch[2];
 };
 
-// One thread on `stream` that publishes batches from `ring` into `words`, the first from
-// counter `from`, until *stop (mapped host memory) is set; MappedRxRing::start_relay says what
-// it does.
-cudaError_t launch_relay(const MappedRxRingView& ring, RelayWords* words, uint32_t from,
-                         const uint32_t* stop, cudaStream_t stream);
+// One step of the relay, for a graph kernel node of one thread (parameters: const uint32_t*
+// producer, uint32_t* consumer, RelayWords* words, const uint32_t* stop): releases the batch
+// before (its stage is done), waits until the producer passes it (or *stop, host memory, is
+// set) and makes what arrived the next batch.
+const void* relay_step_function();
 
 }  // namespace daqiri

@@ -2,10 +2,14 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "daqiri/cuda/cuda_error.hpp"
+#include "daqiri/cuda/driver_api.hpp"
+#include "daqiri/cuda/stream_memop.hpp"
 #include "mapped_rx_relay_kernel.hpp"
 
 namespace daqiri {
@@ -17,9 +21,10 @@ struct MappedRxRing::State {
   uint32_t* mirror = nullptr;
   RelayWords* relay = nullptr;       // device memory
   uint32_t* relay_stop = nullptr;    // mapped host memory: the host sets, the relay polls
-  cudaEvent_t relay_done = nullptr;  // recorded after the relay's kernel
-  bool relay_started = false;
-  bool relay_running = false;
+  cudaEvent_t relay_done = nullptr;  // recorded after each launch of the relay's graph
+  cudaGraphExec_t relay_exec = nullptr;
+  uint32_t relay_batches = 0;  // steps a launch runs; 0 until the first launch
+  bool relay_stopped = false;
 
   ~State() {
     for (void* p : registered)
@@ -28,7 +33,10 @@ struct MappedRxRing::State {
     if (relay != nullptr) cudaFree(relay);
     if (relay_stop != nullptr) cudaFreeHost(relay_stop);
     if (relay_done != nullptr) cudaEventDestroy(relay_done);
+    if (relay_exec != nullptr) cudaGraphExecDestroy(relay_exec);
   }
+
+  Result<> build_relay(uint32_t batches);
 
   // The device address of [p, p + bytes), registered here unless this process already did.
   Result<const void*> map_range(const void* p, size_t bytes, bool read_only, const char* what) {
@@ -113,7 +121,7 @@ Result<std::unique_ptr<MappedRxRing>> MappedRxRing::map(const RxStream& stream) 
       e != cudaSuccess) {
     return std::unexpected(cuda_error(e, "cudaEventCreate for the relay"));
   }
-  // Stages launched before the relay starts wait for batch 1.
+  // Stages launched before the relay's first step wait for published == 1.
   if (cudaError_t e = cudaMemset(s->relay, 0, sizeof(RelayWords)); e != cudaSuccess) {
     return std::unexpected(cuda_error(e, "initialising the relay's words"));
   }
@@ -133,39 +141,130 @@ MappedRelayView MappedRxRing::relay_view() const {
   return MappedRelayView{&s_->relay->published, &s_->relay->taken, s_->relay->batch};
 }
 
-Result<> MappedRxRing::start_relay(cudaStream_t stream) {
-  if (s_->relay_started) {
-    return fail(ErrorCode::kFailedPrecondition,
-                "the ring's relay runs once: map the stream again for another");
+namespace {
+
+// A graph's memop node (wait for *address == value, or write value) after `after`.
+Result<CUgraphNode> add_memop(const cuda::DriverApi& api, CUcontext ctx, cudaGraph_t graph,
+                              CUgraphNode after, bool wait, const void* address, uint32_t value) {
+  CUstreamBatchMemOpParams op = cuda::stream_memop(wait, reinterpret_cast<CUdeviceptr>(address),
+                                                   value, CU_STREAM_WAIT_VALUE_EQ);
+  CUDA_BATCH_MEM_OP_NODE_PARAMS p{ctx, 1, &op, 0};
+  CUgraphNode node = nullptr;
+  if (CUresult r = api.graph_add_batch_mem_op_node(&node, graph, after ? &after : nullptr,
+                                                   after ? 1 : 0, &p);
+      r != CUDA_SUCCESS) {
+    return std::unexpected(cuda::driver_error(api, r, "cuGraphAddBatchMemOpNode"));
   }
-  __atomic_store_n(s_->relay_stop, 0u, __ATOMIC_RELEASE);
-  const uint32_t from = __atomic_load_n(&s_->host_ring->consumer, __ATOMIC_ACQUIRE);
+  return node;
+}
+
+struct GraphOwner {
+  cudaGraph_t g = nullptr;
+  ~GraphOwner() {
+    if (g != nullptr) cudaGraphDestroy(g);
+  }
+};
+
+}  // namespace
+
+// Steps of two phases, so that every memop's value is the same on every launch: one graph,
+// launched again and again.
+Result<> MappedRxRing::State::build_relay(uint32_t batches) {
+  auto api = cuda::DriverApi::get();
+  if (!api) return std::unexpected(api.error());
+  CUcontext ctx = nullptr;
+  if (CUresult r = (*api)->ctx_get_current(&ctx); r != CUDA_SUCCESS || ctx == nullptr) {
+    return std::unexpected(cuda::driver_error(**api, r, "cuCtxGetCurrent"));
+  }
   uint32_t* stop = nullptr;
-  if (cudaError_t e = cudaHostGetDevicePointer(reinterpret_cast<void**>(&stop), s_->relay_stop, 0);
+  if (cudaError_t e = cudaHostGetDevicePointer(reinterpret_cast<void**>(&stop), relay_stop, 0);
       e != cudaSuccess) {
     return std::unexpected(cuda_error(e, "the GPU's address of the relay's stop flag"));
   }
-  if (cudaError_t e = launch_relay(s_->view, s_->relay, from, stop, stream); e != cudaSuccess) {
-    return std::unexpected(cuda_error(e, "launching the relay"));
+  GraphOwner graph;
+  if (cudaError_t e = cudaGraphCreate(&graph.g, 0); e != cudaSuccess) {
+    return std::unexpected(cuda_error(e, "cudaGraphCreate"));
+  }
+  const uint32_t* producer = view.producer;
+  uint32_t* consumer = view.consumer;
+  RelayWords* words = relay;
+  void* args[] = {&producer, &consumer, &words, &stop};
+  CUgraphNode last = nullptr;
+  for (uint32_t k = 0; k < batches; ++k) {
+    auto wait = add_memop(**api, ctx, graph.g, last, true, &relay->taken, k & 1u);
+    if (!wait) return std::unexpected(wait.error());
+    cudaKernelNodeParams kp{};
+    kp.func = const_cast<void*>(relay_step_function());
+    kp.gridDim = dim3(1);
+    kp.blockDim = dim3(1);
+    kp.kernelParams = args;
+    cudaGraphNode_t step = nullptr;
+    cudaGraphNode_t after = *wait;
+    if (cudaError_t e = cudaGraphAddKernelNode(&step, graph.g, &after, 1, &kp); e != cudaSuccess) {
+      return std::unexpected(cuda_error(e, "cudaGraphAddKernelNode (relay step)"));
+    }
+    auto write = add_memop(**api, ctx, graph.g, step, false, &relay->published, (k + 1) & 1u);
+    if (!write) return std::unexpected(write.error());
+    last = *write;
+  }
+  if (cudaError_t e = cudaGraphInstantiate(&relay_exec, graph.g, 0); e != cudaSuccess) {
+    relay_exec = nullptr;
+    return std::unexpected(cuda_error(e, "cudaGraphInstantiate (relay)"));
+  }
+  relay_batches = batches;
+  return {};
+}
+
+Result<> MappedRxRing::launch_relay(cudaStream_t stream, uint32_t batches) {
+  if (s_->relay_stopped) {
+    return fail(ErrorCode::kFailedPrecondition,
+                "the ring's relay was stopped: map the stream again for another");
+  }
+  if (batches == 0 || batches % 2 != 0) {
+    return fail(ErrorCode::kInvalidArgument,
+                "a relay launch runs an even number of batches (two phases), not " +
+                    std::to_string(batches));
+  }
+  if (s_->relay_batches == 0) {
+    const uint32_t from = __atomic_load_n(&s_->host_ring->consumer, __ATOMIC_ACQUIRE);
+    const uint32_t batch[2] = {from, from};
+    if (cudaError_t e = cudaMemcpy(s_->relay->batch, batch, sizeof batch, cudaMemcpyHostToDevice);
+        e != cudaSuccess) {
+      return std::unexpected(cuda_error(e, "initialising the relay's batch"));
+    }
+    __atomic_store_n(s_->relay_stop, 0u, __ATOMIC_RELEASE);
+    if (auto ok = s_->build_relay(batches); !ok) return ok;
+  } else if (batches != s_->relay_batches) {
+    return fail(ErrorCode::kInvalidArgument,
+                "the relay's graph runs " + std::to_string(s_->relay_batches) +
+                    " batches a launch, not " + std::to_string(batches));
+  }
+  if (cudaError_t e = cudaGraphLaunch(s_->relay_exec, stream); e != cudaSuccess) {
+    return std::unexpected(cuda_error(e, "launching the relay's graph"));
   }
   if (cudaError_t e = cudaEventRecord(s_->relay_done, stream); e != cudaSuccess) {
-    __atomic_store_n(s_->relay_stop, 1u, __ATOMIC_RELEASE);
-    cudaStreamSynchronize(stream);
     return std::unexpected(cuda_error(e, "cudaEventRecord after the relay"));
   }
-  s_->relay_started = true;
-  s_->relay_running = true;
   return {};
 }
 
 Result<> MappedRxRing::stop_relay() {
-  if (s_ == nullptr || !std::exchange(s_->relay_running, false)) return {};
+  if (s_ == nullptr || s_->relay_batches == 0 || std::exchange(s_->relay_stopped, true)) return {};
   __atomic_store_n(s_->relay_stop, 1u, __ATOMIC_RELEASE);
-  // Bounded: the relay returns within 1 ms of seeing the flag.
-  if (cudaError_t e = cudaEventSynchronize(s_->relay_done); e != cudaSuccess) {
-    return std::unexpected(cuda_error(e, "waiting for the relay to return"));
+  // Bounded: with the flag set every step returns at once, but a step still waits for its
+  // stage, and stages the user never launched never come.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  for (;;) {
+    cudaError_t e = cudaEventQuery(s_->relay_done);
+    if (e == cudaSuccess) return {};
+    if (e != cudaErrorNotReady) return std::unexpected(cuda_error(e, "waiting for the relay"));
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return fail(ErrorCode::kUnavailable,
+                  "the relay's steps still wait for consumer stages after 1 s: launch as many "
+                  "stages as relay batches");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
-  return {};
 }
 
 }  // namespace daqiri

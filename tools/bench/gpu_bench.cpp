@@ -37,8 +37,9 @@
 //       between bursts, as daqiri-gpu-receive does. `mapped` (or mapped-STYLE) attaches a host
 //       ring instead (the flow's queue on a host or pinned region) mapped for the GPU
 //       (daqiri::MappedRxRing): one thread of a kernel polls its producer index in host memory
-//       (mapped-graph: the graph's stages take batches from the ring's relay, a GPU thread
-//       that copies the index into GPU memory; mapped-graph-host: each stage's stream waits
+//       (mapped-graph: the graph's stages take batches from the ring's relay, steps on a
+//       stream of their own that turn the index into batches in GPU memory; mapped-graph-host:
+//       each stage's stream waits
 //       on the host index itself; mapped-kernel: the host thread sleeps on the ring's
 //       eventfd).
 #include <cuda_runtime_api.h>
@@ -181,8 +182,9 @@ void spin_for(double us) {
 // A stream memory operation node after `previous` (if any): a wait for *address >= value
 // (cyclic), or a write of value (after everything before it).
 CUgraphNode add_memop_node(const daqiri::cuda::DriverApi& api, CUcontext ctx, cudaGraph_t graph,
-                           CUgraphNode previous, bool wait, CUdeviceptr address, uint32_t value) {
-  CUstreamBatchMemOpParams op = daqiri::cuda::stream_memop(wait, address, value);
+                           CUgraphNode previous, bool wait, CUdeviceptr address, uint32_t value,
+                           unsigned wait_flags = CU_STREAM_WAIT_VALUE_GEQ) {
+  CUstreamBatchMemOpParams op = daqiri::cuda::stream_memop(wait, address, value, wait_flags);
   CUDA_BATCH_MEM_OP_NODE_PARAMS p{ctx, 1, &op, 0};
   CUgraphNode node = nullptr;
   if (api.graph_add_batch_mem_op_node(&node, graph, previous ? &previous : nullptr,
@@ -239,11 +241,11 @@ bool launch_graph_waiter(const daqiri::cuda::DriverApi& api, CUdeviceptr doorbel
   return launch_graph(graph, stream, exec);
 }
 
-// The graph style over a mapped ring's relay: stages [first, first + n) of (wait published >=
-// k + 1, stamp the batch's packets below `packets`, taken = k + 1).
-bool launch_relay_waiter(const daqiri::cuda::DriverApi& api, const daqiri::MappedRelayView& relay,
-                         uint64_t* seen, uint32_t packets, uint32_t first, uint32_t n,
-                         cudaStream_t stream, GraphExec& exec) {
+// The graph style over a mapped ring's relay (MappedRxRing::launch_relay): `stages` (even) of
+// (wait published == (k + 1) % 2, stamp the batch's packets below `packets`, taken = (k + 1) %
+// 2). The phases repeat, so the graph is built once and launched again with the relay's steps.
+bool build_relay_waiter(const daqiri::cuda::DriverApi& api, const daqiri::MappedRelayView& relay,
+                        uint64_t* seen, uint32_t packets, uint32_t stages, GraphExec& exec) {
   CUcontext ctx = nullptr;
   api.ctx_get_current(&ctx);
   cudaGraph_t made = nullptr;
@@ -251,19 +253,26 @@ bool launch_relay_waiter(const daqiri::cuda::DriverApi& api, const daqiri::Mappe
   Graph graph(made);
   const auto published = reinterpret_cast<CUdeviceptr>(relay.published);
   const auto taken = reinterpret_cast<CUdeviceptr>(relay.taken);
+  const uint32_t* batch = relay.batch;
+  void* args[] = {&seen, &batch, &packets};
   CUgraphNode previous = nullptr;
-  for (uint32_t k = first; k < first + n; ++k) {
-    CUgraphNode wait = add_memop_node(api, ctx, graph.get(), previous, true, published, k + 1);
-    const uint32_t* batch = relay.batch;
-    void* args[] = {&seen, &batch, &packets};
+  for (uint32_t k = 0; k < stages; ++k) {
+    const uint32_t phase = (k + 1) & 1u;
+    CUgraphNode wait = add_memop_node(api, ctx, graph.get(), previous, true, published, phase,
+                                      CU_STREAM_WAIT_VALUE_EQ);
     if (wait == nullptr) return false;
     cudaGraphNode_t kernel =
         add_kernel_node(graph.get(), wait, daqiri::bench::stamp_batch_function(), args);
     if (kernel == nullptr) return false;
-    previous = add_memop_node(api, ctx, graph.get(), kernel, false, taken, k + 1);
+    previous = add_memop_node(api, ctx, graph.get(), kernel, false, taken, phase);
     if (previous == nullptr) return false;
   }
-  return launch_graph(graph, stream, exec);
+  cudaGraphExec_t instance = nullptr;
+  if (!cuda_ok(cudaGraphInstantiate(&instance, graph.get(), 0), "cudaGraphInstantiate")) {
+    return false;
+  }
+  exec.reset(instance);
+  return true;
 }
 
 // The consumer side of the graph-loop style: one launch of a WHILE node whose kernel waits for
@@ -486,6 +495,20 @@ std::optional<E2eRun> prepare_e2e(uint32_t n) {
   return run;
 }
 
+// How long a host thread took to build and launch each graph of stages: a feed slower than the
+// stages it queues is a consumer that falls behind.
+struct FeedTimes {
+  uint32_t launches = 0;
+  double total_ms = 0;
+  double longest_ms = 0;
+  void add(std::chrono::steady_clock::duration d) {
+    const double ms = std::chrono::duration<double, std::milli>(d).count();
+    ++launches;
+    total_ms += ms;
+    longest_ms = std::max(longest_ms, ms);
+  }
+};
+
 // Where an e2e consumer learns of packets: a GPU ring's doorbell (GPU memory, written by the
 // daemon's engine) or a mapped host ring's producer index (host memory, written by the
 // daemon's poller). The attachment it came from is kept alive with it.
@@ -580,35 +603,37 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
   std::thread host_consumer;
   std::atomic<bool> stop{false};
   Stream relay_stream;
+  FeedTimes feed;  // mapped-graph: launching each graph and its relay steps
+  // Stages a graph holds (GPU_BENCH_GRAPH_STAGES; even, for the relay's two phases).
+  uint32_t graph_stages = 100;
+  if (const char* env = std::getenv("GPU_BENCH_GRAPH_STAGES"); env != nullptr) {
+    graph_stages = std::max<uint32_t>(2, std::strtoul(env, nullptr, 10)) & ~1u;
+  }
+  GraphExec relay_waiter;
   if (consumer == "graph" && host) {
-    // Two graphs of kStages stages queued at a time: a stream holds only a few graphs' worth of
-    // waits before a launch blocks. The first before the relay spins, the rest as each ends,
-    // until the relay has released all n packets (or the run is stopped).
-    constexpr uint32_t kStages = 100;
-    const daqiri::MappedRelayView relay = src->mapped->ring->relay_view();
-    auto launch_next = [&, relay, next_stage = uint32_t{0}]() mutable {
-      GraphExec exec;
+    // The graph and as many relay steps, two launches queued at a time, until the relay has
+    // released all n packets (or the run is stopped).
+    if (!cuda_ok(make_stream(relay_stream), "stream") ||
+        !build_relay_waiter(**api, src->mapped->ring->relay_view(), seen, n, graph_stages,
+                            relay_waiter)) {
+      return 1;
+    }
+    auto launch_next = [&] {
+      const auto began = Clock::now();
       Event done;
-      if (!launch_relay_waiter(**api, relay, seen, n, next_stage, kStages, stream.get(), exec) ||
-          !cuda_ok(make_event(done), "event") ||
+      auto relayed = src->mapped->ring->launch_relay(relay_stream.get(), graph_stages);
+      if (!relayed) std::fprintf(stderr, "relay: %s\n", relayed.error().message.c_str());
+      if (!cuda_ok(cudaGraphLaunch(relay_waiter.get(), stream.get()), "cudaGraphLaunch") ||
+          !relayed || !cuda_ok(make_event(done), "event") ||
           !cuda_ok(cudaEventRecord(done.get(), stream.get()), "cudaEventRecord")) {
         std::fflush(stderr);
         std::_Exit(1);  // the graphs launched before wait for good
       }
-      next_stage += kStages;
-      graphs.push_back(std::move(exec));
+      feed.add(Clock::now() - began);
       return done;
     };
     auto pending = std::make_shared<std::deque<Event>>();
     pending->push_back(launch_next());
-    auto started = cuda_ok(make_stream(relay_stream), "stream")
-                       ? src->mapped->ring->start_relay(relay_stream.get())
-                       : daqiri::fail(daqiri::ErrorCode::kInternal, "no stream");
-    if (!started) {
-      std::fprintf(stderr, "relay: %s\n", started.error().message.c_str());
-      std::fflush(stderr);
-      std::_Exit(1);
-    }
     const daqiri_ring_header* ring = src->host.ring;
     host_consumer = std::thread([&, pending, launch_next, ring]() mutable {
       cudaSetDevice(src->device);  // this thread's current context, which the graphs are built in
@@ -626,11 +651,10 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
       return 1;
     }
   } else if (consumer == "graph" || (consumer == "graph-host" && host)) {
-    constexpr uint32_t kStages = 100;
-    for (uint32_t first = 0; first < n; first += kStages) {
+    for (uint32_t first = 0; first < n; first += graph_stages) {
       GraphExec exec;
-      if (!launch_graph_waiter(**api, db, seen, first, std::min(kStages, n - first), stream.get(),
-                               exec)) {
+      if (!launch_graph_waiter(**api, db, seen, first, std::min(graph_stages, n - first),
+                               stream.get(), exec)) {
         // The graphs launched before wait on the doorbell for good: the frees' implicit
         // synchronisation would wait with them.
         std::fflush(stderr);
@@ -671,6 +695,10 @@ int e2e(const std::string& style, const std::string& socket, const std::string& 
   // The kernel style's thread ends at n; the relay's feeder once every packet was released.
   if (src->producer() < n || consumer == "kernel") stop = true;
   if (host_consumer.joinable()) host_consumer.join();
+  if (feed.launches != 0) {
+    std::printf("graph feed: %u launches, mean %.2f ms, longest %.2f ms\n", feed.launches,
+                feed.total_ms / feed.launches, feed.longest_ms);
+  }
   if (src->mapped) {
     // The graph stages beyond the last batch run empty once the relay stops.
     if (auto ok = src->mapped->ring->stop_relay(); !ok) {

@@ -32,14 +32,15 @@ struct MappedRxRingView {
   uint64_t region_bytes[DAQIRI_MAX_REGIONS];
 };
 
-// The batches a mapped host ring's relay (MappedRxRing::start_relay) hands to a consumer that
-// waits in a CUDA stream, all in device memory. Stage k waits until *published >= k + 1
-// (cuStreamWaitValue32, GEQ), works on counters [batch[0], batch[1]), then sets *taken = k + 1
-// (cuStreamWriteValue32). One batch is out at a time, so each holds every packet that arrived
-// while the one before it was worked on, and the relay releases it to the daemon.
+// The batches a mapped host ring's relay (MappedRxRing::launch_relay) hands to a consumer that
+// waits in a CUDA stream, all in device memory. `published` and `taken` count in two phases:
+// stage k (from 0, the first stage ever) waits until *published == (k + 1) % 2
+// (cuStreamWaitValue32, EQ), works on counters [batch[0], batch[1]), then sets *taken =
+// (k + 1) % 2 (cuStreamWriteValue32). One batch is out at a time, so each holds every packet
+// that arrived while the one before it was worked on, and the relay releases it to the daemon.
 struct MappedRelayView {
-  const uint32_t* published;  // batches published
-  uint32_t* taken;            // batches the consumer has finished
+  const uint32_t* published;  // the phase of the batch last published
+  uint32_t* taken;            // the phase of the batch last finished by the consumer
   const uint32_t* batch;      // [begin, end) of the batch last published
 };
 

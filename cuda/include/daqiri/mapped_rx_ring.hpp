@@ -12,10 +12,11 @@
 // not be used beside it. Destroy the MappedRxRing before the stream is detached.
 //
 // A consumer that waits in a CUDA stream instead (graph stages of cuStreamWaitValue32, a
-// kernel, cuStreamWriteValue32) takes batches from a relay: start_relay() runs one GPU thread
-// that turns the host producer index into batches in GPU memory (MappedRelayView). The GPU's
-// front end sees a stream wait on GPU memory within microseconds; one on the mapped host index
-// it polls far less often.
+// kernel, cuStreamWriteValue32) takes batches from a relay: launch_relay() runs relay steps on
+// a stream of their own that turn the host producer index into batches in GPU memory
+// (MappedRelayView), each step's batch announced by a stream write. The GPU's front end sees a
+// stream wait released by another stream's write within microseconds; one on the mapped host
+// index, or on a word a kernel stores, it polls far less often.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -41,15 +42,19 @@ class MappedRxRing {
 
   // The relay's words (GPU memory), for the consumer's stages; valid while this object lives.
   [[nodiscard]] MappedRelayView relay_view() const;
-  // Starts the relay on `stream`, a stream of its own (a one-thread kernel that runs until
-  // stop_relay): batches begin at the ring's consumer index, and the relay releases each batch
-  // once *taken passes it. Build, instantiate and launch the consumer's graphs before: a graph
-  // set up while a kernel spins may wait for it, as may a kernel loaded lazily
-  // (CUDA_MODULE_LOADING=EAGER). A ring's relay runs once.
-  Result<> start_relay(cudaStream_t stream);
-  // Ends the relay: it releases the batch out once its stage has finished (waiting 1 ms at
-  // most), then lets every stage still waiting run on an empty batch, and this waits for the
-  // relay's kernel to return. The destructor calls it.
+  // Launches `batches` relay steps (even) on `stream`, a stream of its own, as one CUDA graph
+  // built on the first call (each later call takes the same count and launches it again). Step
+  // k waits until *taken == k % 2 (the stage before is done), releases that stage's batch to
+  // the daemon, waits for packets and publishes them as batch k (*published = (k + 1) % 2), so
+  // a batch holds every packet that arrived while the one before was worked on. Launch as
+  // many consumer stages as steps, in graphs of an even count. The first batch begins at the
+  // ring's consumer index at the first call. Load kernels eagerly (CUDA_MODULE_LOADING=EAGER)
+  // when a kernel of this process spins: a kernel loaded lazily beside it may wait for it.
+  Result<> launch_relay(cudaStream_t stream, uint32_t batches);
+  // Ends the relay: every step still to run publishes an empty batch at once (a spinning step
+  // within microseconds), so every consumer stage launched runs, and this waits for the steps
+  // launched to finish, 1 s at most (longer: more steps were launched than stages). The relay
+  // then runs no more; the destructor calls this.
   Result<> stop_relay();
 
   struct State;

@@ -8,13 +8,14 @@
 
 namespace daqiri::cuda {
 
-inline CUstreamBatchMemOpParams stream_memop(bool wait, CUdeviceptr address, uint32_t value) {
+inline CUstreamBatchMemOpParams stream_memop(bool wait, CUdeviceptr address, uint32_t value,
+                                             unsigned wait_flags = CU_STREAM_WAIT_VALUE_GEQ) {
   CUstreamBatchMemOpParams p{};
   if (wait) {
     p.waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
     p.waitValue.address = address;
     p.waitValue.value = value;
-    p.waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+    p.waitValue.flags = wait_flags;
   } else {
     p.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
     p.writeValue.address = address;
