@@ -4,6 +4,10 @@
 //                                        source address, as daqirid does
 //   rx-bench daqiri SOCKET FLOW BURST COUNT   a libdaqiri client of daqirid (the subject);
 //                                        FLOW queue:IF/Q: every flow of that RX queue
+//   rx-bench daqiri-wait SOCKET FLOW BURST COUNT   daqiri, but sleeping on the stream's eventfd
+//                                        (wait_burst) whenever the ring is empty, as a
+//                                        consumer sharing its core with the daemon's poller
+//                                        should (run-daqiri)
 //   rx-bench daqiri-frames SOCKET FLOW BURST COUNT   the same with RxOptions::find_payloads
 //                                        off: it reads descriptors only, never a frame the
 //                                        daemon left unread (as testpmd rxonly reads none)
@@ -198,7 +202,7 @@ int uring_rx(uint16_t port, uint32_t burst, uint64_t count) {
 }
 
 int daqiri_rx(const std::string& socket, const std::string& flow, uint32_t burst, uint64_t count,
-              bool find_payloads, bool compact) {
+              bool find_payloads, bool compact, bool sleep) {
   auto c = daqiri::Client::connect({socket, "rx-bench", std::chrono::seconds(5)});
   if (!c) return 1;
   daqiri::RxOptions o;
@@ -221,6 +225,9 @@ int daqiri_rx(const std::string& socket, const std::string& flow, uint32_t burst
   ArrivalClock clock;
   while (packets < count) {
     auto b = (*rx)->next_burst(burst);
+    if (b.empty() && sleep) {
+      if (auto w = (*rx)->wait_burst(std::chrono::milliseconds(100), burst); w) b = std::move(*w);
+    }
     if (!clock.after_poll(b.size())) break;
     if (b.empty()) continue;
     for (const auto& p : b)
@@ -266,9 +273,11 @@ int main(int argc, char** argv) {
     return plain(static_cast<uint16_t>(std::stoi(a[1])), std::stoul(a[2]), std::stoull(a[3]),
                  a[0] == "recvmmsg-meta");
   }
-  if (a.size() == 5 && (a[0] == "daqiri" || a[0] == "daqiri-frames" || a[0] == "daqiri-compact")) {
-    return daqiri_rx(a[1], a[2], std::stoul(a[3]), std::stoull(a[4]), a[0] == "daqiri",
-                     a[0] == "daqiri-compact");
+  if (a.size() == 5 && (a[0] == "daqiri" || a[0] == "daqiri-wait" || a[0] == "daqiri-frames" ||
+                        a[0] == "daqiri-compact")) {
+    return daqiri_rx(a[1], a[2], std::stoul(a[3]), std::stoull(a[4]),
+                     a[0] == "daqiri" || a[0] == "daqiri-wait", a[0] == "daqiri-compact",
+                     a[0] == "daqiri-wait");
   }
   if (a.size() == 4 && a[0] == "attach") return attach_latency(a[1], a[2], std::stoi(a[3]));
   if (a.size() == 4 && a[0] == "uring") {

@@ -4,6 +4,9 @@ the same report ("ready", then "packets P bytes B seconds S").
 
     rx_bench.py view    SOCK FLOW BURST COUNT   a burst at a time: one 2-D view per burst
     rx_bench.py packets SOCK FLOW BURST COUNT   packet by packet: a view per payload
+    rx_bench.py view-wait|packets-wait SOCK FLOW BURST COUNT   the same, sleeping on the
+                                            stream's eventfd (wait_burst) whenever the ring
+                                            is empty
     rx_bench.py overhead SOCK FLOW BURST        per-burst cost on a full ring, no sender
 """
 import sys
@@ -13,13 +16,15 @@ import daqiri
 
 
 def receive(mode, sock, flow, burst, count):
+    wait = mode.endswith("-wait")
+    mode = mode.removesuffix("-wait")
     with daqiri.Client(sock, name="rx_bench.py") as c, c.attach_rx(flow) as rx:
         print("ready", flush=True)
         packets = nbytes = 0
         first = 0.0
         last = time.perf_counter()
         while packets < count:
-            b = rx.next_burst(burst)
+            b = rx.wait_burst(0.1, burst) if wait else rx.next_burst(burst)
             now = time.perf_counter()
             if not b:
                 if packets and now - last > 1.0:
@@ -62,7 +67,7 @@ def overhead(sock, flow, burst):
 
 if __name__ == "__main__":
     a = sys.argv[1:]
-    if len(a) == 5 and a[0] in ("view", "packets"):
+    if len(a) == 5 and a[0] in ("view", "packets", "view-wait", "packets-wait"):
         receive(a[0], a[1], a[2], int(a[3]), int(a[4]))
     elif len(a) == 4 and a[0] == "overhead":
         overhead(a[1], a[2], int(a[3]))
