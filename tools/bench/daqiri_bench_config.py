@@ -2,21 +2,22 @@
 """Rewrites one of DAQIRI's socket benchmark configs (examples/daqiri_bench_socket_*_tx_rx.yaml)
 for one side of a run-daqiri point, on stdout:
 
-    daqiri_bench_config.py CONFIG server|client PAYLOAD BATCH QUEUE_CORE APP_CORE
+    daqiri_bench_config.py CONFIG server|client PAYLOAD BATCH QUEUE_CORE APP_CORE [NUM_BUFS]
 
 Only the interface of that side is kept (server: the receiver, client: the sender), so that a
 DAQIRI process and daqirid can each take one side, and the receiver's TX queues go (it sends
 nothing; daqirid refuses TX on a tcp:// interface); buffers and max_payload_size grow to hold
 PAYLOAD, every queue's batch_size becomes BATCH and its cpu_core QUEUE_CORE; master_core and
 the socket_bench_SIDE section's cpu_core become APP_CORE, and that section runs for as long as
-the process does (iterations 0), sending or receiving PAYLOAD-byte messages.
+the process does (iterations 0), sending or receiving PAYLOAD-byte messages. NUM_BUFS, when
+given, replaces every region's num_bufs.
 """
 import sys
 
 import yaml
 
 
-def main(path, side, payload, batch, queue_core, app_core):
+def main(path, side, payload, batch, queue_core, app_core, num_bufs=0):
     doc = yaml.safe_load(open(path))
     cfg = doc["daqiri"]["cfg"]
     cfg["interfaces"] = [i for i in cfg["interfaces"] if i["socket_config"]["mode"] == side]
@@ -24,6 +25,8 @@ def main(path, side, payload, batch, queue_core, app_core):
     buf = max(2048, payload + 64)
     for region in cfg["memory_regions"]:
         region["buf_size"] = buf
+        if num_bufs:
+            region["num_bufs"] = num_bufs
     for interface in cfg["interfaces"]:
         if side == "server":
             interface.pop("tx", None)
@@ -42,6 +45,6 @@ def main(path, side, payload, batch, queue_core, app_core):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 7 or sys.argv[2] not in ("server", "client"):
+    if len(sys.argv) not in (7, 8) or sys.argv[2] not in ("server", "client"):
         sys.exit(__doc__)
     main(sys.argv[1], sys.argv[2], *map(int, sys.argv[3:]))
