@@ -133,6 +133,54 @@ void convert_int16_to_half(const std::byte* in, uint32_t bytes, std::byte* out) 
   }
 }
 
+// int32 into a half: 2^32 values, no table. Four samples at a time in SSE2-wide vectors (GCC's
+// vector extensions: the baseline x86-64 build has nothing wider), by the same roundings as
+// to_fp16 and to_bf16 without a branch. fp16: add half an fp16 unit less one (plus the kept
+// bit, for ties to even) to the magnitude, cut 13 bits, rebias the exponent (127 to 15); a
+// magnitude that reaches 2^16 once rounded is infinity, and zero (the only integer whose float
+// has a zero exponent) stays zero. A sample at a time ran at 0.5-0.7 GB/s written, VM.
+using U32x4 = uint32_t __attribute__((vector_size(16)));
+using I32x4 = int32_t __attribute__((vector_size(16)));
+using F32x4 = float __attribute__((vector_size(16)));
+using U16x4 = uint16_t __attribute__((vector_size(8)));
+
+template <SampleType Out, ByteOrder Order>
+U16x4 halves_of(U32x4 raw) {
+  if constexpr (Order == ByteOrder::kNetwork) {
+    raw = (raw >> 24) | ((raw >> 8) & 0xff00u) | ((raw << 8) & 0xff0000u) | (raw << 24);
+  }
+  auto bits = reinterpret_cast<U32x4>(__builtin_convertvector(reinterpret_cast<I32x4>(raw), F32x4));
+  if constexpr (Out == SampleType::kBf16) {
+    return __builtin_convertvector((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16, U16x4);
+  } else {
+    const U32x4 zero{};
+    U32x4 magnitude = bits & 0x7fffffffu;
+    U32x4 rounded = magnitude + 0xfffu + ((magnitude >> 13) & 1u);
+    U32x4 half = (rounded >> 13) - (112u << 10);
+    half = rounded >= 0x47800000u ? zero + 0x7c00u : half;
+    half = magnitude == 0u ? zero : half;
+    return __builtin_convertvector(((bits >> 16) & 0x8000u) | half, U16x4);
+  }
+}
+
+template <SampleType Out, ByteOrder Order>
+void convert_int32_to_half(const std::byte* in, uint32_t bytes, std::byte* out) {
+  const uint32_t samples = bytes / 4;
+  uint32_t i = 0;
+  for (; i + 4 <= samples; i += 4) {
+    U32x4 raw;
+    std::memcpy(&raw, in + size_t{i} * 4, sizeof raw);
+    U16x4 halves = halves_of<Out, Order>(raw);
+    std::memcpy(out + size_t{i} * 2, &halves, sizeof halves);
+  }
+  if (i < samples) {  // the last one to three, through a zeroed block
+    U32x4 raw{};
+    std::memcpy(&raw, in + size_t{i} * 4, size_t{samples - i} * 4);
+    U16x4 halves = halves_of<Out, Order>(raw);
+    std::memcpy(out + size_t{i} * 2, &halves, size_t{samples - i} * 2);
+  }
+}
+
 template <SampleType In, SampleType Out, ByteOrder Order>
 ConvertFn converter_to() {
   if constexpr (In == SampleType::kInt4 || In == SampleType::kInt8) {
@@ -140,6 +188,9 @@ ConvertFn converter_to() {
   } else if constexpr (In == SampleType::kInt16 &&
                        (Out == SampleType::kFp16 || Out == SampleType::kBf16)) {
     return &convert_int16_to_half<Out, Order>;
+  } else if constexpr (In == SampleType::kInt32 &&
+                       (Out == SampleType::kFp16 || Out == SampleType::kBf16)) {
+    return &convert_int32_to_half<Out, Order>;
   } else {
     return &convert<In, Out, Order>;
   }

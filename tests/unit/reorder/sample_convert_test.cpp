@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
@@ -75,7 +77,8 @@ TEST(SampleConvert, HalvesRoundToNearestEvenAndOverflowToInfinity) {
 }
 
 // Every int16, and random int32s, against the compiler's own float-to-half conversion and a
-// nearest-of-two search for bfloat16: the same rounding by another route.
+// nearest-of-two search for bfloat16: the same rounding by another route. Both byte orders,
+// and a count that leaves the int32 path's last vector block short.
 TEST(SampleConvert, HalvesMatchAnIndependentRoundingOfEverySample) {
   std::vector<int32_t> values;
   for (int32_t v = -32768; v <= 32767; ++v)
@@ -83,10 +86,21 @@ TEST(SampleConvert, HalvesMatchAnIndependentRoundingOfEverySample) {
   std::mt19937 rng(7);
   for (int i = 0; i < 200000; ++i)
     values.push_back(static_cast<int32_t>(rng()));
-  std::vector<std::byte> in(values.size() * 4);
+  for (int32_t v : {65504, 65519, 65520, 65535, -65520, INT32_MAX, INT32_MIN})
+    values.push_back(v);
+  ASSERT_NE(values.size() % 4, 0u);
+  std::vector<std::byte> in(values.size() * 4), swapped(values.size() * 4);
   std::memcpy(in.data(), values.data(), in.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    auto n = std::byteswap(static_cast<uint32_t>(values[i]));
+    std::memcpy(&swapped[i * 4], &n, 4);
+  }
   auto fp16 = run<uint16_t>({SampleType::kInt32, SampleType::kFp16, ByteOrder::kHost}, in);
   auto bf16 = run<uint16_t>({SampleType::kInt32, SampleType::kBf16, ByteOrder::kHost}, in);
+  EXPECT_EQ(run<uint16_t>({SampleType::kInt32, SampleType::kFp16, ByteOrder::kNetwork}, swapped),
+            fp16);
+  EXPECT_EQ(run<uint16_t>({SampleType::kInt32, SampleType::kBf16, ByteOrder::kNetwork}, swapped),
+            bf16);
   size_t wrong_fp16 = 0;
   size_t wrong_bf16 = 0;
   for (size_t i = 0; i < values.size(); ++i) {
