@@ -226,7 +226,7 @@ int daqiri_rx(const std::string& socket, const std::string& flow, uint32_t burst
   while (packets < count) {
     auto b = (*rx)->next_burst(burst);
     if (b.empty() && sleep) {
-      if (auto w = (*rx)->wait_burst(std::chrono::milliseconds(100), burst); w) b = std::move(*w);
+      if (auto w = (*rx)->wait_burst(std::chrono::milliseconds(100), burst); w) b = *w;
     }
     if (!clock.after_poll(b.size())) break;
     if (b.empty()) continue;
