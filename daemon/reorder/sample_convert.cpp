@@ -33,34 +33,47 @@ int32_t read_sample(const std::byte* in, uint32_t i) {
   }
 }
 
-// IEEE binary16, rounded to nearest even from a float (which an int16 or smaller is exactly).
-uint16_t to_fp16(float f) {
-  auto bits = std::bit_cast<uint32_t>(f);
-  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
-  uint32_t exponent = (bits >> 23) & 0xff;
-  uint32_t mantissa = bits & 0x7fffff;
-  if (exponent == 0) return sign;  // zero (integers have no subnormals)
-  int32_t e = static_cast<int32_t>(exponent) - 127 + 15;
-  if (e >= 31) return sign | 0x7c00;  // beyond fp16: infinity
-  // Integers are at least 1, so e >= 15: always a normal fp16.
-  uint32_t m = mantissa >> 13;
-  uint32_t rest = mantissa & 0x1fff;
-  uint32_t out = (static_cast<uint32_t>(e) << 10) | m;
-  if (rest > 0x1000 || (rest == 0x1000 && (m & 1) != 0)) ++out;  // may carry into infinity
-  return static_cast<uint16_t>(sign | out);
+// Four int32 samples (as read, in `Order`) into fp16 or bf16: each to float, then rounded to
+// nearest even, without a branch, in SSE2-wide vectors (GCC's vector extensions: the baseline
+// x86-64 build has nothing wider). fp16: add half an fp16 unit less one (plus the kept bit, for
+// ties to even) to the magnitude, cut 13 bits, rebias the exponent (127 to 15); a magnitude
+// that reaches 2^16 once rounded is infinity, and zero (the only integer whose float has a zero
+// exponent) stays zero. bf16: a float's top half, rounded the same way. The one rounding of
+// both: the tables below and the per-sample path take it a sample at a time.
+using U32x4 = uint32_t __attribute__((vector_size(16)));
+using I32x4 = int32_t __attribute__((vector_size(16)));
+using F32x4 = float __attribute__((vector_size(16)));
+using U16x4 = uint16_t __attribute__((vector_size(8)));
+
+template <SampleType Out, ByteOrder Order>
+U16x4 halves_of(U32x4 raw) {
+  if constexpr (Order == ByteOrder::kNetwork) {
+    raw = (raw >> 24) | ((raw >> 8) & 0xff00u) | ((raw << 8) & 0xff0000u) | (raw << 24);
+  }
+  auto bits = reinterpret_cast<U32x4>(__builtin_convertvector(reinterpret_cast<I32x4>(raw), F32x4));
+  if constexpr (Out == SampleType::kBf16) {
+    return __builtin_convertvector((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16, U16x4);
+  } else {
+    const U32x4 zero{};
+    U32x4 magnitude = bits & 0x7fffffffu;
+    U32x4 rounded = magnitude + 0xfffu + ((magnitude >> 13) & 1u);
+    U32x4 half = (rounded >> 13) - (112u << 10);
+    half = rounded >= 0x47800000u ? zero + 0x7c00u : half;
+    half = magnitude == 0u ? zero : half;
+    return __builtin_convertvector(((bits >> 16) & 0x8000u) | half, U16x4);
+  }
 }
 
-// bfloat16: a float's top half, rounded to nearest even.
-uint16_t to_bf16(float f) {
-  auto bits = std::bit_cast<uint32_t>(f);
-  return static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+// One sample through the same rounding.
+template <SampleType Out>
+uint16_t half_of(int32_t v) {
+  return halves_of<Out, ByteOrder::kHost>(U32x4{static_cast<uint32_t>(v)})[0];
 }
 
 template <SampleType Out>
 void write_sample(std::byte* out, uint32_t i, int32_t v) {
   if constexpr (Out == SampleType::kFp16 || Out == SampleType::kBf16) {
-    uint16_t h =
-        Out == SampleType::kFp16 ? to_fp16(static_cast<float>(v)) : to_bf16(static_cast<float>(v));
+    uint16_t h = half_of<Out>(v);
     std::memcpy(out + size_t{i} * 2, &h, 2);
   } else if constexpr (Out == SampleType::kFp32) {
     auto f = static_cast<float>(v);
@@ -113,10 +126,8 @@ template <SampleType Out>
 struct HalfTable {
   std::array<uint16_t, 65536> halves{};
   HalfTable() {
-    for (uint32_t v = 0; v < 65536; ++v) {
-      auto f = static_cast<float>(static_cast<int16_t>(v));
-      halves[v] = Out == SampleType::kFp16 ? to_fp16(f) : to_bf16(f);
-    }
+    for (uint32_t v = 0; v < 65536; ++v)
+      halves[v] = half_of<Out>(static_cast<int16_t>(v));
   }
 };
 template <SampleType Out>
@@ -133,36 +144,8 @@ void convert_int16_to_half(const std::byte* in, uint32_t bytes, std::byte* out) 
   }
 }
 
-// int32 into a half: 2^32 values, no table. Four samples at a time in SSE2-wide vectors (GCC's
-// vector extensions: the baseline x86-64 build has nothing wider), by the same roundings as
-// to_fp16 and to_bf16 without a branch. fp16: add half an fp16 unit less one (plus the kept
-// bit, for ties to even) to the magnitude, cut 13 bits, rebias the exponent (127 to 15); a
-// magnitude that reaches 2^16 once rounded is infinity, and zero (the only integer whose float
-// has a zero exponent) stays zero. A sample at a time ran at 0.5-0.7 GB/s written, VM.
-using U32x4 = uint32_t __attribute__((vector_size(16)));
-using I32x4 = int32_t __attribute__((vector_size(16)));
-using F32x4 = float __attribute__((vector_size(16)));
-using U16x4 = uint16_t __attribute__((vector_size(8)));
-
-template <SampleType Out, ByteOrder Order>
-U16x4 halves_of(U32x4 raw) {
-  if constexpr (Order == ByteOrder::kNetwork) {
-    raw = (raw >> 24) | ((raw >> 8) & 0xff00u) | ((raw << 8) & 0xff0000u) | (raw << 24);
-  }
-  auto bits = reinterpret_cast<U32x4>(__builtin_convertvector(reinterpret_cast<I32x4>(raw), F32x4));
-  if constexpr (Out == SampleType::kBf16) {
-    return __builtin_convertvector((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16, U16x4);
-  } else {
-    const U32x4 zero{};
-    U32x4 magnitude = bits & 0x7fffffffu;
-    U32x4 rounded = magnitude + 0xfffu + ((magnitude >> 13) & 1u);
-    U32x4 half = (rounded >> 13) - (112u << 10);
-    half = rounded >= 0x47800000u ? zero + 0x7c00u : half;
-    half = magnitude == 0u ? zero : half;
-    return __builtin_convertvector(((bits >> 16) & 0x8000u) | half, U16x4);
-  }
-}
-
+// int32 into a half: 2^32 values, no table; four at a time (a sample at a time ran at 0.5-0.7
+// GB/s written into fp16, VM).
 template <SampleType Out, ByteOrder Order>
 void convert_int32_to_half(const std::byte* in, uint32_t bytes, std::byte* out) {
   const uint32_t samples = bytes / 4;

@@ -2,7 +2,8 @@
 // 16 or 32 bits into fp16, bf16, fp32, fp64 or int32, the way DAQIRI's GPU reorder does (each
 // sample to float first, then rounded to nearest even into fp16 or bf16; int4 is two samples a
 // byte, the high nibble first; `network` byte order swaps samples wider than a byte). int4 and
-// int8 inputs, and int16 into a half, go through tables made once at start from that code.
+// int8 inputs, and int16 into a half, go through tables made once at start from that code;
+// int32 into a half four samples at a time.
 #pragma once
 
 #include <cstddef>
