@@ -73,36 +73,27 @@ Result<> BurstGraph::build() {
   for (uint32_t k = 0; k < stages_; ++k) {
     // wait -> kernel -> write, stage after stage. Over a relay the values are its phases,
     // the same on every post.
-    const uint32_t end = relayed_ ? (k + 1) & 1u : (k + 1) * unit_;
-    CUstreamBatchMemOpParams wait_op = cuda::stream_memop(
-        true, wait_on_, end, relayed_ ? CU_STREAM_WAIT_VALUE_EQ : CU_STREAM_WAIT_VALUE_GEQ);
-    CUDA_BATCH_MEM_OP_NODE_PARAMS wait{ctx_, 1, &wait_op, 0};
-    CUgraphNode wait_node = nullptr;
-    if (CUresult r = api_->graph_add_batch_mem_op_node(
-            &wait_node, graph_, previous ? &previous : nullptr, previous ? 1 : 0, &wait);
-        r != CUDA_SUCCESS) {
-      return std::unexpected(cuda::driver_error(*api_, r, "cuGraphAddBatchMemOpNode (wait)"));
-    }
+    const uint32_t end = relayed_ ? relay_phase(k) : (k + 1) * unit_;
+    auto wait_node = cuda::add_memop_node(
+        *api_, ctx_, graph_, previous,
+        cuda::stream_memop(true, wait_on_, end,
+                           relayed_ ? CU_STREAM_WAIT_VALUE_EQ : CU_STREAM_WAIT_VALUE_GEQ));
+    if (!wait_node) return std::unexpected(wait_node.error());
     KernelArgs args{};
     cudaKernelNodeParams kp = kernel(0, k, args);
     cudaGraphNode_t kernel_node = nullptr;
-    cudaGraphNode_t dep = wait_node;
+    cudaGraphNode_t dep = *wait_node;
     if (cudaError_t e = cudaGraphAddKernelNode(&kernel_node, graph_, &dep, 1, &kp);
         e != cudaSuccess) {
       return std::unexpected(cuda_error(e, "cudaGraphAddKernelNode"));
     }
-    CUstreamBatchMemOpParams write_op = cuda::stream_memop(false, write_to_, end);
-    CUDA_BATCH_MEM_OP_NODE_PARAMS write{ctx_, 1, &write_op, 0};
-    CUgraphNode write_node = nullptr;
-    if (CUresult r =
-            api_->graph_add_batch_mem_op_node(&write_node, graph_, &kernel_node, 1, &write);
-        r != CUDA_SUCCESS) {
-      return std::unexpected(cuda::driver_error(*api_, r, "cuGraphAddBatchMemOpNode (write)"));
-    }
-    waits_.push_back(wait_node);
+    auto write_node = cuda::add_memop_node(*api_, ctx_, graph_, kernel_node,
+                                           cuda::stream_memop(false, write_to_, end));
+    if (!write_node) return std::unexpected(write_node.error());
+    waits_.push_back(*wait_node);
     kernels_.push_back(kernel_node);
-    writes_.push_back(write_node);
-    previous = write_node;
+    writes_.push_back(*write_node);
+    previous = *write_node;
   }
   if (cudaError_t e = cudaGraphInstantiate(&exec_, graph_, 0); e != cudaSuccess) {
     return std::unexpected(cuda_error(e, "cudaGraphInstantiate"));

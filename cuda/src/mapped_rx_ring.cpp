@@ -143,19 +143,12 @@ MappedRelayView MappedRxRing::relay_view() const {
 
 namespace {
 
-// A graph's memop node (wait for *address == value, or write value) after `after`.
+// A relay memop node (wait for *address == value, or write value) after `after`.
 Result<CUgraphNode> add_memop(const cuda::DriverApi& api, CUcontext ctx, cudaGraph_t graph,
                               CUgraphNode after, bool wait, const void* address, uint32_t value) {
-  CUstreamBatchMemOpParams op = cuda::stream_memop(wait, reinterpret_cast<CUdeviceptr>(address),
-                                                   value, CU_STREAM_WAIT_VALUE_EQ);
-  CUDA_BATCH_MEM_OP_NODE_PARAMS p{ctx, 1, &op, 0};
-  CUgraphNode node = nullptr;
-  if (CUresult r = api.graph_add_batch_mem_op_node(&node, graph, after ? &after : nullptr,
-                                                   after ? 1 : 0, &p);
-      r != CUDA_SUCCESS) {
-    return std::unexpected(cuda::driver_error(api, r, "cuGraphAddBatchMemOpNode"));
-  }
-  return node;
+  return cuda::add_memop_node(api, ctx, graph, after,
+                              cuda::stream_memop(wait, reinterpret_cast<CUdeviceptr>(address),
+                                                 value, CU_STREAM_WAIT_VALUE_EQ));
 }
 
 struct GraphOwner {
@@ -191,7 +184,7 @@ Result<> MappedRxRing::State::build_relay(uint32_t batches) {
   void* args[] = {&producer, &consumer, &words, &stop};
   CUgraphNode last = nullptr;
   for (uint32_t k = 0; k < batches; ++k) {
-    auto wait = add_memop(**api, ctx, graph.g, last, true, &relay->taken, k & 1u);
+    auto wait = add_memop(**api, ctx, graph.g, last, true, &relay->taken, relay_phase(k - 1));
     if (!wait) return std::unexpected(wait.error());
     cudaKernelNodeParams kp{};
     kp.func = const_cast<void*>(relay_step_function());
@@ -203,7 +196,7 @@ Result<> MappedRxRing::State::build_relay(uint32_t batches) {
     if (cudaError_t e = cudaGraphAddKernelNode(&step, graph.g, &after, 1, &kp); e != cudaSuccess) {
       return std::unexpected(cuda_error(e, "cudaGraphAddKernelNode (relay step)"));
     }
-    auto write = add_memop(**api, ctx, graph.g, step, false, &relay->published, (k + 1) & 1u);
+    auto write = add_memop(**api, ctx, graph.g, step, false, &relay->published, relay_phase(k));
     if (!write) return std::unexpected(write.error());
     last = *write;
   }

@@ -180,19 +180,17 @@ void spin_for(double us) {
 }
 
 // A stream memory operation node after `previous` (if any): a wait for *address >= value
-// (cyclic), or a write of value (after everything before it).
+// (cyclic; or as `wait_flags` says), or a write of value (after everything before it).
 CUgraphNode add_memop_node(const daqiri::cuda::DriverApi& api, CUcontext ctx, cudaGraph_t graph,
                            CUgraphNode previous, bool wait, CUdeviceptr address, uint32_t value,
                            unsigned wait_flags = CU_STREAM_WAIT_VALUE_GEQ) {
-  CUstreamBatchMemOpParams op = daqiri::cuda::stream_memop(wait, address, value, wait_flags);
-  CUDA_BATCH_MEM_OP_NODE_PARAMS p{ctx, 1, &op, 0};
-  CUgraphNode node = nullptr;
-  if (api.graph_add_batch_mem_op_node(&node, graph, previous ? &previous : nullptr,
-                                      previous ? 1 : 0, &p) != CUDA_SUCCESS) {
-    std::fprintf(stderr, "cuGraphAddBatchMemOpNode failed\n");
+  auto node = daqiri::cuda::add_memop_node(
+      api, ctx, graph, previous, daqiri::cuda::stream_memop(wait, address, value, wait_flags));
+  if (!node) {
+    std::fprintf(stderr, "%s\n", node.error().message.c_str());
     return nullptr;
   }
-  return node;
+  return *node;
 }
 
 // A one-thread kernel node `func(args)` after `previous`.
@@ -257,7 +255,7 @@ bool build_relay_waiter(const daqiri::cuda::DriverApi& api, const daqiri::Mapped
   void* args[] = {&seen, &batch, &packets};
   CUgraphNode previous = nullptr;
   for (uint32_t k = 0; k < stages; ++k) {
-    const uint32_t phase = (k + 1) & 1u;
+    const uint32_t phase = daqiri::relay_phase(k);
     CUgraphNode wait = add_memop_node(api, ctx, graph.get(), previous, true, published, phase,
                                       CU_STREAM_WAIT_VALUE_EQ);
     if (wait == nullptr) return false;

@@ -44,6 +44,12 @@ struct MappedRelayView {
   const uint32_t* batch;      // [begin, end) of the batch last published
 };
 
+// The phase stage k waits for in *published and then writes to *taken: (k + 1) % 2. The
+// relay's step k waits for *taken == relay_phase(k - 1), the stage before done (k % 2).
+constexpr uint32_t relay_phase(uint32_t k) {
+  return (k + 1) & 1u;
+}
+
 // The state of a graph-loop consumer (gpu_ring_loop in daqiri/gpu_ring_consumer.cuh), in device
 // memory: {first, last, max_bursts, first - 1, 0, 0} before the graph is launched.
 struct GpuRingLoop {
