@@ -22,8 +22,9 @@ namespace daqiri::config {
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kCritical, kOff };
 enum class RegionKind { kHost, kHuge, kPinned, kDevice };
 enum class Backend { kSocket, kDpdk, kRdma };
-// What a TX queue lets clients send (dataplane/tx_frame_policy.hpp).
-enum class TxPolicy { kChecked, kRaw };
+// What a TX queue lets clients send: checked or raw frames (dataplane/tx_frame_policy.hpp), or
+// messages on the TCP connections of a socket interface's flows.
+enum class TxPolicy { kChecked, kRaw, kTcp };
 
 const char* to_string(LogLevel level);
 const char* to_string(RegionKind kind);

@@ -184,6 +184,18 @@ class Validator {
       error(q.where.at("tx_policy"),
             "rdma TX queues carry RDMA operations, not frames: no tx_policy");
     }
+    const bool tcp = q.tx_policy == TxPolicy::kTcp;
+    if (tcp && itf.backend != Backend::kSocket) {
+      error(q.where.at("tx_policy"),
+            "tx_policy tcp writes to the TCP connections of a socket interface's flows: this "
+            "interface is " +
+                std::string(to_string(itf.backend)));
+    }
+    if (tcp && q.accurate_send) {
+      error(q.where.at("accurate_send"),
+            "a tcp TX queue writes into a byte stream, which the kernel sends when the peer "
+            "has room: no accurate_send");
+    }
     if (std::string_view(dir) == "TX" && itf.backend == Backend::kDpdk &&
         q.tx_policy.value_or(TxPolicy::kChecked) == TxPolicy::kChecked && itf.source_ipv4.empty()) {
       error(q.where.self, "TX queue \"" + q.name +
@@ -198,7 +210,7 @@ class Validator {
         // A split queue's header region holds header slots per GPU ring, not pools.
         bool header_slots = q.regions.size() == 2 && &name == &q.regions.front();
         if (!header_slots) users_[name].push_back(&q);
-        if (itf.backend != Backend::kRdma) frame_users_.insert(name);
+        if (itf.backend != Backend::kRdma && !tcp) frame_users_.insert(name);
         user_names_[&q] = itf.name + "/" + q.name;
         if (regions_.at(name)->gpudirect &&
             (itf.backend == Backend::kSocket || std::string_view(dir) != "RX")) {
@@ -373,11 +385,12 @@ class Validator {
     for (const auto& [name, queues] : users_) {
       const MemoryRegionConfig& r = *regions_.at(name);
       if (r.buf_size > kMaxQueueBufSize && frame_users_.contains(name)) {
-        error(r.where.at("buf_size"),
-              "buf_size " + std::to_string(r.buf_size) + " is more than a queue's buffers hold (" +
-                  std::to_string(kMaxQueueBufSize) +
-                  "); only RDMA queues' regions (whole messages) and a reorder's output region "
-                  "(whole batches) hold larger ones");
+        error(r.where.at("buf_size"), "buf_size " + std::to_string(r.buf_size) +
+                                          " is more than a queue's buffers hold (" +
+                                          std::to_string(kMaxQueueBufSize) +
+                                          "); only RDMA and tcp TX queues' regions (whole "
+                                          "messages) and a reorder's output region "
+                                          "(whole batches) hold larger ones");
       }
       const QueueConfig* worst = nullptr;
       for (const QueueConfig* q : queues) {
@@ -648,7 +661,7 @@ class Validator {
   std::map<std::string, const MemoryRegionConfig*> regions_;
   std::map<std::string, std::vector<const QueueConfig*>> users_;
   std::map<const QueueConfig*, std::string> user_names_;
-  std::set<std::string> frame_users_;  // regions of queues that hold frames (not RDMA messages)
+  std::set<std::string> frame_users_;  // regions of queues that hold frames (not messages)
   std::set<std::string> dpdk_devices_;
   std::set<std::string> reorder_outputs_;
 };

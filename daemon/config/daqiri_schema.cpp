@@ -286,6 +286,9 @@ void add_socket_flow(const DaqiriSocketConfig& socket, const YamlNode& node,
       flow.match.any = true;  // a server takes every peer's connection
       break;
     case SocketTransport::kTcp:
+      // DAQIRI loses no byte of a connection: TCP's flow control holds the sender back. So
+      // here, for a client that attaches with block backpressure.
+      flow.allow_block.anyone = true;
       if (socket.server) {
         flow.match.tcp_dst = port(*socket.local);
         flow.match.ipv4_dst = host(*socket.local);
@@ -379,9 +382,19 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
       for (const auto& q : qs->items())
         itf.tx_queues.push_back(read_queue(q, i++, true, stream));
     }
+    const bool tcp = socket && socket->transport == SocketTransport::kTcp;
+    if (tcp) {
+      // DAQIRI's socket engine writes each burst to a connection: so do these queues.
+      for (auto& q : itf.tx_queues)
+        q.tx_policy = TxPolicy::kTcp;
+    }
     if (auto a = t.get("accurate_send")) {
       // DAQIRI's is the NIC's send scheduling (SEND_ON_TIMESTAMP, the NIC's PTP clock).
-      if (auto on = a->to_bool(); on && *on) {
+      if (auto on = a->to_bool(); on && *on && tcp) {
+        a->warning(
+            "accurate_send: a TCP connection's bytes leave when its peer has room, as DAQIRI's "
+            "socket engine sends them: ignored");
+      } else if (on && *on) {
         a->warning(
             "accurate_send: the daemon's TX poller holds each frame until its time on "
             "CLOCK_REALTIME (keep the NIC's clock in step with it, as phc2sys does), not the "
@@ -421,14 +434,7 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
   }
   if (stream.sw_loopback && backend == Backend::kDpdk) add_loopback_flow(node, itf, config);
   if (reorders) read_daqiri_reorders(*reorders, itf, config);
-  if (socket) {
-    if (socket->transport == SocketTransport::kTcp && !itf.tx_queues.empty()) {
-      node.error(
-          "daqirid's socket TX queues send UDP datagrams; sending on a TCP connection "
-          "is not offered: remove tx from this tcp:// interface");
-    }
-    add_socket_flow(*socket, node, itf, config);
-  }
+  if (socket) add_socket_flow(*socket, node, itf, config);
   config.interfaces.push_back(std::move(itf));
 }
 

@@ -116,7 +116,7 @@ MemoryRegionConfig read_region(const YamlNode& node) {
 }
 
 const std::vector<std::pair<std::string_view, TxPolicy>> kTxPolicies = {
-    {"checked", TxPolicy::kChecked}, {"raw", TxPolicy::kRaw}};
+    {"checked", TxPolicy::kChecked}, {"raw", TxPolicy::kRaw}, {"tcp", TxPolicy::kTcp}};
 
 QueueConfig read_queue(const YamlNode& node, uint32_t index, bool tx) {
   QueueConfig q;

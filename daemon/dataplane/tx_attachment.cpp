@@ -92,6 +92,9 @@ uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max, TxPacer& pacer) {
 bool TxAttachment::valid(const daqiri_tx_desc& d) const {
   if (d.buffer >= num_bufs_ || with_daemon_[d.buffer] != 0) return false;
   if (d.length < rules_.min_length || d.length > buf_size_) return false;
+  if (rules_.connections) {
+    return (d.flags & ~(0xffffu << DAQIRI_TX_CONNECTION_SHIFT)) == 0 && d.remote == 0;
+  }
   if (!rules_.rdma_ops) {
     // A send time, or nothing.
     if (rules_.send_times && (d.flags & DAQIRI_TX_AT) != 0) {
@@ -101,7 +104,8 @@ bool TxAttachment::valid(const daqiri_tx_desc& d) const {
   }
   // The connection and the slot are the backend's to check: they name the peer's state.
   uint32_t op = d.flags & DAQIRI_TX_OP_MASK;
-  return op < DAQIRI_TX_RDMA_OPS && (d.flags & ~(DAQIRI_TX_OP_MASK | 0xffff0000u)) == 0;
+  return op < DAQIRI_TX_RDMA_OPS &&
+         (d.flags & ~(DAQIRI_TX_OP_MASK | 0xffffu << DAQIRI_TX_CONNECTION_SHIFT)) == 0;
 }
 
 void TxAttachment::complete(const daqiri_tx_desc* done, uint32_t n, bool failed) {

@@ -38,6 +38,7 @@ std::vector<FlowStats> DataPlane::flow_stats() const {
     s.buffers_total += f.flow->pool().num_bufs();
     s.buffers_on_loan += c.on_loan.load(std::memory_order_relaxed);
     s.attachments += f.flow->fanout().size();
+    s.connections += c.connections.load(std::memory_order_relaxed);
     s.late += c.late.load(std::memory_order_relaxed);
     s.duplicates += c.duplicates.load(std::memory_order_relaxed);
     s.short_frames += c.short_frames.load(std::memory_order_relaxed);

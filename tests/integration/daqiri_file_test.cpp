@@ -1,6 +1,7 @@
 // A DAQIRI application's YAML run as it is, from DAQIRI's examples folder with cores changed to
 // ones every host has: its UDP socket example (client and server on loopback), each interface
-// receiving what DAQIRI's socket engine would hand it, and nothing else; its software-loopback
+// receiving what DAQIRI's socket engine would hand it, and nothing else; its TCP socket example,
+// messages sent and echoed on the connection between its two interfaces; its software-loopback
 // example (regions in host memory), what a client sends coming back to a client; and RX flows
 // written from its configuration reference (tunnel decap, VLAN pop, eCPRI, flex items) on
 // net_pcap ports replaying frames the test wrote.
@@ -16,13 +17,19 @@
 #include "dataplane_fixture.hpp"
 #include "harness.hpp"
 #include "pcap_frames.hpp"
+#include "support/tcp_messages.hpp"
 
 namespace daqiri::test {
 namespace {
 
 using ::testing::HasSubstr;
 
-const char* kUdpSocketExample = R"(%YAML 1.2
+// DAQIRI's socket examples (examples/daqiri_bench_socket_{udp,tcp}_tx_rx.yaml) with cores
+// changed: SCHEME_server on SERVER_PORT, SCHEME_client on CLIENT_PORT dialling it, each with an
+// RX and a TX queue; BENCH is the file's benchmark section.
+std::string socket_example(const std::string& scheme, const std::string& server_port,
+                           const std::string& client_port, const std::string& bench) {
+  return std::string(R"(%YAML 1.2
 ---
 daqiri:
   cfg:
@@ -45,11 +52,15 @@ daqiri:
       buf_size: 2048
 
     interfaces:
-    - name: udp_server
+    - name: )" + scheme +
+                     "_server" +
+                     R"(
       address: 127.0.0.1
       socket_config:
         mode: server
-        local_addr: "udp://127.0.0.1:5001"
+        local_addr: )" +
+                     "\"" + scheme + "://127.0.0.1:" + server_port + "\"" +
+                     R"(
         max_payload_size: 2048
       rx:
         queues:
@@ -68,12 +79,18 @@ daqiri:
           memory_regions:
             - "DATA_SOCKET_SERVER"
 
-    - name: udp_client
+    - name: )" + scheme +
+                     "_client" +
+                     R"(
       address: 127.0.0.1
       socket_config:
         mode: client
-        local_addr: "udp://127.0.0.1:5002"
-        remote_addr: "udp://127.0.0.1:5001"
+        local_addr: )" +
+                     "\"" + scheme + "://127.0.0.1:" + client_port + "\"" +
+                     R"(
+        remote_addr: )" +
+                     "\"" + scheme + "://127.0.0.1:" + server_port + "\"" +
+                     R"(
         max_payload_size: 2048
       rx:
         queues:
@@ -92,10 +109,20 @@ daqiri:
           memory_regions:
             - "DATA_SOCKET_CLIENT"
 
-socket_bench_server:
+)") + bench;
+}
+
+const std::string kUdpSocketExample = socket_example("udp", "5001", "5002", R"(socket_bench_server:
   server: true
   server_port: 5001
-)";
+)");
+const std::string kTcpSocketExample = socket_example("tcp", "6001", "6002", R"(socket_bench_server:
+  server: true
+  send: true
+  receive: true
+  message_size: 1024
+  server_port: 6001
+)");
 
 // DAQIRI's daqiri_bench_raw_sw_loopback.yaml, regions on the host instead of the GPU; TX_KEYS
 // go into its TX queue, TX_FLOWS after its TX queues, FLOWS under its RX queues.
@@ -200,6 +227,45 @@ TEST_F(DaqiriFileTest, UdpSocketExampleReceivesOnEachInterfaceWhatDaqiriWould) {
   EXPECT_EQ(flow_stats(s, "udp_client")->packets(), 250u);
   EXPECT_EQ(flow_stats(s, "udp_client")->dropped_filtered(), 50u);
   EXPECT_EQ(flow_stats(s, "udp_server")->packets(), 300u);
+}
+
+// Both ends of DAQIRI's TCP example in one daemon: the client interface dials the server
+// interface; what a client sends on the client interface's connection reaches the server
+// interface's flow, a client there sends every byte back on the connection it came on, and it
+// arrives on the client interface's flow, byte for byte.
+TEST_F(DaqiriFileTest, TcpSocketExampleCarriesMessagesBothWays) {
+  start_daqiri_file(kTcpSocketExample);
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(eventually([&](const v1::Stats& s) {
+    return flow_stats(s, "tcp_server")->connections() == 1 &&
+           flow_stats(s, "tcp_client")->connections() == 1;
+  })) << stats().DebugString()
+      << daemon_->log();
+  constexpr uint32_t kCount = 1000;
+  constexpr size_t kSize = 1024;
+  uint64_t fnv = 1469598103934665603ull;
+  std::vector<std::byte> m(kSize);
+  for (uint32_t i = 0; i < kCount; ++i) {
+    tcp_messages::fill(m, 7, i);
+    for (std::byte b : m)
+      fnv = (fnv ^ std::to_integer<uint8_t>(b)) * 1099511628211ull;
+  }
+  const std::string total = std::to_string(kCount * kSize);
+  Spawned back(dir_, client({"stream-rx", "tcp_client", total}));
+  Spawned echo(dir_, client({"stream-echo", "tcp_server", "tcp_server", total}));
+  ASSERT_TRUE(back.wait_for_output("attached")) << back.output();
+  ASSERT_TRUE(echo.wait_for_output("attached")) << echo.output();
+  auto tx = run(
+      client({"stream-tx", "tcp_client", "0", std::to_string(kCount), std::to_string(kSize), "7"}));
+  ASSERT_EQ(tx.exit_code, 0) << tx.out << tx.err;
+  EXPECT_THAT(tx.out, HasSubstr("sent 1000, 0 failed"));
+  ASSERT_EQ(echo.wait(), 0) << echo.output();
+  EXPECT_THAT(echo.output(), HasSubstr("echoed " + total + ", 0 failed"));
+  ASSERT_EQ(back.wait(), 0) << back.output();
+  char line[80];
+  std::snprintf(line, sizeof line, " bytes %s fnv %016llx", total.c_str(),
+                static_cast<unsigned long long>(fnv));
+  EXPECT_THAT(back.output(), HasSubstr(line));
 }
 
 // As in DAQIRI, a file that names no flow gets every frame it sends back on its RX queue: here

@@ -11,6 +11,12 @@
 //                                 reconnecting across daemon restarts; print what came in each
 //                                 session and what was lost, reordered, duplicated or corrupt
 //   stream-rx SOCKET FLOW BYTES   receive a TCP flow's streams; print bytes and FNV-1a of each
+//   stream-tx SOCKET IF CONN COUNT SIZE TAG
+//                                 send COUNT tcp_messages of SIZE bytes to connection CONN
+//                                 through IF's TX queue (tx_policy tcp)
+//   stream-echo SOCKET FLOW IF BYTES
+//                                 send a TCP flow's bytes back on their connections through
+//                                 IF's TX queue until BYTES went
 //   queue-rx SOCKET IF QUEUE COUNT [full|compact]
 //                                 receive every flow of an RX queue through one ring; print
 //                                 the packets of each flow and of each UDP destination port
@@ -63,6 +69,7 @@
 #include "daqiri/test_pattern.hpp"
 #include "daqiri/v1/control.grpc.pb.h"
 #include "support/raw_session.hpp"
+#include "support/tcp_messages.hpp"
 #include "support/test_client_support.hpp"
 
 namespace {
@@ -425,6 +432,95 @@ int resume(const std::string& socket, const std::string& flow, uint64_t count) {
   return seen[count - 1] ? 0 : 1;
 }
 
+// Sends COUNT tcp_messages of SIZE bytes, tagged TAG, to connection CONN through IF's first TX
+// queue (tx_policy tcp); prints "attached", "submitted" once every one is in the ring, and
+// "sent COUNT, F failed" once every one is back.
+int stream_tx(const std::string& socket, const std::string& itf, uint16_t conn, uint32_t count,
+              size_t size, uint32_t tag) {
+  auto c = connect(socket, "test-stream-tx");
+  auto t = c->attach_tx({.interface = itf, .queue = ""});
+  if (!t) {
+    say("attach failed: %s", t.error().message.c_str());
+    return 3;
+  }
+  daqiri::TxStream& s = **t;
+  if (size > s.buf_size()) return 2;
+  say("attached");
+  std::vector<daqiri::TxBuffer> bufs(16);
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  uint32_t seq = 0;
+  while (seq < count) {
+    size_t got = s.reserve({bufs.data(), std::min<size_t>(bufs.size(), count - seq)});
+    if (got == 0) {
+      if (s.detached() || std::chrono::steady_clock::now() > deadline) return 1;
+      std::this_thread::sleep_for(100us);
+      continue;
+    }
+    for (size_t i = 0; i < got; ++i) {
+      daqiri::test::tcp_messages::fill(bufs[i].data.first(size), tag, seq++);
+      bufs[i].length = static_cast<uint32_t>(size);
+      bufs[i].connection = conn;
+    }
+    for (size_t done = 0; done < got;) {
+      auto r = s.submit({bufs.data() + done, got - done});
+      if (!r) return 1;
+      done += *r;
+    }
+  }
+  say("submitted");
+  if (auto ok = s.flush(60s); !ok) {
+    say("flush failed: %s", ok.error().message.c_str());
+    return 1;
+  }
+  say("sent %u, %llu failed", count, static_cast<unsigned long long>(s.failed()));
+  return 0;
+}
+
+// Sends every byte TCP flow FLOW delivers back on the connection it came on, through IF's first
+// TX queue, until BYTES went back; prints "attached", then "echoed BYTES, F failed".
+int stream_echo(const std::string& socket, const std::string& flow, const std::string& itf,
+                uint64_t total) {
+  auto c = connect(socket, "test-stream-echo");
+  daqiri::RxOptions o;
+  o.flow = flow;
+  o.block = true;
+  auto* rx = &attach(*c, o);
+  auto t = c->attach_tx({.interface = itf, .queue = ""});
+  if (!t) {
+    say("attach failed: %s", t.error().message.c_str());
+    return 3;
+  }
+  daqiri::TxStream& s = **t;
+  say("attached");
+  uint64_t echoed = 0;
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (echoed < total && std::chrono::steady_clock::now() < deadline) {
+    auto b = rx->wait_burst(200ms);
+    if (!b) return 1;
+    for (const auto& p : *b) {
+      daqiri::TxBuffer buf;
+      while (s.reserve({&buf, 1}) == 0) {
+        if (s.detached() || std::chrono::steady_clock::now() > deadline) return 1;
+        std::this_thread::sleep_for(50us);
+      }
+      std::copy(p.payload.begin(), p.payload.end(), buf.data.begin());
+      buf.length = static_cast<uint32_t>(p.payload.size());
+      buf.connection = p.stream;
+      while (true) {
+        auto r = s.submit({&buf, 1});
+        if (!r) return 1;
+        if (*r == 1) break;
+      }
+      echoed += p.payload.size();
+    }
+    rx->release(*b);
+  }
+  if (auto ok = s.flush(10s); !ok) return 1;
+  say("echoed %llu, %llu failed", static_cast<unsigned long long>(echoed),
+      static_cast<unsigned long long>(s.failed()));
+  return echoed == total ? 0 : 1;
+}
+
 int stream_rx(const std::string& socket, const std::string& flow, uint64_t total) {
   auto c = connect(socket, "test-stream");
   daqiri::RxOptions o;
@@ -785,6 +881,13 @@ int main(int argc, char** argv) {
   if (a.size() == 4 && a[0] == "reconnect") return reconnect(a[1], a[2], std::stoull(a[3]));
   if (a.size() == 4 && a[0] == "resume") return resume(a[1], a[2], std::stoull(a[3]));
   if (a.size() == 4 && a[0] == "stream-rx") return stream_rx(a[1], a[2], std::stoull(a[3]));
+  if (a.size() == 7 && a[0] == "stream-tx") {
+    return stream_tx(a[1], a[2], static_cast<uint16_t>(std::stoul(a[3])),
+                     static_cast<uint32_t>(std::stoul(a[4])), std::stoull(a[5]),
+                     static_cast<uint32_t>(std::stoul(a[6])));
+  }
+  if (a.size() == 5 && a[0] == "stream-echo")
+    return stream_echo(a[1], a[2], a[3], std::stoull(a[4]));
   // An optional last word: the RX descriptors' layout.
   bool layout = a.back() == "compact" || a.back() == "full";
   bool compact = a.back() == "compact";

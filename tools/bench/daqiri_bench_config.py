@@ -6,7 +6,7 @@ for one side of a run-daqiri point, on stdout:
 
 Only the interface of that side is kept (server: the receiver, client: the sender), so that a
 DAQIRI process and daqirid can each take one side, and the receiver's TX queues go (it sends
-nothing; daqirid refuses TX on a tcp:// interface); buffers and max_payload_size grow to hold
+nothing); buffers and max_payload_size grow to hold
 PAYLOAD, every queue's batch_size becomes BATCH and its cpu_core QUEUE_CORE; master_core and
 the socket_bench_SIDE section's cpu_core become APP_CORE, and that section runs for as long as
 the process does (iterations 0), sending or receiving PAYLOAD-byte messages. NUM_BUFS, when

@@ -186,7 +186,9 @@ struct daqiri_rx_desc_compact {
  * which the frame must not leave (daqiri_tx_desc_set_time below). On RDMA queues `flags` holds the
  * operation (low byte) and the connection (high 16 bits, as RX descriptors name it in `stream`; 0:
  * the first connected), and `remote` the slot of the peer's remote window that WRITE and READ
- * address (WRITE_IMM sends it as the immediate, so the peer knows where the data landed). */
+ * address (WRITE_IMM sends it as the immediate, so the peer knows where the data landed). On
+ * TCP queues (tx_policy tcp) the buffer is a message of bytes, `flags` the connection alone (high
+ * 16 bits; 0: the first open) and `remote` 0. */
 struct daqiri_tx_desc {
   uint32_t buffer; /* index in the TX region */
   uint32_t length; /* frame bytes, Ethernet header included; RDMA: message bytes */

@@ -246,10 +246,11 @@ struct TxBuffer {
   uint32_t index = 0;
   std::span<std::byte> data;  // the whole buffer, writable
   uint32_t length = 0;        // bytes of frame to send (RDMA: of message, or to READ)
-  // RDMA queues only (socket and DPDK queues cut a client that sets them): the operation, the
+  // RDMA queues only (other queues cut a client that sets them): the operation, the
   // connection (as Packet::stream names it; 0: the first connected) and the slot of the
   // peer's remote window that WRITE, WRITE_IMM and READ address. A READ's data is in the
-  // buffer when it comes back through reclaim().
+  // buffer when it comes back through reclaim(). TCP queues (tx_policy tcp) take `connection`
+  // alone: the TCP connection the message goes to.
   daqiri_rdma_op op = DAQIRI_RDMA_SEND;
   uint16_t connection = 0;
   uint32_t remote_slot = 0;

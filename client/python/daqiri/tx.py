@@ -14,8 +14,9 @@ from .stream import KICK, Stream
 class TxBuffer:
     """A TX buffer the client holds: write a frame into `data`, set `length`, submit it.
     On RDMA queues `op` (abi.RDMA_SEND, _WRITE, _WRITE_IMM, _READ), `connection` (0: the first
-    connected) and `remote_slot` (the peer's window slot) say what to do with it; socket and
-    DPDK queues cut a client that sets them. On a queue with accurate_send, `send_at_ns` (a
+    connected) and `remote_slot` (the peer's window slot) say what to do with it; on a
+    tx_policy tcp queue `data` is a message and `connection` (0: the first open) its TCP
+    connection; other queues cut a client that sets them. On a queue with accurate_send, `send_at_ns` (a
     CLOCK_REALTIME time in ns, as time.time_ns() gives) is when the frame leaves at the
     earliest; 0: at once."""
 

@@ -72,7 +72,7 @@ DpdkTxQueue::DpdkTxQueue(const TxQueueSetup& setup, rte_mempool* headers)
       flows_(setup.flows),
       pacer_(setup.pacing_mbps, setup.max_frame),
       send_times_(setup.send_times),
-      set_(std::make_unique<const Set>()) {}
+      bindings_() {}
 
 DpdkTxQueue::~DpdkTxQueue() {
   if (stash_count_ > 0) rte_pktmbuf_free_bulk(stash_.data(), stash_count_);
@@ -268,22 +268,22 @@ rte_mbuf* DpdkTxQueue::encapsulate(const core::TxFlow& flow, rte_mbuf* m) {
 }
 
 bool DpdkTxQueue::arm_wakeups() {
-  return dataplane::arm_wakeups(set_.load(), attachment_of);
+  return dataplane::arm_wakeups(bindings_.load(), attachment_of);
 }
 
 void DpdkTxQueue::disarm_wakeups() {
-  dataplane::disarm_wakeups(set_.load(), attachment_of);
+  dataplane::disarm_wakeups(bindings_.load(), attachment_of);
 }
 
 bool DpdkTxQueue::needs_timed_wakeup() const {
-  const Set& set = set_.load();
+  const Set& set = bindings_.load();
   return std::any_of(set.begin(), set.end(), [](const Binding* b) { return b->in_flight > 0; }) ||
          dataplane::has_client_without_kicks(set, attachment_of);
 }
 
 bool DpdkTxQueue::poll() {
   bool work = false;
-  const Set& set = set_.load();
+  const Set& set = bindings_.load();
   pacer_.refill();
   size_t first = pacer_.first_served(set.size());
   for (size_t i = 0; i < set.size(); ++i) {
@@ -325,24 +325,12 @@ Result<> DpdkTxQueue::add(dataplane::TxAttachment* a, const dataplane::Epoch& ep
   auto b = std::make_unique<Binding>(a->num_bufs());
   b->attachment = a;
   b->memory = std::move(*ext);
-  auto next = std::make_unique<Set>(set_.load());
-  next->push_back(b.get());
-  bindings_.push_back(std::move(b));
-  set_.replace(std::move(next), epoch);
+  bindings_.add(a, std::move(b), epoch);
   return {};
 }
 
 dataplane::Grace DpdkTxQueue::remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
-  auto next = std::make_unique<Set>(set_.load());
-  next->erase(std::remove_if(next->begin(), next->end(),
-                             [a](const Binding* b) { return b->attachment == a; }),
-              next->end());
-  dataplane::Grace g = set_.replace(std::move(next), epoch);  // the poller no longer sees it
-  for (auto& b : bindings_) {
-    if (b->attachment == a) dataplane::dispose(g, std::move(b));
-  }
-  std::erase(bindings_, nullptr);
-  return g;
+  return bindings_.remove(a, epoch);
 }
 
 }  // namespace daqiri::backends::dpdk

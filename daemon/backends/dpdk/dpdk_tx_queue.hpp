@@ -30,6 +30,7 @@
 #include "dataplane/poller.hpp"
 #include "dataplane/snapshot.hpp"
 #include "dataplane/tx_attachment.hpp"
+#include "dataplane/tx_bindings.hpp"
 #include "dataplane/tx_pacer.hpp"
 #include "dataplane/tx_queue_task.hpp"
 
@@ -96,7 +97,7 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
     uint32_t pending_first = 0, pending_count = 0;
     explicit Binding(uint32_t num_bufs) : shinfo(num_bufs), done(num_bufs) {}
   };
-  using Set = std::vector<Binding*>;
+  using Set = dataplane::TxBindings<Binding>::Set;
   // For the wake-up helpers of dataplane/tx_attachment.hpp.
   static dataplane::TxAttachment& attachment_of(const Binding* b) { return *b->attachment; }
 
@@ -139,8 +140,7 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
   uint32_t head_length_ = 0;
   dataplane::TxPacer pacer_;
   bool send_times_;
-  dataplane::Published<Set> set_;
-  std::vector<std::unique_ptr<Binding>> bindings_;  // control side: owns them
+  dataplane::TxBindings<Binding> bindings_;
   std::array<daqiri_tx_desc, kMaxBatch> descs_{};
   std::array<rte_mbuf*, kMaxBatch> stash_{};  // header mbufs taken from the pool, unused yet
   uint32_t stash_count_ = 0;

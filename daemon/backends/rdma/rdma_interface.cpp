@@ -133,8 +133,7 @@ RdmaInterface::RdmaInterface(const config::InterfaceConfig& itf, uint32_t batch)
                    ? IBV_QPT_UC
                    : IBV_QPT_RC),
       batch_(std::min<uint32_t>(batch, 256)),
-      flows_(std::make_unique<const Flows>()),
-      tx_(std::make_unique<const TxSet>()) {}
+      flows_(std::make_unique<const Flows>()) {}
 
 RdmaInterface::~RdmaInterface() {
   // Queue pairs before the CQ and PD they use; buffers go back to pools and TX rings that
@@ -263,18 +262,12 @@ Result<> RdmaInterface::add(dataplane::TxAttachment* a, const dataplane::Epoch& 
   // LOCAL_WRITE: a READ's data lands in the client's buffer.
   rec->mr.reset(ibv_reg_mr(pd_.get(), a->buffers().data(), a->buffers().size(), kLocalWrite));
   if (!rec->mr) return fail_errno("ibv_reg_mr of a TX attachment's buffers");
-  dataplane::publish_added(tx_, rec.get(), epoch);
-  tx_records_[a] = std::move(rec);
+  tx_.add(a, std::move(rec), epoch);
   return {};
 }
 
 dataplane::Grace RdmaInterface::remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
-  auto it = tx_records_.find(a);
-  if (it == tx_records_.end()) return {};
-  dataplane::Grace g = dataplane::publish_removed(tx_, it->second.get(), epoch);
-  dataplane::dispose(g, std::move(it->second));
-  tx_records_.erase(it);
-  return g;
+  return tx_.remove(a, epoch);
 }
 
 dataplane::NicStats RdmaInterface::stats() const {

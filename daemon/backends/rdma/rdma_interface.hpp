@@ -23,6 +23,7 @@
 #include "backends/redial.hpp"
 #include "config/config.hpp"
 #include "dataplane/nic_stats.hpp"
+#include "dataplane/tx_bindings.hpp"
 #include "dataplane/tx_queue_task.hpp"
 
 namespace daqiri::backends::rdma {
@@ -140,7 +141,6 @@ class RdmaInterface final : public dataplane::TxQueueTask {
     std::atomic<uint32_t> established{0};
   };
   using Flows = std::vector<FlowRecord*>;
-  using TxSet = std::vector<TxRecord*>;
   // For the wake-up helpers of dataplane/tx_attachment.hpp.
   static dataplane::TxAttachment& attachment_of(const TxRecord* t) { return *t->a; }
 
@@ -188,9 +188,8 @@ class RdmaInterface final : public dataplane::TxQueueTask {
 
   // Control side: what the snapshots point to.
   std::map<const RdmaRxFlow*, std::unique_ptr<FlowRecord>> flow_records_;
-  std::map<const dataplane::TxAttachment*, std::unique_ptr<TxRecord>> tx_records_;
   dataplane::Published<Flows> flows_;
-  dataplane::Published<TxSet> tx_;
+  dataplane::TxBindings<TxRecord> tx_;
 
   // Poller side.
   std::array<Connection, kMaxConnections> conns_{};

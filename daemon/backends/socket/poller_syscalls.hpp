@@ -18,6 +18,10 @@ inline int sendmmsg_now(int fd, mmsghdr* msgs, unsigned n, int flags) {
   return static_cast<int>(::syscall(SYS_sendmmsg, fd, msgs, n, flags));
 }
 
+inline ssize_t sendmsg_now(int fd, const msghdr* msg, int flags) {
+  return ::syscall(SYS_sendmsg, fd, msg, flags);
+}
+
 inline ssize_t recv_now(int fd, void* buf, size_t len, int flags) {
   return ::syscall(SYS_recvfrom, fd, buf, len, flags, nullptr, nullptr);
 }

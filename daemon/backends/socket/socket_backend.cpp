@@ -5,6 +5,7 @@
 #include "backends/socket/socket_rx_flow.hpp"
 #include "backends/socket/socket_tx_queue.hpp"
 #include "backends/socket/tcp_rx_flow.hpp"
+#include "backends/socket/tcp_tx_queue.hpp"
 
 namespace daqiri::backends::socket {
 
@@ -12,14 +13,26 @@ Result<std::unique_ptr<Backend>> SocketBackend::open(const BackendContext& conte
   return std::unique_ptr<Backend>(new SocketBackend(context));
 }
 
+TcpConnections* SocketBackend::connections(const config::InterfaceConfig& itf) {
+  auto& c = connections_[itf.name];
+  if (!c) c = std::make_unique<TcpConnections>();
+  return c.get();
+}
+
 Result<dataplane::TxQueueTask*> SocketBackend::open_tx_queue(const QueueHome& home) {
-  auto task = SocketTxQueue::create(config::sending_ipv4(*home.itf), home.queue->batch_size,
-                                    home.region->buf_size,
-                                    home.queue->tx_policy.value_or(config::TxPolicy::kChecked),
-                                    home.queue->pacing_mbps, home.queue->accurate_send);
-  if (!task) return std::unexpected(task.error());
-  dataplane::TxQueueTask* raw = task->get();
-  tx_queues_.push_back(std::move(*task));
+  const config::QueueConfig& q = *home.queue;
+  config::TxPolicy policy = q.tx_policy.value_or(config::TxPolicy::kChecked);
+  if (policy == config::TxPolicy::kTcp) {
+    tx_queues_.push_back(TcpTxQueue::create(connections(*home.itf), q.batch_size,
+                                            home.region->buf_size, q.pacing_mbps));
+  } else {
+    auto task =
+        SocketTxQueue::create(config::sending_ipv4(*home.itf), q.batch_size, home.region->buf_size,
+                              policy, q.pacing_mbps, q.accurate_send);
+    if (!task) return std::unexpected(task.error());
+    tx_queues_.push_back(std::move(*task));
+  }
+  dataplane::TxQueueTask* raw = tx_queues_.back().get();
   home.poller->add_task(raw, {});
   return raw;
 }
@@ -38,7 +51,7 @@ Result<std::unique_ptr<dataplane::RxFlowTask>> SocketBackend::add_flow(const cor
   std::unique_ptr<dataplane::RxFlowTask> task;
   if (flow.match.is_tcp() || flow.connect) {
     auto t = TcpRxFlow::create(flow, ipv4, home.region->buf_size, home.region->num_bufs, huge,
-                               arena, home.queue->batch_size);
+                               arena, home.queue->batch_size, connections(*home.itf));
     if (!t) return std::unexpected(t.error());
     task = std::move(*t);
   } else {

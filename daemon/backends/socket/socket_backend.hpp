@@ -1,11 +1,15 @@
 // The kernel-socket backend: a flow binds UDP (or TCP) sockets and receives into its own pool;
-// a TX queue sends through a raw socket. Needs nothing but the kernel, on any interface.
+// a TX queue sends frames through a raw socket, or (tx_policy tcp) messages on the TCP
+// connections of the interface's flows. Needs nothing but the kernel, on any interface.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "backends/socket/tcp_connections.hpp"
 
 namespace daqiri::backends::socket {
 
@@ -25,6 +29,11 @@ class SocketBackend final : public Backend {
 
  private:
   explicit SocketBackend(const BackendContext& context) : Backend(context) {}
+  // An interface's TCP connections, shared by its TCP flows and tcp TX queues.
+  TcpConnections* connections(const config::InterfaceConfig& itf);
+
+  // Declared first: they go after the queues and flows that write and read them.
+  std::map<std::string, std::unique_ptr<TcpConnections>> connections_;
   std::vector<std::unique_ptr<dataplane::TxQueueTask>> tx_queues_;
 };
 

@@ -16,11 +16,19 @@
 #include "dataplane/receive_clock.hpp"
 
 namespace daqiri::backends::socket {
+namespace {
+// What TX queues write goes out at once, as DAQIRI's sockets send it: a message is not held
+// back waiting for the peer's acknowledgement of the last one (Nagle).
+void no_delay(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+}  // namespace
 
 Result<std::unique_ptr<TcpRxFlow>> TcpRxFlow::create(const core::Flow& flow, uint32_t bind_ipv4,
                                                      uint32_t buf_size, uint32_t num_bufs,
                                                      bool huge, memory::PageArena* arena,
-                                                     uint32_t batch) {
+                                                     uint32_t batch, TcpConnections* connections) {
   if (flow.match.tcp_dst && uint32_t(flow.match.tcp_dst->last - flow.match.tcp_dst->first) >= 64) {
     return fail(ErrorCode::kFailedPrecondition,
                 "flow \"" + flow.name + "\": TCP flows listen on up to 64 ports", "match");
@@ -29,7 +37,8 @@ Result<std::unique_ptr<TcpRxFlow>> TcpRxFlow::create(const core::Flow& flow, uin
   if (!ep) return fail_errno("epoll_create1");
   auto pool = memory::BufferPool::create("flow-" + flow.name, buf_size, num_bufs, huge, arena);
   if (!pool) return std::unexpected(pool.error());
-  std::unique_ptr<TcpRxFlow> f(new TcpRxFlow(flow, std::move(*pool), std::move(ep), batch));
+  std::unique_ptr<TcpRxFlow> f(
+      new TcpRxFlow(flow, std::move(*pool), std::move(ep), batch, connections));
   if (flow.match.tcp_dst) {
     uint32_t addr = bind_ipv4;
     if (flow.match.ipv4_dst && flow.match.ipv4_dst->length == 32)
@@ -55,10 +64,18 @@ Result<std::unique_ptr<TcpRxFlow>> TcpRxFlow::create(const core::Flow& flow, uin
   return f;
 }
 
-TcpRxFlow::TcpRxFlow(core::Flow flow, memory::BufferPool pool, UniqueFd epoll, uint32_t batch)
-    : flow_(std::move(flow)), pool_(std::move(pool)), epoll_(std::move(epoll)), batch_(batch) {}
+TcpRxFlow::TcpRxFlow(core::Flow flow, memory::BufferPool pool, UniqueFd epoll, uint32_t batch,
+                     TcpConnections* connections)
+    : flow_(std::move(flow)),
+      pool_(std::move(pool)),
+      epoll_(std::move(epoll)),
+      batch_(batch),
+      connections_(connections) {}
 
-TcpRxFlow::~TcpRxFlow() = default;
+TcpRxFlow::~TcpRxFlow() {
+  for (size_t i = 0; i < count_; ++i)
+    connections_->remove(conns_[i].stream);
+}
 
 void TcpRxFlow::watch(int fd, uint32_t events, bool add) {
   epoll_event ev{};
@@ -69,7 +86,7 @@ void TcpRxFlow::watch(int fd, uint32_t events, bool add) {
 
 TcpRxFlow::Connection* TcpRxFlow::find(int fd) {
   for (size_t i = 0; i < count_; ++i) {
-    if (conns_[i].fd.get() == fd) return &conns_[i];
+    if (conns_[i].fd == fd) return &conns_[i];
   }
   return nullptr;
 }
@@ -79,15 +96,19 @@ void TcpRxFlow::accept_all(int listener) {
     UniqueFd fd(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!fd) return;
     if (count_ == kMaxConnections) continue;  // full: refuse (close) rather than grow
-    watch(fd.get(), EPOLLIN | EPOLLRDHUP, true);
-    conns_[count_++] = {std::move(fd), next_stream_++, false, false};
+    int raw = fd.get();
+    no_delay(raw);
+    uint16_t stream = connections_->add(std::move(fd), true);
+    if (stream == 0) continue;  // the interface's table is full: closed
+    watch(raw, EPOLLIN | EPOLLRDHUP, true);
+    conns_[count_++] = {raw, stream, false, false};
   }
 }
 
 void TcpRxFlow::close_connection(size_t index) {
-  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, conns_[index].fd.get(), nullptr);
-  conns_[index] = {};  // closes it
-  if (index != --count_) conns_[index] = std::move(conns_[count_]);
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, conns_[index].fd, nullptr);
+  connections_->remove(conns_[index].stream);  // closes it, or its writer will
+  if (index != --count_) conns_[index] = conns_[count_];
 }
 
 void TcpRxFlow::start_connect(uint64_t now_ns) {
@@ -99,8 +120,15 @@ void TcpRxFlow::start_connect(uint64_t now_ns) {
     redial_.failed(now_ns);
     return;
   }
-  watch(fd.get(), rc != 0 ? EPOLLOUT : EPOLLIN | EPOLLRDHUP, true);
-  conns_[count_++] = {std::move(fd), next_stream_++, rc != 0, false};
+  int raw = fd.get();
+  no_delay(raw);
+  uint16_t stream = connections_->add(std::move(fd), rc == 0);
+  if (stream == 0) {
+    redial_.failed(now_ns);
+    return;
+  }
+  watch(raw, rc != 0 ? EPOLLOUT : EPOLLIN | EPOLLRDHUP, true);
+  conns_[count_++] = {raw, stream, rc != 0, false};
 }
 
 bool TcpRxFlow::read_some(Connection& c, uint64_t now_ns) {
@@ -109,7 +137,7 @@ bool TcpRxFlow::read_some(Connection& c, uint64_t now_ns) {
     if (fanout_.active() > 0 && fanout_.must_wait(1)) return work;  // blocking backpressure
     uint32_t buf = 0;
     if (pool_.alloc(&buf, 1) == 0) return work;  // pool dry: TCP flow control holds the sender
-    ssize_t n = recv_now(c.fd.get(), pool_.buffer(buf), pool_.buf_size(), MSG_DONTWAIT);
+    ssize_t n = recv_now(c.fd, pool_.buffer(buf), pool_.buf_size(), MSG_DONTWAIT);
     if (n <= 0) {
       pool_.set_refs(buf, 0);
       if (n == 0 || (errno != EAGAIN && errno != EINTR)) c.ended = true;  // reaped below
@@ -167,6 +195,7 @@ bool TcpRxFlow::poll() {
           c->ended = true;
         } else {
           c->connecting = false;
+          connections_->opened(c->stream);
           redial_.connected();
           watch(fd, EPOLLIN | EPOLLRDHUP, false);
         }

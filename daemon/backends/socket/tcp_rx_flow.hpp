@@ -3,7 +3,8 @@
 // an endpoint (`connect`) and reconnects when the peer goes away. Received bytes are cut into
 // the flow's pool buffers and delivered as STREAM descriptors naming the connection. With
 // blocking backpressure a slow client slows the sender down (TCP flow control): nothing is
-// lost. A PollTask: poll() runs on its poller only.
+// lost. The connections live in the interface's TcpConnections, where its tcp TX queues write
+// to them. A PollTask: poll() runs on its poller only.
 #pragma once
 
 #include <array>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "backends/redial.hpp"
+#include "backends/socket/tcp_connections.hpp"
 #include "daqiri/common/unique_fd.hpp"
 #include "dataplane/rx_flow_task.hpp"
 
@@ -23,7 +25,8 @@ class TcpRxFlow final : public dataplane::RxFlowTask {
 
   static Result<std::unique_ptr<TcpRxFlow>> create(const core::Flow& flow, uint32_t bind_ipv4,
                                                    uint32_t buf_size, uint32_t num_bufs, bool huge,
-                                                   memory::PageArena* arena, uint32_t batch);
+                                                   memory::PageArena* arena, uint32_t batch,
+                                                   TcpConnections* connections);
   ~TcpRxFlow() override;
 
   bool poll() override;
@@ -49,13 +52,14 @@ class TcpRxFlow final : public dataplane::RxFlowTask {
 
  private:
   struct Connection {
-    UniqueFd fd;
+    int fd = -1;  // the table's
     uint16_t stream = 0;
     bool connecting = false;  // client: a non-blocking connect in progress
     bool ended = false;       // closed by the peer or failed: reaped at the end of the poll
   };
 
-  TcpRxFlow(core::Flow flow, memory::BufferPool pool, UniqueFd epoll, uint32_t batch);
+  TcpRxFlow(core::Flow flow, memory::BufferPool pool, UniqueFd epoll, uint32_t batch,
+            TcpConnections* connections);
   void accept_all(int listener);
   bool read_some(Connection& c, uint64_t now_ns);
   void close_connection(size_t index);
@@ -67,10 +71,10 @@ class TcpRxFlow final : public dataplane::RxFlowTask {
   memory::BufferPool pool_;
   UniqueFd epoll_;
   uint32_t batch_;
+  TcpConnections* connections_;
   std::vector<UniqueFd> listeners_;
   std::array<Connection, kMaxConnections> conns_{};
   size_t count_ = 0;
-  uint16_t next_stream_ = 1;
   RedialBackoff redial_;  // client: when to try connecting again
   uint32_t idle_ = 0;
   uint32_t skip_ = 0;

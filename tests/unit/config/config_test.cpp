@@ -372,6 +372,36 @@ TEST(Config, AFlowSpreadsOverQueuesOfADpdkInterfaceOnly) {
   EXPECT_THAT(only_error(text), HasSubstr("RSS queue \"q1\" is listed twice"));
 }
 
+// tx_policy tcp: messages on the connections of a socket interface's TCP flows, whose byte
+// stream has no send times; its region holds messages, so may be larger than a frame's.
+TEST(Config, TcpTxQueuesWriteToASocketInterfacesConnections) {
+  auto file = [](const std::string& backend, const std::string& queue_extra) {
+    return std::string(kRegion) +
+           "  - {name: big, kind: host, buf_size: 4194304, num_bufs: 2048}\n"
+           "interfaces:\n"
+           "  - name: lo\n"
+           "    backend: " +
+           backend +
+           "\n"
+           "    address: " +
+           (backend == "dpdk" ? "net_null0" : "127.0.0.1") +
+           "\n"
+           "    tx:\n"
+           "      queues:\n"
+           "        - {name: t0, regions: [" +
+           (backend == "dpdk" ? "r" : "big") + "], tx_policy: tcp" + queue_extra + "}\n" +
+           (backend == "dpdk" ? "dpdk: {hugepages: false}\n" : "");
+  };
+  auto p = parse(file("socket", ""));
+  ASSERT_TRUE(p.config) << p.diags.render();
+  EXPECT_EQ(p.config->interfaces[0].tx_queues[0].tx_policy, TxPolicy::kTcp);
+  EXPECT_THAT(only_error(file("socket", ", accurate_send: true")),
+              HasSubstr("a tcp TX queue writes into a byte stream"));
+  EXPECT_THAT(only_error(file("dpdk", "")),
+              HasSubstr("tx_policy tcp writes to the TCP connections of a socket interface's "
+                        "flows: this interface is dpdk"));
+}
+
 TEST(Config, BackendNotBuiltIn) {
   auto text = with_interface();
   text.replace(text.find("backend: socket"), 15, "backend: dpdk");
@@ -716,9 +746,14 @@ TEST(DaqiriConfig, SocketEndpointsBecomeFlowsOnTheSocketBackend) {
   EXPECT_EQ(udp.config->flows[0].match.to_string(),
             "udp_src=5001 udp_dst=5002 ipv4_src=10.0.0.9 ipv4_dst=127.0.0.1");
 
-  auto tcp_server = parse(daqiri_socket_file("mode: server, local_addr: 'tcp://127.0.0.1:6001'"));
+  // TX queues of a tcp:// endpoint write to its connections, as DAQIRI's socket engine does.
+  auto tcp_server =
+      parse(daqiri_socket_file("mode: server, local_addr: 'tcp://127.0.0.1:6001'", "", true));
   ASSERT_TRUE(tcp_server.config) << tcp_server.diags.render();
   EXPECT_EQ(tcp_server.config->flows[0].match.to_string(), "ipv4_dst=127.0.0.1 tcp_dst=6001");
+  EXPECT_EQ(tcp_server.config->interfaces[0].tx_queues[0].tx_policy, TxPolicy::kTcp);
+  EXPECT_TRUE(tcp_server.config->flows[0].allow_block.anyone);  // TCP loses no byte
+  EXPECT_EQ(tcp_server.diags.render(), "");
 
   // The legacy fields, with the transport from the URI of the other side.
   auto tcp_client = parse(
@@ -813,9 +848,6 @@ TEST(DaqiriConfig, SocketConfigErrorsSayWhatIsWrong) {
   EXPECT_THAT(only_error(daqiri_socket_file(
                   "mode: client, local_addr: 'udp://127.0.0.1:5', remote_addr: 'tcp://1.2.3.4:5'")),
               HasSubstr("its scheme names another transport"));
-  EXPECT_THAT(only_error(daqiri_socket_file(R"(mode: server, local_addr: 'tcp://127.0.0.1:6001')",
-                                            "", true)),
-              HasSubstr("sending on a TCP connection is not offered"));
 }
 
 // DAQIRI raw files run DPDK on hugepages: parsed with enough of them free.

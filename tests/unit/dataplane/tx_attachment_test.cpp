@@ -136,6 +136,37 @@ TEST(TxAttachment, RdmaQueuesTakeOperationsAndNothingElse) {
   }
 }
 
+// TCP queues: a message names its connection, and nothing else rides along.
+TEST(TxAttachment, TcpQueuesTakeAConnectionAndNothingElse) {
+  const TxRules tcp{.min_length = 1, .connections = true};
+  const daqiri_tx_desc good[] = {{0, 1, 0, 0}, {1, 2048, 0xffffu << DAQIRI_TX_CONNECTION_SHIFT, 0}};
+  auto a = TxAttachment::create(1, 2048, 16, 64, false, tcp);
+  ASSERT_TRUE(a);
+  auto tx = *abi::RingView::open((*a)->rings().data(), (*a)->completion_offset(), DAQIRI_RING_TX,
+                                 sizeof(daqiri_tx_desc));
+  for (uint32_t i = 0; i < 2; ++i)
+    *tx.slot<daqiri_tx_desc>(i) = good[i];
+  tx.publish_producer(2);
+  daqiri_tx_desc out[8];
+  EXPECT_EQ((*a)->take(out, 8), 2u);
+  EXPECT_FALSE((*a)->lifecycle.violated.load());
+  const daqiri_tx_desc bad[] = {
+      {0, 0, 0, 0},                                 // empty
+      {0, 8, DAQIRI_RDMA_WRITE, 0},                 // an RDMA operation
+      {0, 8, DAQIRI_TX_AT, 0},                      // a send time
+      {0, 8, 1u << DAQIRI_TX_CONNECTION_SHIFT, 7},  // a remote slot
+  };
+  for (const auto& d : bad) {
+    auto b = TxAttachment::create(1, 2048, 16, 64, false, tcp);
+    auto t = *abi::RingView::open((*b)->rings().data(), (*b)->completion_offset(), DAQIRI_RING_TX,
+                                  sizeof(daqiri_tx_desc));
+    *t.slot<daqiri_tx_desc>(0) = d;
+    t.publish_producer(1);
+    EXPECT_EQ((*b)->take(out, 4), 0u);
+    EXPECT_TRUE((*b)->lifecycle.violated.load());
+  }
+}
+
 // accurate_send: a frame whose time is to come stays in the ring, and holds back the ones
 // after it, until its time; stray flag bits beside the send time, or a send time on a queue
 // without accurate_send, cut the client off.

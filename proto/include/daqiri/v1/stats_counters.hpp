@@ -31,6 +31,7 @@ enum class Kind : uint8_t { kCounter, kGauge };
   X(attachments,     "attachments",           "CLIENTS",      "daqiri_flow_attachments",           "",           kAll) \
   X(buffers_on_loan, "buffers_on_loan",       "ON_LOAN",      "daqiri_flow_buffers_on_loan",       "",           kAll) \
   X(buffers_total,   "buffers_total",         "",             "daqiri_flow_buffers",               "",           kAll) \
+  X(connections,     "connections",           "",             "daqiri_flow_connections",           "",           kAll) \
   X(late,            "dropped_late",          "",             "daqiri_flow_dropped_packets_total", "late",       kReorder) \
   X(duplicates,      "dropped_duplicate",     "",             "daqiri_flow_dropped_packets_total", "duplicate",  kReorder) \
   X(short_frames,    "dropped_short",         "",             "daqiri_flow_dropped_packets_total", "short",      kReorder) \
@@ -88,6 +89,7 @@ inline constexpr Family kFlowFamilies[] = {
     {"daqiri_flow_buffers_on_loan", Kind::kGauge, "Buffers of the flow's pool held by clients"},
     {"daqiri_flow_buffers", Kind::kGauge, "Buffers in the flow's pool"},
     {"daqiri_flow_attachments", Kind::kGauge, "Clients attached to the flow"},
+    {"daqiri_flow_connections", Kind::kGauge, "TCP connections of the flow open now"},
     {"daqiri_reorder_batches_timed_out_total", Kind::kCounter,
      "A reorder's batches emitted on their timeout, not whole"},
 };
