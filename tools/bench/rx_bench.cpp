@@ -13,6 +13,7 @@
 //                                        daemon left unread (as testpmd rxonly reads none)
 //   rx-bench daqiri-compact SOCKET FLOW BURST COUNT   daqiri-frames in 16-byte descriptors
 //                                        (RxOptions::compact)
+//     (each daqiri mode takes `block` last: blocking backpressure, as a TCP stream wants)
 //   rx-bench attach SOCKET FLOW RUNS     time from attach_rx() to the first packet, per run
 //   rx-bench uring PORT BURST COUNT      the same reader on io_uring: one multishot recvmsg
 //                                        over a ring of provided buffers, completions reaped
@@ -202,7 +203,7 @@ int uring_rx(uint16_t port, uint32_t burst, uint64_t count) {
 }
 
 int daqiri_rx(const std::string& socket, const std::string& flow, uint32_t burst, uint64_t count,
-              bool find_payloads, bool compact, bool sleep) {
+              bool find_payloads, bool compact, bool sleep, bool block) {
   auto c = daqiri::Client::connect({socket, "rx-bench", std::chrono::seconds(5)});
   if (!c) return 1;
   daqiri::RxOptions o;
@@ -213,6 +214,7 @@ int daqiri_rx(const std::string& socket, const std::string& flow, uint32_t burst
     o.flow = flow;
   }
   o.find_payloads = find_payloads;
+  o.block = block;
   o.compact = compact;
   auto rx = (*c)->attach_rx(o);
   if (!rx) {
@@ -273,11 +275,12 @@ int main(int argc, char** argv) {
     return plain(static_cast<uint16_t>(std::stoi(a[1])), std::stoul(a[2]), std::stoull(a[3]),
                  a[0] == "recvmmsg-meta");
   }
-  if (a.size() == 5 && (a[0] == "daqiri" || a[0] == "daqiri-wait" || a[0] == "daqiri-frames" ||
-                        a[0] == "daqiri-compact")) {
+  const bool block = a.size() == 6 && a[5] == "block";
+  if ((a.size() == 5 || block) && (a[0] == "daqiri" || a[0] == "daqiri-wait" ||
+                                   a[0] == "daqiri-frames" || a[0] == "daqiri-compact")) {
     return daqiri_rx(a[1], a[2], std::stoul(a[3]), std::stoull(a[4]),
                      a[0] == "daqiri" || a[0] == "daqiri-wait", a[0] == "daqiri-compact",
-                     a[0] == "daqiri-wait");
+                     a[0] == "daqiri-wait", block);
   }
   if (a.size() == 4 && a[0] == "attach") return attach_latency(a[1], a[2], std::stoi(a[3]));
   if (a.size() == 4 && a[0] == "uring") {

@@ -8,6 +8,8 @@ the same report ("ready", then "packets P bytes B seconds S").
                                             stream's eventfd (wait_burst) whenever the ring
                                             is empty
     rx_bench.py overhead SOCK FLOW BURST        per-burst cost on a full ring, no sender
+
+A receiving mode takes `block` last: blocking backpressure, as a TCP stream wants.
 """
 import sys
 import time
@@ -15,10 +17,10 @@ import time
 import daqiri
 
 
-def receive(mode, sock, flow, burst, count):
+def receive(mode, sock, flow, burst, count, block=False):
     wait = mode.endswith("-wait")
     mode = mode.removesuffix("-wait")
-    with daqiri.Client(sock, name="rx_bench.py") as c, c.attach_rx(flow) as rx:
+    with daqiri.Client(sock, name="rx_bench.py") as c, c.attach_rx(flow, block=block) as rx:
         print("ready", flush=True)
         packets = nbytes = 0
         first = 0.0
@@ -67,8 +69,9 @@ def overhead(sock, flow, burst):
 
 if __name__ == "__main__":
     a = sys.argv[1:]
-    if len(a) == 5 and a[0] in ("view", "packets", "view-wait", "packets-wait"):
-        receive(a[0], a[1], a[2], int(a[3]), int(a[4]))
+    block = len(a) == 6 and a[5] == "block"
+    if (len(a) == 5 or block) and a[0] in ("view", "packets", "view-wait", "packets-wait"):
+        receive(a[0], a[1], a[2], int(a[3]), int(a[4]), block)
     elif len(a) == 4 and a[0] == "overhead":
         overhead(a[1], a[2], int(a[3]))
     else:
