@@ -4,26 +4,14 @@ import socket
 import time
 
 import pytest
+from conftest import HOST_CONFIG
 
-TCP_CONFIG = """daemon:
-  socket: {socket}
-  metrics: "off"
-{daemon_extra}memory_regions:
-  - {{name: rx_host, kind: host, buf_size: 2048, num_bufs: 4096}}
-  - {{name: messages, kind: host, buf_size: 2048, num_bufs: 128}}
-interfaces:
-  - name: lo
-    backend: socket
-    address: 127.0.0.1
-    rx:
-      queues:
-        - {{name: rx0, regions: [rx_host]}}
-    tx:
-      queues:
-        - {{name: tcp0, tx_policy: tcp, ring_size: 64, batch_size: 16, regions: [messages]}}
-flows:
-  - {{name: tcp_in, interface: lo, queue: rx0, match: {{tcp_dst: 4460}}, allow_block: true}}
-"""
+# The host config with its TX queue writing to TCP connections, and a TCP flow to write to.
+TCP_CONFIG = HOST_CONFIG.replace(
+    "{{name: tx0, batch_size: 64, ring_size: 256, regions: [tx_host]}}",
+    "{{name: tcp0, tx_policy: tcp, batch_size: 64, ring_size: 256, regions: [tx_host]}}") + \
+    "  - {{name: tcp_in, interface: lo, queue: rx0, match: {{tcp_dst: 4460}}, allow_block: true}}\n"
+assert "tx_policy: tcp" in TCP_CONFIG
 
 
 def read_exactly(s, n):
