@@ -9,6 +9,10 @@
 #include "dataplane/receive_clock.hpp"
 
 namespace daqiri::dataplane {
+namespace {
+// A descriptor's connection, as TCP and RDMA queues read it from `flags`.
+constexpr uint32_t kConnectionBits = 0xffffu << DAQIRI_TX_CONNECTION_SHIFT;
+}  // namespace
 
 Result<std::unique_ptr<TxAttachment>> TxAttachment::create(uint64_t id, uint32_t buf_size,
                                                            uint32_t num_bufs, uint32_t ring_size,
@@ -93,7 +97,7 @@ bool TxAttachment::valid(const daqiri_tx_desc& d) const {
   if (d.buffer >= num_bufs_ || with_daemon_[d.buffer] != 0) return false;
   if (d.length < rules_.min_length || d.length > buf_size_) return false;
   if (rules_.connections) {
-    return (d.flags & ~(0xffffu << DAQIRI_TX_CONNECTION_SHIFT)) == 0 && d.remote == 0;
+    return (d.flags & ~kConnectionBits) == 0 && d.remote == 0;
   }
   if (!rules_.rdma_ops) {
     // A send time, or nothing.
@@ -104,8 +108,7 @@ bool TxAttachment::valid(const daqiri_tx_desc& d) const {
   }
   // The connection and the slot are the backend's to check: they name the peer's state.
   uint32_t op = d.flags & DAQIRI_TX_OP_MASK;
-  return op < DAQIRI_TX_RDMA_OPS &&
-         (d.flags & ~(DAQIRI_TX_OP_MASK | 0xffffu << DAQIRI_TX_CONNECTION_SHIFT)) == 0;
+  return op < DAQIRI_TX_RDMA_OPS && (d.flags & ~(DAQIRI_TX_OP_MASK | kConnectionBits)) == 0;
 }
 
 void TxAttachment::complete(const daqiri_tx_desc* done, uint32_t n, bool failed) {
