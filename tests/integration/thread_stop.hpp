@@ -2,10 +2,15 @@
 // on (ptrace: PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_DETACH): a daemon's poller that does not
 // come round its loop, as a wedged driver call or a bug would leave it, with no seam in the
 // daemon. Needs CAP_SYS_PTRACE (root).
+//
+// Under ThreadSanitizer the stop waits for a moment the thread sits in a system call (a park, a
+// sleep): the runtime takes its own mutexes around each atomic access, and a thread stopped
+// holding one (a poller's epoch store) wedges every thread that next touches that atomic.
 #pragma once
 
 #include <sys/ptrace.h>
 #include <sys/types.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,11 +23,17 @@ namespace daqiri::test {
 class ThreadStop {
  public:
   explicit ThreadStop(pid_t tid) : tid_(tid) {
-    if (::ptrace(PTRACE_SEIZE, tid_, nullptr, nullptr) != 0) return;
-    int status = 0;
-    ok_ = ::ptrace(PTRACE_INTERRUPT, tid_, nullptr, nullptr) == 0 &&
-          ::waitpid(tid_, &status, __WALL) == tid_ && WIFSTOPPED(status);
-    seized_ = true;
+    for (int attempt = 0; attempt < kAttempts; ++attempt) {
+      if (::ptrace(PTRACE_SEIZE, tid_, nullptr, nullptr) != 0) return;
+      seized_ = true;
+      int status = 0;
+      ok_ = ::ptrace(PTRACE_INTERRUPT, tid_, nullptr, nullptr) == 0 &&
+            ::waitpid(tid_, &status, __WALL) == tid_ && WIFSTOPPED(status);
+      if (!ok_ || in_system_call()) return;
+      resume();
+      ok_ = false;
+      ::usleep(1000);
+    }
   }
   ~ThreadStop() { resume(); }
   ThreadStop(const ThreadStop&) = delete;
@@ -51,6 +62,20 @@ class ThreadStop {
   }
 
  private:
+#if defined(__SANITIZE_THREAD__) && defined(__x86_64__)
+  static constexpr int kAttempts = 1000;
+  // Stopped inside a system call, the kernel keeps its number in orig_rax; in user code, -1.
+  [[nodiscard]] bool in_system_call() const {
+    user_regs_struct regs{};
+    return ::ptrace(PTRACE_GETREGS, tid_, nullptr, &regs) == 0 &&
+           static_cast<long>(regs.orig_rax) >= 0;
+  }
+#else
+  static constexpr int kAttempts = 1;
+  [[nodiscard]] bool in_system_call() const {
+    return true;
+  }
+#endif
   pid_t tid_;
   bool seized_ = false;
   bool ok_ = false;
