@@ -1,4 +1,6 @@
-"""Builds the package with the gRPC stubs of proto/daqiri/v1/control.proto generated in place.
+"""Builds the package with the gRPC stubs of proto/daqiri/v1/control.proto generated in place,
+and the PTX of the mapped ring's relay step (cuda/src/mapped_rx_relay_kernel.cu) where nvcc is
+found ($DAQIRI_NVCC, then nvcc on PATH, then /usr/local/cuda; $DAQIRI_NVCC empty: none).
 
 Debian's grpc_tools bundles a protoc too old for proto3 `optional`, so the stubs come from the
 system protoc and /usr/bin/grpc_python_plugin (override with $PROTOC, $GRPC_PYTHON_PLUGIN and
@@ -39,10 +41,35 @@ def generate(out_dir):
                     str(proto_dir / PROTO)], check=True)
 
 
+# The relay kernel's PTX: the lowest architecture the C++ build targets; newer GPUs JIT it.
+RELAY_KERNEL = "src/mapped_rx_relay_kernel.cu"
+RELAY_ARCH = "compute_80"
+
+
+def find_nvcc():
+    if "DAQIRI_NVCC" in os.environ:
+        return os.environ["DAQIRI_NVCC"] or None
+    return shutil.which("nvcc") or next(
+        (p for p in ["/usr/local/cuda/bin/nvcc"] if os.access(p, os.X_OK)), None)
+
+
+def generate_relay_ptx(out_dir):
+    nvcc = find_nvcc()
+    cuda_dir = Path(os.environ.get("DAQIRI_CUDA_DIR", HERE.parent.parent / "cuda"))
+    include_dir = Path(os.environ.get("DAQIRI_CLIENT_INCLUDE_DIR", HERE.parent.parent / "client" / "include"))
+    if nvcc is None or not (cuda_dir / RELAY_KERNEL).is_file():
+        print("daqiri: no nvcc or no cuda/ sources: the package has no mapped-ring relay")
+        return
+    subprocess.run([nvcc, "-ptx", f"-arch={RELAY_ARCH}", "-std=c++20", f"-I{cuda_dir / 'include'}",
+                    f"-I{cuda_dir / 'src'}", f"-I{include_dir}", str(cuda_dir / RELAY_KERNEL),
+                    "-o", str(Path(out_dir) / "daqiri" / "mapped_relay.ptx")], check=True)
+
+
 class BuildWithStubs(build_py):
     def run(self):
         super().run()
         generate(self.build_lib)
+        generate_relay_ptx(self.build_lib)
 
 
 setup(cmdclass={"build_py": BuildWithStubs})

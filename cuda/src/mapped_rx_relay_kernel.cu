@@ -3,15 +3,15 @@
 #include "daqiri/gpu_ring_consumer.cuh"
 #include "mapped_rx_relay_kernel.hpp"
 
-namespace daqiri {
-namespace {
-
+// C linkage: the Python client loads this kernel by name from PTX generated from this file.
+//
 // The stream around a step waits for the stage before to be taken and, once the step returns,
 // writes the published word itself: the GPU's front end sees a stream write at once, where it
 // would see a kernel's store only on a later poll. Host memory is touched once a poll (the
 // producer) and once a batch (the release).
-__global__ void relay_step(const uint32_t* producer, uint32_t* consumer, RelayWords* w,
-                           const uint32_t* stop) {
+extern "C" __global__ void daqiri_mapped_relay_step(const uint32_t* producer, uint32_t* consumer,
+                                                    daqiri::RelayWords* w, const uint32_t* stop) {
+  using namespace daqiri;
   cuda::atomic_ref<uint32_t, cuda::thread_scope_system> p(*const_cast<uint32_t*>(producer));
   cuda::atomic_ref<uint32_t, cuda::thread_scope_system> c(*consumer);
   const uint32_t end = w->batch[1];
@@ -23,10 +23,10 @@ __global__ void relay_step(const uint32_t* producer, uint32_t* consumer, RelayWo
   w->batch[1] = now;
 }
 
-}  // namespace
+namespace daqiri {
 
 const void* relay_step_function() {
-  return reinterpret_cast<const void*>(&relay_step);
+  return reinterpret_cast<const void*>(&daqiri_mapped_relay_step);
 }
 
 }  // namespace daqiri

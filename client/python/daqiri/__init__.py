@@ -14,12 +14,12 @@ from .control import Control
 from .errors import (AlreadyExists, DaqiriError, Detached, FailedPrecondition, InvalidArgument,
                      NotFound, PermissionDenied, ResourceExhausted, Unavailable)
 from .mapped import MappedRxRing
+from .mapped_relay import MappedRelay, relay_phase
 from .rx import Batch, Burst, Packet, RxStream, batch_of
 from .tx import TxBuffer, TxStream
 
 __version__ = "0.1.0"
 
-__all__ = ["abi", "frames", "Client", "Control", "Batch", "Burst", "MappedRxRing", "Packet", "RxStream", "batch_of",
-           "TxBuffer",
-           "TxStream", "DaqiriError", "AlreadyExists", "Detached", "FailedPrecondition",
+__all__ = ["abi", "frames", "Client", "Control", "Batch", "Burst", "MappedRelay", "MappedRxRing", "Packet",
+           "RxStream", "batch_of", "relay_phase", "TxBuffer", "TxStream", "DaqiriError", "AlreadyExists", "Detached", "FailedPrecondition",
            "InvalidArgument", "NotFound", "PermissionDenied", "ResourceExhausted", "Unavailable"]

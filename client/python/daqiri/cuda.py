@@ -45,6 +45,7 @@ _SIGNATURES = {
     "cuMemRelease": [ctypes.c_uint64],
     "cuMemcpyDtoH_v2": [ctypes.c_void_p, CUdeviceptr, ctypes.c_size_t],
     "cuStreamSynchronize": [ctypes.c_void_p],
+    "cuMemHostGetDevicePointer_v2": [ctypes.POINTER(CUdeviceptr), ctypes.c_void_p, ctypes.c_uint],
 }
 
 _lock = threading.Lock()
@@ -71,6 +72,16 @@ def driver():
                 _lib = None
                 raise
         return _lib
+
+
+def bind(signatures):
+    """The driver with the functions of `signatures` ({name: argument types}) typed, CUresult back."""
+    lib = driver()
+    for name, args in signatures.items():
+        fn = getattr(lib, name)
+        fn.argtypes = args
+        fn.restype = CUresult
+    return lib
 
 
 def check(result, what):

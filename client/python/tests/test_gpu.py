@@ -4,7 +4,11 @@ Runs where a GPU, libcuda and torch (or cupy) are present (the GPU machine, tool
 skips elsewhere, saying why."""
 import ctypes
 import gc
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -188,3 +192,55 @@ def test_a_kernel_reads_a_mapped_host_ring_where_it_is_and_releases_it(start_dae
         # The GPU's store of the consumer index gave every buffer back; the stream is attached.
         assert wait_for(lambda: client.flow_stats("stream0").buffers_on_loan == 0)
         assert client.flow_stats("stream0").packets == 500
+
+
+# The example's stages wait in a CUDA stream for the relay's batches, check every packet's
+# pattern on the GPU and give each batch back through the relay: every packet once, intact, and
+# the consumer index at the producer's once it is done.
+def test_stream_stages_take_every_packet_once_from_a_mapped_rings_relay(start_daemon):
+    pytest.importorskip("cupy")
+    from conftest import HOST_CONFIG
+    d = start_daemon(HOST_CONFIG)
+    example = Path(__file__).resolve().parents[1] / "examples" / "mapped_receive.py"
+    p = subprocess.Popen([sys.executable, "-X", "faulthandler", str(example), "stream0", "--socket", d.socket, "--count", "20000",
+                          "--batches", "8", "--block", "--timeout", "20"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "relay of 8 batches a launch" in p.stdout.readline()
+        gen(4096, 20000, 1000, rate=200000)
+        out, err = p.communicate(timeout=40)
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGABRT)  # faulthandler: where it waits
+        out, err = p.communicate()
+        raise AssertionError(f"the example hung: {out} {err}") from None
+    assert p.returncode == 0, err
+    assert ("received 20000 packets through the relay" in out and
+            "20000 intact, 0 corrupt, 0 repeated, 20000 distinct; released up to 20000 of 20000" in out), out
+
+
+# The relay's rules: steps in pairs, one count a launch, nothing after stop; a stop whose steps
+# wait for a stage never launched says so within its bound, and the steps finish once it comes.
+def test_a_mapped_rings_relay_refuses_what_it_cannot_run(start_daemon):
+    cp = pytest.importorskip("cupy")
+    from conftest import HOST_CONFIG
+    d = start_daemon(HOST_CONFIG)
+    relay_stream = cp.cuda.Stream(non_blocking=True)
+    stages = cp.cuda.Stream(non_blocking=True)
+    with d.client() as client, client.attach_rx("stream0") as rx, \
+            daqiri.MappedRxRing(rx, device=0) as m:
+        with pytest.raises(daqiri.InvalidArgument, match="even number of batches"):
+            m.relay.launch(relay_stream.ptr, 3)
+        m.relay.launch(relay_stream.ptr, 2)
+        with pytest.raises(daqiri.InvalidArgument, match="runs 2 batches a launch, not 4"):
+            m.relay.launch(relay_stream.ptr, 4)
+        started = time.monotonic()  # step 1 waits for stage 0, never launched
+        with pytest.raises(daqiri.Unavailable, match="launch as many stages as relay batches"):
+            m.relay.stop()
+        assert time.monotonic() - started < 3
+        for k in (0, 1):
+            m.relay.wait_batch(stages.ptr, k)
+            m.relay.finish_batch(stages.ptr, k)
+        relay_stream.synchronize()
+        stages.synchronize()
+        with pytest.raises(daqiri.FailedPrecondition, match="relay was stopped"):
+            m.relay.launch(relay_stream.ptr, 2)
