@@ -1,7 +1,11 @@
 // NVIDIA DAQIRI's schema (`daqiri: cfg:`), mapped onto ours so DAQIRI users can bring their
 // files. Where a DAQIRI key means something looser here, a warning says what it became.
 #include <algorithm>
+#include <cctype>
 #include <map>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "config/config_validator.hpp"
 #include "config/daqiri_flows.hpp"
@@ -78,7 +82,10 @@ void read_poll_mode(YamlMap& map, const YamlNode& node, const Stream& stream, Qu
       "frames, up to 256, at once; the application reads them from its ring");
 }
 
-QueueConfig read_queue(const YamlNode& node, uint32_t index, bool tx, const Stream& stream) {
+// `rdma`: the queue may name no region (DAQIRI's RDMA engine takes one per message, named by
+// the application); pick_rdma_regions gives it one.
+QueueConfig read_queue(const YamlNode& node, uint32_t index, bool tx, const Stream& stream,
+                       bool rdma) {
   QueueConfig q;
   q.id = index;
   q.where.self = node.origin();
@@ -89,7 +96,7 @@ QueueConfig read_queue(const YamlNode& node, uint32_t index, bool tx, const Stre
   map.read_uint("batch_size", q.batch_size, 1, 65536, q.where);
   map.read_string_list("memory_regions", q.regions, q.where);
   read_poll_mode(map, node, stream, q);
-  if (q.regions.empty()) {
+  if (q.regions.empty() && !rdma) {
     Origin o = q.where.self;
     o.key_path = node.path() + ".memory_regions";
     node.diags().error(o, "a queue needs at least one memory region");
@@ -284,6 +291,9 @@ void add_socket_flow(const DaqiriSocketConfig& socket, const YamlNode& node,
   switch (socket.transport) {
     case SocketTransport::kRoce:
       flow.match.any = true;  // a server takes every peer's connection
+      // An RC connection loses no message: a receiver not ready holds its sender back. So
+      // here, for a client that attaches with block backpressure.
+      flow.allow_block.anyone = itf.rdma && itf.rdma->transport == RdmaConfig::Transport::kRc;
       break;
     case SocketTransport::kTcp:
       // DAQIRI loses no byte of a connection: TCP's flow control holds the sender back. So
@@ -368,7 +378,7 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
     if (auto qs = r.get("queues")) {
       uint32_t i = 0;
       for (const auto& q : qs->items())
-        itf.rx_queues.push_back(read_queue(q, i++, false, stream));
+        itf.rx_queues.push_back(read_queue(q, i++, false, stream, backend == Backend::kRdma));
     }
     flows = r.get("flows");
     flex_items = r.get("flex_items");
@@ -380,7 +390,7 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
     if (auto qs = t.get("queues")) {
       uint32_t i = 0;
       for (const auto& q : qs->items())
-        itf.tx_queues.push_back(read_queue(q, i++, true, stream));
+        itf.tx_queues.push_back(read_queue(q, i++, true, stream, backend == Backend::kRdma));
     }
     const bool tcp = socket && socket->transport == SocketTransport::kTcp;
     if (tcp) {
@@ -482,6 +492,105 @@ void map_dpdk_buffers(Config& config) {
   }
   for (auto& r : config.memory_regions) {
     if (auto g = growth.find(r.name); g != growth.end()) r.buf_size += g->second;
+  }
+}
+
+// The words of a region's name, lower case: DAQIRI's examples name a region by its direction
+// and side ("DATA_RX_GPU_SERVER").
+std::vector<std::string> name_words(const std::string& name) {
+  std::vector<std::string> words(1);
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
+      words.back() += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!words.back().empty()) {
+      words.emplace_back();
+    }
+  }
+  if (words.back().empty()) words.pop_back();
+  return words;
+}
+
+// How well a region's name fits a queue: its direction counts most, then the interface's side.
+int region_fit(const std::string& region, bool tx, bool server) {
+  int fit = 0;
+  for (const auto& w : name_words(region)) {
+    bool rx_word = w == "rx" || w == "recv" || w == "receive";
+    bool tx_word = w == "tx" || w == "send";
+    if (rx_word || tx_word) fit += rx_word != tx ? 2 : -2;
+    if (w == "server" || w == "client") fit += (w == "server") == server ? 1 : -1;
+  }
+  return fit;
+}
+
+// A RoCE queue that names no region draws on the one whose name fits it best among those no
+// queue names (or among all, when every one is named), first in the file on a tie; the warning
+// says which.
+void pick_rdma_regions(const YamlNode& cfg, Config& config) {
+  std::set<std::string> named;
+  for (const auto& itf : config.interfaces) {
+    for (const auto* queues : {&itf.rx_queues, &itf.tx_queues}) {
+      for (const auto& q : *queues)
+        named.insert(q.regions.begin(), q.regions.end());
+    }
+  }
+  for (auto& itf : config.interfaces) {
+    if (itf.backend != Backend::kRdma) continue;
+    const bool server = itf.rdma && itf.rdma->mode == RdmaConfig::Mode::kServer;
+    for (auto* queues : {&itf.rx_queues, &itf.tx_queues}) {
+      const bool tx = queues == &itf.tx_queues;
+      for (auto& q : *queues) {
+        if (!q.regions.empty()) continue;
+        const MemoryRegionConfig* best = nullptr;
+        for (bool any : {false, true}) {
+          for (const auto& r : config.memory_regions) {
+            if ((any || !named.contains(r.name)) &&
+                (!best || region_fit(r.name, tx, server) > region_fit(best->name, tx, server))) {
+              best = &r;
+            }
+          }
+          if (best) break;
+        }
+        if (!best) {
+          cfg.diags().error(q.where.self, "queue " + q.name +
+                                              " has no memory region to draw on: the file "
+                                              "defines none");
+          continue;
+        }
+        q.regions = {best->name};
+        named.insert(best->name);
+        cfg.diags().warning(
+            q.where.self,
+            "queue " + q.name +
+                " names no memory_regions (DAQIRI's RDMA engine takes a region "
+                "per message, as its application names it): here its buffers come from " +
+                best->name + ", the best fit by name; name one in memory_regions to choose");
+      }
+    }
+  }
+}
+
+// DAQIRI's RDMA engine has no ring of its own: a queue's messages are its region's buffers. Here
+// each RoCE queue of such a file gets the largest ring its region's buffers cover (1.5x the
+// ring plus a batch), not DPDK's 1024, so that a region of 20 large messages is used as it is.
+void fit_rdma_rings(Config& config) {
+  for (auto& itf : config.interfaces) {
+    if (itf.backend != Backend::kRdma) continue;
+    for (auto* queues : {&itf.rx_queues, &itf.tx_queues}) {
+      for (auto& q : *queues) {
+        uint64_t bufs = UINT64_MAX;
+        for (const auto& name : q.regions) {
+          if (const MemoryRegionConfig* r = find_region(config, name))
+            bufs = std::min<uint64_t>(bufs, r->num_bufs);
+        }
+        if (bufs == UINT64_MAX) continue;
+        uint32_t ring = 1;
+        while (ring < q.batch_size)
+          ring *= 2;
+        while (ring * 2 <= q.ring_size && (uint64_t{ring} * 2) * 3 / 2 + q.batch_size <= bufs)
+          ring *= 2;
+        q.ring_size = ring;
+      }
+    }
   }
 }
 
@@ -587,6 +696,8 @@ void read_daqiri_schema(const YamlNode& cfg_node, Config& config) {
     if (stream.sw_loopback && config.interfaces.size() > 1)
       loopback->error("software loopback takes a single interface, as in DAQIRI");
   }
+  pick_rdma_regions(cfg_node, config);
+  fit_rdma_rings(config);
   map_dpdk_buffers(config);
   raise_small_regions(cfg_node, config);
   cfg.finish();

@@ -5,6 +5,16 @@
 #include "daqiri/ring.hpp"
 
 namespace daqiri::orchestrator {
+namespace {
+
+// What the client asked for, else its queue's ring, at least the smallest an attachment takes:
+// a queue of few large buffers (RDMA messages) may have a smaller ring than that.
+uint32_t default_ring(const RxAttachOptions& options, const config::QueueConfig& queue) {
+  return options.ring_size != 0 ? options.ring_size
+                                : std::max(queue.ring_size, DataPlane::kMinRing);
+}
+
+}  // namespace
 
 Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptions& options,
                                       const ReserveMemory& reserve) {
@@ -28,8 +38,7 @@ Result<uint64_t> DataPlane::create_rx(std::string_view flow, const RxAttachOptio
   const RxQueue& queue = *it->second.queue;
   const backends::QueueHome& home = queue.home;
   if (auto ok = check_delivery(queue, flow, options); !ok) return std::unexpected(ok.error());
-  uint32_t ring = options.ring_size;
-  if (ring == 0) ring = home.queue->ring_size;
+  uint32_t ring = default_ring(options, *home.queue);
   std::string target = (options.gpu ? "gpu " : "") + std::string(flow);
   MemoryCost gpu_ring;
   if (options.gpu) {
@@ -141,7 +150,7 @@ Result<uint64_t> DataPlane::create_rx_queue(std::string_view interface, std::str
   if (auto ok = check_delivery(home->second, names.front(), options); !ok) {
     return std::unexpected(ok.error());
   }
-  uint32_t ring = options.ring_size ? options.ring_size : home->second.home.queue->ring_size;
+  uint32_t ring = default_ring(options, *home->second.home.queue);
   return create_rx_locked(std::move(names), "queue " + key, ring, options, reserve);
 }
 

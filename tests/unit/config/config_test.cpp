@@ -775,6 +775,7 @@ TEST(DaqiriConfig, RoceEndpointsBecomeRdmaInterfaces) {
   EXPECT_EQ(itf.rdma->transport, RdmaConfig::Transport::kUc);
   ASSERT_EQ(server.config->flows.size(), 1u);
   EXPECT_TRUE(server.config->flows[0].match.any);
+  EXPECT_FALSE(server.config->flows[0].allow_block.anyone);  // UC drops what finds no room
 
   // A client names no peer: the application adds a dialling flow at runtime.
   auto client = parse(daqiri_socket_file("mode: client, local_addr: 'rdma://127.0.0.1'",
@@ -829,6 +830,79 @@ TEST(DaqiriConfig, RdmaQueuesTakeBuffersOfWholeMessages) {
   EXPECT_FALSE(frames.config);
   EXPECT_THAT(frames.diags.render(),
               HasSubstr("buf_size 9000000 is more than a queue's buffers hold"));
+}
+
+// DAQIRI's RDMA examples name no region on their queues: its engine takes one per message, as
+// the application names it. Each queue here draws on the region its name fits (direction, then
+// side), with a ring its 20 buffers cover; a raw stream's queue still needs a region.
+TEST(DaqiriConfig, RoceQueuesWithoutRegionsDrawOnTheRegionTheirNameFits) {
+  const std::string file = R"(daqiri:
+  cfg:
+    version: 1
+    stream_type: "socket"
+    memory_regions:
+    - {name: "DATA_RX_GPU_SERVER", kind: "host_pinned", num_bufs: 20, buf_size: 9000000}
+    - {name: "DATA_TX_GPU_SERVER", kind: "host_pinned", num_bufs: 20, buf_size: 9000000}
+    - {name: "DATA_TX_GPU_CLIENT", kind: "host_pinned", num_bufs: 20, buf_size: 9000000}
+    - {name: "DATA_RX_GPU_CLIENT", kind: "host_pinned", num_bufs: 20, buf_size: 9000000}
+    interfaces:
+    - name: my_client
+      address: 127.0.0.1
+      socket_config: {mode: client, local_addr: "roce://127.0.0.1"}
+      roce_config: {transport_mode: RC}
+      tx: {queues: [{name: "Client_TX_Queue", id: 0, batch_size: 1, cpu_core: 1}]}
+      rx: {queues: [{name: "Client_RX_Queue", id: 0, batch_size: 1, cpu_core: 1}]}
+    - name: my_server
+      address: 127.0.0.1
+      socket_config: {mode: server, local_addr: "roce://127.0.0.1:4096"}
+      roce_config: {transport_mode: RC}
+      rx: {queues: [{name: "Server_RX_Queue", id: 0, batch_size: 1, cpu_core: 1}]}
+      tx: {queues: [{name: "Server_TX_Queue", id: 0, batch_size: 1, cpu_core: 1}]}
+)";
+  auto p = parse(file);
+  ASSERT_TRUE(p.config) << p.diags.render();
+  ASSERT_EQ(p.config->flows.size(), 1u);
+  EXPECT_TRUE(p.config->flows[0].allow_block.anyone);  // RC holds its sender back
+  const auto& client = p.config->interfaces[0];
+  const auto& server = p.config->interfaces[1];
+  EXPECT_EQ(client.rx_queues[0].regions, std::vector<std::string>{"DATA_RX_GPU_CLIENT"});
+  EXPECT_EQ(client.tx_queues[0].regions, std::vector<std::string>{"DATA_TX_GPU_CLIENT"});
+  EXPECT_EQ(server.rx_queues[0].regions, std::vector<std::string>{"DATA_RX_GPU_SERVER"});
+  EXPECT_EQ(server.tx_queues[0].regions, std::vector<std::string>{"DATA_TX_GPU_SERVER"});
+  // 1.5 x 8 + 1 <= 20 < 1.5 x 16 + 1: the regions stay as the file sized them.
+  EXPECT_EQ(server.rx_queues[0].ring_size, 8u);
+  EXPECT_EQ(p.config->memory_regions[0].num_bufs, 20u);
+  std::string said = p.diags.render();
+  EXPECT_THAT(said, HasSubstr("interfaces[1].rx.queues[0]: queue Server_RX_Queue names no "
+                              "memory_regions (DAQIRI's RDMA engine takes a region per message, "
+                              "as its application names it): here its buffers come from "
+                              "DATA_RX_GPU_SERVER, the best fit by name"));
+  EXPECT_THAT(said, Not(HasSubstr("raised")));
+
+  // With one region for everything, every queue draws on it.
+  std::string one = file;
+  for (const char* gone : {"DATA_TX_GPU_SERVER", "DATA_TX_GPU_CLIENT", "DATA_RX_GPU_CLIENT"}) {
+    auto at = one.find(std::string("    - {name: \"") + gone);
+    one.erase(at, one.find('\n', at) + 1 - at);
+  }
+  auto shared = parse(one);
+  ASSERT_TRUE(shared.config) << shared.diags.render();
+  EXPECT_EQ(shared.config->interfaces[0].tx_queues[0].regions,
+            std::vector<std::string>{"DATA_RX_GPU_SERVER"});
+
+  // No region in the file: a fact about the file, said of the queue.
+  std::string none = one;
+  auto at = none.find("    - {name: \"DATA_RX_GPU_SERVER\"");
+  none.erase(at, none.find('\n', at) + 1 - at);
+  none.replace(none.find("    memory_regions:\n"), 20, "");
+  EXPECT_THAT(parse(none).diags.render(),
+              HasSubstr("queue Client_TX_Queue has no memory region to draw on: the file defines "
+                        "none"));
+
+  // A UDP endpoint's queue frames packets into its region's buffers: it must name one.
+  std::string udp = daqiri_socket_file("mode: server, local_addr: 'udp://127.0.0.1:5000'");
+  udp.replace(udp.find(", memory_regions: [R]"), 21, "");
+  EXPECT_THAT(only_error(udp), HasSubstr("a queue needs at least one memory region"));
 }
 
 TEST(DaqiriConfig, SocketConfigErrorsSayWhatIsWrong) {
