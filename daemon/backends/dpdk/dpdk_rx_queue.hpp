@@ -94,6 +94,10 @@ class DpdkRxFlow final : public dataplane::RxFlowTask {
   [[nodiscard]] bool marked() const { return rule() != nullptr && rule()->marked(); }
   // The NIC steers it: its rte_flow rule (or its RSS flow's) was accepted.
   [[nodiscard]] bool nic_steered() const { return rule() != nullptr; }
+  // The NIC strips its tag or tunnel too: its marked frames are delivered as they land.
+  [[nodiscard]] bool nic_decapsulates() const {
+    return rule() != nullptr && rule()->decapsulates();
+  }
   // An RSS member whose frames the daemon spreads: the queue's poller hashes each.
   [[nodiscard]] bool spreads_in_software() const { return rss_ && !rss_->rule; }
   [[nodiscard]] RssGroup* rss() const { return rss_.get(); }

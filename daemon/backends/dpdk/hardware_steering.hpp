@@ -1,10 +1,8 @@
-// A flow's match as an rte_flow rule (eth / ipv4 src,dst,length / udp or tcp src,dst, port ranges
-// through `last`) whose actions mark matching packets with the flow's id (MARK, where the PMD
-// takes it) and send them to the flow's queue, or spread them over its queues (RSS: Toeplitz
-// over the IPv4/UDP 4-tuple with core::kRssKey, so the NIC picks the queue the daemon's own
-// rss_hash would). Installed only when rte_flow_validate accepts it; otherwise the flow is
-// steered by the queue's poller alone.
-// Unverified on hardware here: no PMD on these machines accepts rte_flow (see docs/dpdk.md).
+// A flow's rte_flow rule on a port (hardware_rule_spec.hpp says what it asks of the NIC): its
+// frames marked with the flow's id (MARK, where the PMD takes it) and sent to the flow's queue,
+// or spread over its queues, a tag or tunnel stripped first where the flow names one. Installed
+// only when rte_flow_validate accepts it; otherwise the flow is steered by the queue's poller
+// alone. Unverified on hardware here: no PMD on these machines accepts rte_flow (docs/dpdk.md).
 #pragma once
 
 #include <rte_flow.h>
@@ -31,13 +29,16 @@ class HardwareRule {
   HardwareRule& operator=(const HardwareRule&) = delete;
   // The PMD took the MARK action: received frames carry the mark in hash.fdir.hi.
   [[nodiscard]] bool marked() const { return marked_; }
+  // The NIC strips the flow's tag or tunnel: its marked frames land as the flow delivers them.
+  [[nodiscard]] bool decapsulates() const { return decapsulates_; }
 
  private:
-  HardwareRule(uint16_t port, rte_flow* flow, bool marked)
-      : port_(port), flow_(flow), marked_(marked) {}
+  HardwareRule(uint16_t port, rte_flow* flow, bool marked, bool decapsulates)
+      : port_(port), flow_(flow), marked_(marked), decapsulates_(decapsulates) {}
   uint16_t port_;
   rte_flow* flow_;
   bool marked_;
+  bool decapsulates_;
 };
 
 }  // namespace daqiri::backends::dpdk

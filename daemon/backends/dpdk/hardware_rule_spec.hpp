@@ -1,0 +1,71 @@
+// A flow's match as an rte_flow pattern and actions, before any port sees it (so the unit tests
+// can read what a NIC would be asked for). The plain rule: eth / ipv4 src,dst,length / udp or
+// tcp src,dst (port ranges through `last`). A VLAN tag or a VXLAN, NVGRE or GRE tunnel: the
+// outer headers as the flow names them, then the inner packet's fields, and the action that
+// strips them in the NIC (OF_POP_VLAN, VXLAN_DECAP, NVGRE_DECAP, or RAW_DECAP, with RAW_ENCAP of
+// the outer MAC addresses and the carried type for a GRE tunnel of an L3 protocol), so frames
+// land as the poller would deliver them. eCPRI: eth type 0xAEFE / ecpri (type, PC_ID or
+// RTC_ID). Flex items have none (they need the NIC's flex parser): the poller matches them.
+// The actions: MARK with the flow's id, then QUEUE, or RSS (Toeplitz over the IPv4/UDP 4-tuple
+// with core::kRssKey, the inner tuple for tunnels) over several queues.
+#pragma once
+
+#include <rte_flow.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/flow_match.hpp"
+#include "core/rss_hash.hpp"
+#include "daqiri/common/result.hpp"
+
+namespace daqiri::backends::dpdk {
+
+// Items and actions point into this object: it stays where it was made.
+struct HardwareRuleSpec {
+  HardwareRuleSpec() = default;
+  HardwareRuleSpec(const HardwareRuleSpec&) = delete;
+  HardwareRuleSpec& operator=(const HardwareRuleSpec&) = delete;
+
+  rte_flow_attr attr{};
+  std::array<rte_flow_item, 10> pattern{};
+  // MARK first: `actions.data() + 1` is the rule without it, for a PMD that steers but cannot
+  // mark (never for one that strips headers: its frames must be told apart).
+  std::array<rte_flow_action, 6> actions{};
+  // The NIC strips a tag or tunnel: the frames it marks arrive as the flow delivers them.
+  bool decapsulates = false;
+
+  // What the items and actions point to.
+  rte_flow_item_eth outer_eth_spec{}, outer_eth_mask{};
+  rte_flow_item_vlan vlan_spec{}, vlan_mask{};
+  rte_flow_item_ipv4 outer_ip_spec{}, outer_ip_mask{};
+  rte_flow_item_udp outer_udp_spec{}, outer_udp_mask{};
+  rte_flow_item_vxlan vxlan_spec{}, vxlan_mask{};
+  rte_flow_item_nvgre nvgre_spec{}, nvgre_mask{};
+  rte_flow_item_gre gre_spec{}, gre_mask{};
+  rte_flow_item_eth eth_spec{}, eth_mask{};
+  rte_flow_item_ipv4 ip_spec{}, ip_mask{};
+  rte_flow_item_udp udp_spec{}, udp_last{}, udp_mask{};
+  rte_flow_item_tcp tcp_spec{}, tcp_last{}, tcp_mask{};
+  rte_flow_item_ecpri ecpri_spec{}, ecpri_mask{};
+  rte_flow_action_mark marking{};
+  rte_flow_action_queue to_queue{};
+  rte_flow_action_rss spread{};
+  std::array<uint8_t, core::kRssKey.size()> key{};
+  std::vector<uint16_t> queues;
+  rte_flow_action_raw_decap raw_decap{};
+  rte_flow_action_raw_encap raw_encap{};
+  std::array<uint8_t, 64> decap_bytes{};
+  std::array<uint8_t, 14> encap_bytes{};
+};
+
+// The rule for `match` onto `queues` (one: QUEUE; several: RSS, in their order), marked `mark`.
+// Refused: a catch-all (it takes what no rule does) and flex matches.
+Result<std::unique_ptr<HardwareRuleSpec>> build_hardware_rule(const core::FlowMatch& match,
+                                                              std::span<const uint16_t> queues,
+                                                              uint32_t mark);
+
+}  // namespace daqiri::backends::dpdk

@@ -1,0 +1,216 @@
+// What a NIC is asked for, for each kind of flow: the rte_flow pattern and actions built from a
+// flow's match (no port: the PMDs here accept no rte_flow, so this is as far as they are
+// checked). Built with DPDK's flags, apart from unit_tests.
+#include <gtest/gtest.h>
+#include <rte_ecpri.h>
+#include <rte_flow.h>
+
+#include <array>
+#include <vector>
+
+#include "backends/dpdk/hardware_rule_spec.hpp"
+#include "core/decap.hpp"
+
+namespace daqiri::backends::dpdk {
+namespace {
+
+using core::Decap;
+
+// The types of a pattern's items or of a rule's actions, up to and with the END.
+template <typename Entry, size_t N, typename Type>
+std::vector<Type> types_until(const std::array<Entry, N>& list, Type end) {
+  std::vector<Type> out;
+  for (const Entry& e : list) {
+    out.push_back(static_cast<Type>(e.type));
+    if (e.type == end) break;
+  }
+  return out;
+}
+
+std::vector<rte_flow_item_type> items(const HardwareRuleSpec& s) {
+  return types_until(s.pattern, RTE_FLOW_ITEM_TYPE_END);
+}
+
+std::vector<rte_flow_action_type> actions(const HardwareRuleSpec& s) {
+  return types_until(s.actions, RTE_FLOW_ACTION_TYPE_END);
+}
+
+template <typename T>
+const T& spec_of(const HardwareRuleSpec& s, size_t i) {
+  return *static_cast<const T*>(s.pattern.at(i).spec);
+}
+
+core::FlowMatch udp_to(uint16_t port) {
+  core::FlowMatch m;
+  m.udp_dst = core::PortRange{port, port};
+  return m;
+}
+
+Decap tunnel(Decap::Kind kind) {
+  Decap d;
+  d.kind = kind;
+  d.outer_eth_src = {2, 0, 0, 0, 0, 1};
+  d.outer_eth_dst = {2, 0, 0, 0, 0, 2};
+  d.outer_ipv4_src = 0xc0000201;  // 192.0.2.1
+  d.outer_ipv4_dst = 0xc0000202;
+  return d;
+}
+
+constexpr uint16_t kQueue[] = {3};
+
+TEST(HardwareRule, APlainFlowIsItsFieldsToItsQueueMarked) {
+  core::FlowMatch m = udp_to(5000);
+  m.udp_src = core::PortRange{7000, 7003};
+  auto s = build_hardware_rule(m, kQueue, 42);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(items(**s), (std::vector{RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_IPV4,
+                                     RTE_FLOW_ITEM_TYPE_UDP, RTE_FLOW_ITEM_TYPE_END}));
+  EXPECT_EQ(actions(**s), (std::vector{RTE_FLOW_ACTION_TYPE_MARK, RTE_FLOW_ACTION_TYPE_QUEUE,
+                                       RTE_FLOW_ACTION_TYPE_END}));
+  EXPECT_FALSE((*s)->decapsulates);
+  EXPECT_EQ((*s)->marking.id, 42u);
+  EXPECT_EQ((*s)->to_queue.index, 3u);
+  const auto& udp = spec_of<rte_flow_item_udp>(**s, 2);
+  EXPECT_EQ(rte_be_to_cpu_16(udp.hdr.dst_port), 5000);
+  EXPECT_EQ(rte_be_to_cpu_16(udp.hdr.src_port), 7000);
+  ASSERT_NE((*s)->pattern[2].last, nullptr);  // the source range
+  EXPECT_EQ(
+      rte_be_to_cpu_16(static_cast<const rte_flow_item_udp*>((*s)->pattern[2].last)->hdr.src_port),
+      7003);
+}
+
+// VXLAN: the outer headers exactly, the VNI, then the inner packet's fields; the NIC strips the
+// tunnel, and spreads over several queues by the inner tuple.
+TEST(HardwareRule, AVxlanFlowIsDecapsulatedInTheNicAndSpreadByItsInnerTuple) {
+  core::FlowMatch m = udp_to(4096);
+  Decap d = tunnel(Decap::Kind::kVxlan);
+  d.vni = 0x123456;
+  m.decap = d;
+  const uint16_t queues[] = {0, 1, 2, 3};
+  auto s = build_hardware_rule(m, queues, 7);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(items(**s),
+            (std::vector{RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_IPV4, RTE_FLOW_ITEM_TYPE_UDP,
+                         RTE_FLOW_ITEM_TYPE_VXLAN, RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_IPV4,
+                         RTE_FLOW_ITEM_TYPE_UDP, RTE_FLOW_ITEM_TYPE_END}));
+  EXPECT_EQ(actions(**s), (std::vector{RTE_FLOW_ACTION_TYPE_MARK, RTE_FLOW_ACTION_TYPE_VXLAN_DECAP,
+                                       RTE_FLOW_ACTION_TYPE_RSS, RTE_FLOW_ACTION_TYPE_END}));
+  EXPECT_TRUE((*s)->decapsulates);
+  const auto& eth = spec_of<rte_flow_item_eth>(**s, 0);
+  EXPECT_EQ(eth.hdr.dst_addr.addr_bytes[5], 2);
+  EXPECT_EQ(eth.hdr.src_addr.addr_bytes[5], 1);
+  EXPECT_EQ(rte_be_to_cpu_32(spec_of<rte_flow_item_ipv4>(**s, 1).hdr.src_addr), 0xc0000201u);
+  EXPECT_EQ(rte_be_to_cpu_16(spec_of<rte_flow_item_udp>(**s, 2).hdr.dst_port), 4789);
+  const auto& vxlan = spec_of<rte_flow_item_vxlan>(**s, 3);
+  EXPECT_EQ(vxlan.vni[0], 0x12);
+  EXPECT_EQ(vxlan.vni[2], 0x56);
+  EXPECT_EQ(rte_be_to_cpu_16(spec_of<rte_flow_item_udp>(**s, 6).hdr.dst_port), 4096);
+  EXPECT_EQ((*s)->spread.level, 2u);  // the inner headers
+  EXPECT_EQ((*s)->spread.queue_num, 4u);
+  EXPECT_EQ((*s)->spread.queue[3], 3);
+}
+
+TEST(HardwareRule, NvgreAndVlanAreStrippedByTheirOwnActions) {
+  core::FlowMatch m = udp_to(4096);
+  Decap d = tunnel(Decap::Kind::kNvgre);
+  d.tni = 0xabcdef;
+  d.flow_id = 9;
+  m.decap = d;
+  auto s = build_hardware_rule(m, kQueue, 1);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(items(**s),
+            (std::vector{RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_IPV4, RTE_FLOW_ITEM_TYPE_NVGRE,
+                         RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_IPV4, RTE_FLOW_ITEM_TYPE_UDP,
+                         RTE_FLOW_ITEM_TYPE_END}));
+  EXPECT_EQ(actions(**s)[1], RTE_FLOW_ACTION_TYPE_NVGRE_DECAP);
+  const auto& nvgre = spec_of<rte_flow_item_nvgre>(**s, 2);
+  EXPECT_EQ(rte_be_to_cpu_16(nvgre.protocol), 0x6558);
+  EXPECT_EQ(nvgre.tni[0], 0xab);
+  EXPECT_EQ(nvgre.flow_id, 9);
+
+  Decap vlan;
+  vlan.kind = Decap::Kind::kVlan;
+  m.decap = vlan;
+  s = build_hardware_rule(m, kQueue, 1);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(items(**s),
+            (std::vector{RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_VLAN, RTE_FLOW_ITEM_TYPE_IPV4,
+                         RTE_FLOW_ITEM_TYPE_UDP, RTE_FLOW_ITEM_TYPE_END}));
+  EXPECT_EQ(actions(**s), (std::vector{RTE_FLOW_ACTION_TYPE_MARK, RTE_FLOW_ACTION_TYPE_OF_POP_VLAN,
+                                       RTE_FLOW_ACTION_TYPE_QUEUE, RTE_FLOW_ACTION_TYPE_END}));
+  EXPECT_EQ((*s)->spread.level, 0u);
+}
+
+// GRE: plain GRE headers only (the poller takes those with optional words); an Ethernet tunnel
+// loses 38 bytes, an IPv4 one gets the outer MAC addresses and its type back in front.
+TEST(HardwareRule, GreStripsTheOuterHeadersAndRebuildsTheFrameOfAnL3Tunnel) {
+  core::FlowMatch m = udp_to(4096);
+  Decap d = tunnel(Decap::Kind::kGre);
+  d.gre_protocol = 0x0800;
+  m.decap = d;
+  auto s = build_hardware_rule(m, kQueue, 1);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(items(**s),
+            (std::vector{RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_IPV4, RTE_FLOW_ITEM_TYPE_GRE,
+                         RTE_FLOW_ITEM_TYPE_IPV4, RTE_FLOW_ITEM_TYPE_UDP, RTE_FLOW_ITEM_TYPE_END}));
+  EXPECT_EQ(actions(**s), (std::vector{RTE_FLOW_ACTION_TYPE_MARK, RTE_FLOW_ACTION_TYPE_RAW_DECAP,
+                                       RTE_FLOW_ACTION_TYPE_RAW_ENCAP, RTE_FLOW_ACTION_TYPE_QUEUE,
+                                       RTE_FLOW_ACTION_TYPE_END}));
+  const auto& gre_mask = *static_cast<const rte_flow_item_gre*>((*s)->pattern[2].mask);
+  EXPECT_EQ(rte_be_to_cpu_16(gre_mask.c_rsvd0_ver), 0xf007);
+  EXPECT_EQ((*s)->raw_decap.size, 38u);
+  EXPECT_EQ((*s)->decap_bytes[14 + 9], 47);  // the template's IPv4 protocol: GRE
+  ASSERT_EQ((*s)->raw_encap.size, 14u);
+  EXPECT_EQ((*s)->encap_bytes[5], 2);  // the outer destination MAC first
+  EXPECT_EQ((*s)->encap_bytes[12], 0x08);
+
+  d.gre_protocol = Decap::kTransparentEthernet;
+  m.decap = d;
+  s = build_hardware_rule(m, kQueue, 1);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(items(**s)[3], RTE_FLOW_ITEM_TYPE_ETH);
+  EXPECT_EQ(actions(**s), (std::vector{RTE_FLOW_ACTION_TYPE_MARK, RTE_FLOW_ACTION_TYPE_RAW_DECAP,
+                                       RTE_FLOW_ACTION_TYPE_QUEUE, RTE_FLOW_ACTION_TYPE_END}));
+
+  d.gre_protocol = 0x86dd;  // IPv6 inside: no IPv4 fields to match there
+  m.decap = d;
+  EXPECT_FALSE(build_hardware_rule(m, kQueue, 1));
+  m.udp_dst.reset();
+  EXPECT_TRUE(build_hardware_rule(m, kQueue, 1));
+}
+
+TEST(HardwareRule, EcpriMatchesItsTypeAndIdOnTheWire) {
+  core::FlowMatch m;
+  m.ecpri = core::EcpriMatch{2, 0x0102};
+  auto s = build_hardware_rule(m, kQueue, 1);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(items(**s), (std::vector{RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_ECPRI,
+                                     RTE_FLOW_ITEM_TYPE_END}));
+  EXPECT_EQ(rte_be_to_cpu_16(spec_of<rte_flow_item_eth>(**s, 0).hdr.ether_type), 0xaefe);
+  const auto& e = spec_of<rte_flow_item_ecpri>(**s, 1);
+  // The header's second byte on the wire is the message type.
+  EXPECT_EQ(reinterpret_cast<const uint8_t*>(&e.hdr.common.u32)[1], 2);
+  EXPECT_EQ(reinterpret_cast<const uint8_t*>(&e.hdr.type0.pc_id)[0], 0x01);
+  EXPECT_EQ(reinterpret_cast<const uint8_t*>(&e.hdr.type0.pc_id)[1], 0x02);
+  EXPECT_FALSE((*s)->decapsulates);
+
+  const uint16_t two[] = {0, 1};
+  auto spread = build_hardware_rule(m, two, 1);
+  ASSERT_FALSE(spread);
+  EXPECT_EQ(spread.error().message,
+            "eCPRI frames have no IPv4/UDP tuple to spread: the poller spreads them");
+}
+
+TEST(HardwareRule, CatchAllsAndFlexItemsAreThePollers) {
+  core::FlowMatch any;
+  any.any = true;
+  EXPECT_EQ(build_hardware_rule(any, kQueue, 1).error().message,
+            "a catch-all has no rule: it takes the rest");
+  core::FlowMatch flex;
+  flex.flex = core::FlexMatch{};
+  EXPECT_EQ(build_hardware_rule(flex, kQueue, 1).error().message,
+            "a flex item needs the NIC's flex parser: the poller matches it");
+}
+
+}  // namespace
+}  // namespace daqiri::backends::dpdk
