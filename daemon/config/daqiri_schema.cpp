@@ -406,10 +406,10 @@ void read_interface(const YamlNode& node, const Stream& stream, Config& config) 
             "socket engine sends them: ignored");
       } else if (on && *on) {
         a->warning(
-            "accurate_send: the daemon's TX poller holds each frame until its time on "
-            "CLOCK_REALTIME (keep the NIC's clock in step with it, as phc2sys does), not the "
-            "NIC's send scheduling: a frame leaves no earlier than its time, and late by the "
-            "poller's microseconds");
+            "accurate_send: a frame's time is CLOCK_REALTIME (TxBuffer::send_at_ns), not the "
+            "NIC's clock; the NIC holds each frame till then where its PMD schedules sends "
+            "(SEND_ON_TIMESTAMP), else the daemon's TX poller does, late by its "
+            "microseconds: keep the NIC's clock in step (phc2sys)");
         for (auto& q : itf.tx_queues) {
           q.accurate_send = true;
           q.where.record("accurate_send", a->origin());

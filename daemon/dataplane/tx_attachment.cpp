@@ -79,7 +79,7 @@ uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max, TxPacer& pacer) {
       lifecycle.violated.store(true, std::memory_order_release);
       break;
     }
-    if ((d.flags & DAQIRI_TX_AT) != 0 && rules_.send_times) {
+    if ((d.flags & DAQIRI_TX_AT) != 0 && rules_.send_times && !rules_.nic_schedules) {
       if (now == 0) now = ReceiveClock::now_ns();
       if (daqiri_tx_desc_time(&d, now) > now) break;
     }

@@ -25,6 +25,8 @@ struct TxRules {
   // accurate_send: flags and `remote` may name the time a frame leaves no earlier than
   // (DAQIRI_TX_AT); take() leaves it, and what was submitted after it, in the ring till then.
   bool send_times = false;
+  // The NIC holds each frame till its time (its send scheduling): take() passes them on.
+  bool nic_schedules = false;
   // flags may name a connection (bits 16-31, as RX descriptors' `stream`) and nothing else;
   // `remote` is 0 (TCP queues).
   bool connections = false;

@@ -8,7 +8,10 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <thread>
 
+#include "backends/dpdk/send_clock.hpp"
 #include "backends/dpdk/software_reach.hpp"
 #include "config/dpdk_address.hpp"
 
@@ -115,6 +118,21 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
   bool multi_segment = (any_checked_tx || !itf.tx_flows.empty()) &&
                        (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
   if (multi_segment) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+  // accurate_send: the NIC holds each timed frame till its time where its PMD schedules sends
+  // (SEND_ON_TIMESTAMP, what DAQIRI asks for); elsewhere the TX poller holds them.
+  bool any_timed = std::any_of(itf.tx_queues.begin(), itf.tx_queues.end(),
+                               [](const auto& q) { return q.accurate_send; });
+  int send_time_offset = -1;
+  uint64_t send_time_flag = 0;
+  if (any_timed && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP) != 0) {
+    if (rte_mbuf_dyn_tx_timestamp_register(&send_time_offset, &send_time_flag) == 0) {
+      conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP;
+    } else {
+      spdlog::warn("{}: the mbuf send time field: {}: the TX poller holds timed frames", where,
+                   rte_strerror(rte_errno));
+      send_time_offset = -1;
+    }
+  }
   if (any_split && nic_splits) {
     // mlx5 chains the segments of a split frame: scatter comes with the split.
     conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_BUFFER_SPLIT | RTE_ETH_RX_OFFLOAD_SCATTER;
@@ -253,7 +271,38 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
   port->started_ = true;
   spdlog::info("{}: port {} ({}) started, {} RX / {} TX queues, {}", where, id, port->driver_,
                itf.rx_queues.size(), itf.tx_queues.size(), port->link_state());
+  if (any_timed) port->schedule_sends(itf, send_time_offset, send_time_flag, where);
   return port;
+}
+
+void Port::schedule_sends(const config::InterfaceConfig& itf, int offset, uint64_t flag,
+                          const std::string& where) {
+  // The NIC's clock rate: two readings 10 ms apart (a real-time clock counts nanoseconds).
+  uint64_t first = 0, second = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  bool clock = offset >= 0 && rte_eth_read_clock(id_, &first) == 0;
+  if (clock) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    clock = rte_eth_read_clock(id_, &second) == 0;
+  }
+  auto span =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
+  std::string why = offset < 0 ? driver_ + " offers no send scheduling (SEND_ON_TIMESTAMP)"
+                               : driver_ + " does not read its clock (rte_eth_read_clock)";
+  for (const auto& q : itf.tx_queues) {
+    if (!q.accurate_send) continue;
+    if (!clock) {
+      spdlog::info("{}: TX queue {}: accurate_send: the TX poller holds each timed frame ({})",
+                   where, q.name, why);
+      continue;
+    }
+    uint64_t tps = ticks_per_second(second - first, static_cast<uint64_t>(span.count()));
+    tx_.at(q.name)->schedule_sends_in_nic(offset, flag, tps);
+    spdlog::info(
+        "{}: TX queue {}: accurate_send: the NIC holds each timed frame (its clock: {} "
+        "ticks a second)",
+        where, q.name, tps);
+  }
 }
 
 Port::~Port() {

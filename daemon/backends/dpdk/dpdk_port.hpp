@@ -37,6 +37,11 @@ class Port {
   [[nodiscard]] std::string link_state() const;
 
  private:
+  // accurate_send, once the port started: each timed TX queue's frames go to the NIC's send
+  // scheduling (mbuf field `offset`, flag `flag`; -1: the PMD offers none) where the NIC's clock
+  // can be read, else its poller holds them. Logs which.
+  void schedule_sends(const config::InterfaceConfig& itf, int offset, uint64_t flag,
+                      const std::string& where);
   Port(std::string name, uint16_t id, std::string driver)
       : name_(std::move(name)), id_(id), driver_(std::move(driver)) {}
   std::string name_;

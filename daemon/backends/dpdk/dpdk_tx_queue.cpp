@@ -2,10 +2,12 @@
 
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_mbuf_dyn.h>
 
 #include <algorithm>
 #include <cstring>
 
+#include "dataplane/receive_clock.hpp"
 #include "dataplane/tx_frame_policy.hpp"
 
 namespace daqiri::backends::dpdk {
@@ -162,6 +164,7 @@ bool DpdkTxQueue::send(Binding& b) {
         policy_ == config::TxPolicy::kRaw ? zero_copy(b, d) : checked_copy(b, d, done_now);
     if (m == nullptr) continue;
     if (flow != nullptr) m = encapsulate(*flow, m);
+    if (send_time_offset_ >= 0 && (d.flags & DAQIRI_TX_AT) != 0) stamp(m, d);
     b.pending[ready++] = m;
     bytes += m->pkt_len;
   }
@@ -174,6 +177,17 @@ bool DpdkTxQueue::send(Binding& b) {
   dataplane::bump(counters.packets, sent);
   dataplane::bump(counters.bytes, bytes);
   return true;
+}
+
+void DpdkTxQueue::stamp(rte_mbuf* m, const daqiri_tx_desc& d) {
+  const uint64_t now = dataplane::ReceiveClock::now_ns();
+  if (send_clock_.stale(now)) {
+    uint64_t ticks = 0;
+    if (rte_eth_read_clock(port_, &ticks) == 0) send_clock_.sync(now, ticks);
+  }
+  *RTE_MBUF_DYNFIELD(m, send_time_offset_, uint64_t*) =
+      send_clock_.nic_ticks(daqiri_tx_desc_time(&d, now));
+  m->ol_flags |= send_time_flag_;
 }
 
 void DpdkTxQueue::attach(Binding& b, const daqiri_tx_desc& d, rte_mbuf* m, uint16_t offset,

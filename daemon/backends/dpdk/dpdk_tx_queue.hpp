@@ -24,6 +24,7 @@
 
 #include "backends/dpdk/completion_queue.hpp"
 #include "backends/dpdk/external_memory.hpp"
+#include "backends/dpdk/send_clock.hpp"
 #include "config/config.hpp"
 #include "daqiri/frame.hpp"
 #include "dataplane/nic_stats.hpp"
@@ -79,7 +80,17 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
 
   // Ethernet/IPv4/UDP frames, as socket queues take.
   [[nodiscard]] dataplane::TxRules rules() const override {
-    return {frame::kUdpHeaders, false, send_times_};
+    return {.min_length = frame::kUdpHeaders,
+            .send_times = send_times_,
+            .nic_schedules = send_times_ && send_time_offset_ >= 0};
+  }
+  // After the port started with RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP: frames with a send time
+  // go to the NIC at once, their time in the mbuf's dynamic field `offset` (flag `flag`), in the
+  // NIC's clock of `ticks_per_second`; the NIC holds them. Clients attached later see it.
+  void schedule_sends_in_nic(int offset, uint64_t flag, uint64_t ticks_per_second) {
+    send_time_offset_ = offset;
+    send_time_flag_ = flag;
+    send_clock_ = SendClock(ticks_per_second);
   }
   // add() registers the attachment's buffers with DPDK; remove() (after the attachment is
   // released) undoes it.
@@ -118,6 +129,8 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
   // Tops the stash up to a batch from the header pool, with what is left when that is less.
   void refill_stash();
   void flush_pending(Binding& b);
+  // The NIC's send time of frame `d`, in `m` (NIC scheduling).
+  void stamp(rte_mbuf* m, const daqiri_tx_desc& d);
 
   uint16_t port_;
   uint16_t queue_;
@@ -140,6 +153,9 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
   uint32_t head_length_ = 0;
   dataplane::TxPacer pacer_;
   bool send_times_;
+  int send_time_offset_ = -1;  // the NIC schedules: the mbuf's send time field, else -1
+  uint64_t send_time_flag_ = 0;
+  SendClock send_clock_;
   dataplane::TxBindings<Binding> bindings_;
   std::array<daqiri_tx_desc, kMaxBatch> descs_{};
   std::array<rte_mbuf*, kMaxBatch> stash_{};  // header mbufs taken from the pool, unused yet

@@ -167,6 +167,26 @@ TEST(TxAttachment, TcpQueuesTakeAConnectionAndNothingElse) {
   }
 }
 
+// accurate_send where the NIC schedules sends: a frame whose time is to come goes to the queue
+// at once, its time in its descriptor, for the NIC to hold.
+TEST(TxAttachment, SendTimesTheNicSchedulesAreTakenAtOnce) {
+  const TxRules nic{.min_length = frame::kUdpHeaders, .send_times = true, .nic_schedules = true};
+  auto a = TxAttachment::create(1, 2048, 16, 64, false, nic);
+  ASSERT_TRUE(a);
+  auto tx = *abi::RingView::open((*a)->rings().data(), (*a)->completion_offset(), DAQIRI_RING_TX,
+                                 sizeof(daqiri_tx_desc));
+  const uint64_t at = ReceiveClock::now_ns() + 10'000'000'000;
+  daqiri_tx_desc later{1, 100, 0, 0}, after{2, 100, 0, 0};
+  daqiri_tx_desc_set_time(&later, at);
+  *tx.slot<daqiri_tx_desc>(0) = later;
+  *tx.slot<daqiri_tx_desc>(1) = after;
+  tx.publish_producer(2);
+  daqiri_tx_desc out[8];
+  ASSERT_EQ((*a)->take(out, 8), 2u);
+  EXPECT_EQ(daqiri_tx_desc_time(&out[0], ReceiveClock::now_ns()), at);
+  EXPECT_FALSE((*a)->lifecycle.violated.load());
+}
+
 // accurate_send: a frame whose time is to come stays in the ring, and holds back the ones
 // after it, until its time; stray flag bits beside the send time, or a send time on a queue
 // without accurate_send, cut the client off.
