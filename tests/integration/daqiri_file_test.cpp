@@ -669,6 +669,8 @@ TEST_F(DaqiriFileTest, TxFlowsPutTheirHeadersAroundWhatClientsSend) {
                           std::to_string(100 + port % 7000 * 100)}));
     ASSERT_EQ(tx.exit_code, 0) << tx.out << tx.err << daemon_->log();
   }
+  // net_pcap takes no egress rule: the poller put the headers on, and the log says so.
+  EXPECT_THAT(daemon_->log(), HasSubstr("TX flows are encapsulated by the TX poller (flow "));
   ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();  // net_pcap writes its file out on close
   daemon_.reset();
   auto sent = read_pcap(out);

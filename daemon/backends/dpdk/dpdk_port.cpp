@@ -272,6 +272,7 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
   spdlog::info("{}: port {} ({}) started, {} RX / {} TX queues, {}", where, id, port->driver_,
                itf.rx_queues.size(), itf.tx_queues.size(), port->link_state());
   if (any_timed) port->schedule_sends(itf, send_time_offset, send_time_flag, where);
+  if (!itf.tx_flows.empty()) port->encapsulate_in_nic(itf, where);
   return port;
 }
 
@@ -305,7 +306,26 @@ void Port::schedule_sends(const config::InterfaceConfig& itf, int offset, uint64
   }
 }
 
+void Port::encapsulate_in_nic(const config::InterfaceConfig& itf, const std::string& where) {
+  uint32_t overhead = 0;
+  for (const auto& f : itf.tx_flows) {
+    auto rule = HardwareRule::install_egress(id_, f);
+    if (!rule) {
+      egress_.clear();
+      spdlog::info("{}: TX flows are encapsulated by the TX poller (flow {}: {})", where, f.name,
+                   rule.error().message);
+      return;
+    }
+    egress_.push_back(std::move(*rule));
+    overhead = std::max(overhead, f.encap.overhead());
+  }
+  for (auto& [name, q] : tx_)
+    q->encapsulated_by_nic(overhead);
+  spdlog::info("{}: TX flows are encapsulated by the NIC ({} egress rules)", where, egress_.size());
+}
+
 Port::~Port() {
+  egress_.clear();  // while the port is there to take the rules off
   if (started_) rte_eth_dev_stop(id_);
   rte_eth_dev_close(id_);
 }

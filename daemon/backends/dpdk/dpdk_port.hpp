@@ -6,10 +6,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/dpdk/dpdk_backend.hpp"
 #include "backends/dpdk/dpdk_rx_queue.hpp"
 #include "backends/dpdk/dpdk_tx_queue.hpp"
+#include "backends/dpdk/hardware_steering.hpp"
 #include "config/config.hpp"
 
 namespace daqiri::backends::dpdk {
@@ -42,6 +44,9 @@ class Port {
   // can be read, else its poller holds them. Logs which.
   void schedule_sends(const config::InterfaceConfig& itf, int offset, uint64_t flag,
                       const std::string& where);
+  // The interface's TX flows as egress rules, once the port started: all in the NIC (its raw
+  // TX queues then send frames as written), or none (the poller encapsulates). Logs which.
+  void encapsulate_in_nic(const config::InterfaceConfig& itf, const std::string& where);
   Port(std::string name, uint16_t id, std::string driver)
       : name_(std::move(name)), id_(id), driver_(std::move(driver)) {}
   std::string name_;
@@ -50,6 +55,7 @@ class Port {
   bool started_ = false;
   std::map<std::string, std::unique_ptr<DpdkRxQueue>> rx_;
   std::map<std::string, std::unique_ptr<DpdkTxQueue>> tx_;
+  std::vector<std::unique_ptr<HardwareRule>> egress_;  // the TX flows' rules, destroyed first
 };
 
 }  // namespace daqiri::backends::dpdk

@@ -154,7 +154,7 @@ bool DpdkTxQueue::send(Binding& b) {
   for (uint32_t i = 0; i < n; ++i) {
     const daqiri_tx_desc d = descs_[i];
     const core::TxFlow* flow = flows_.empty() ? nullptr : match_flow(b, d);
-    if (d.length + (flow != nullptr ? flow->encap.overhead() : 0) > max_frame_) {
+    if (d.length + (flow != nullptr ? flow->encap.overhead() : nic_overhead_) > max_frame_) {
       dataplane::bump(counters.oversize, 1);
       dataplane::bump(a.counters.send_errors, 1);
       a.complete(&d, 1, true);

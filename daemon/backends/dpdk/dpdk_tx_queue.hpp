@@ -84,6 +84,12 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
             .send_times = send_times_,
             .nic_schedules = send_times_ && send_time_offset_ >= 0};
   }
+  // The NIC puts every TX flow's headers around its frames (egress rules, before the queue is
+  // polled): frames go as clients wrote them, `overhead` bytes at most to grow on the wire.
+  void encapsulated_by_nic(uint32_t overhead) {
+    flows_.clear();
+    nic_overhead_ = overhead;
+  }
   // After the port started with RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP: frames with a send time
   // go to the NIC at once, their time in the mbuf's dynamic field `offset` (flag `flag`), in the
   // NIC's clock of `ticks_per_second`; the NIC holds them. Clients attached later see it.
@@ -149,6 +155,7 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
                               // put headers in front of raw ones
   bool multi_segment_;
   std::vector<core::TxFlow> flows_;
+  uint32_t nic_overhead_ = 0;        // headers the NIC puts in front (encapsulated_by_nic)
   std::array<uint8_t, 128> head_{};  // the daemon's copy of a frame's first bytes (match_flow)
   uint32_t head_length_ = 0;
   dataplane::TxPacer pacer_;

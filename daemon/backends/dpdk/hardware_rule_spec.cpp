@@ -4,6 +4,7 @@
 #include <rte_byteorder.h>
 #include <rte_ethdev.h>
 #include <rte_ether.h>
+#include <rte_ip.h>
 
 #include <cstring>
 #include <optional>
@@ -223,7 +224,101 @@ bool has_inner_fields(const core::FlowMatch& m) {
   return m.udp_src || m.udp_dst || m.ipv4_src || m.ipv4_dst || m.tcp_dst || m.ipv4_length;
 }
 
+// A tunnel's outer headers as an encap action's definition: eth / ipv4 / (udp / vxlan | nvgre).
+void encap_definition(HardwareRuleSpec& s, const core::Encap& e, uint8_t protocol) {
+  const Decap& t = e.tunnel;
+  put_mac(s.outer_eth_spec.hdr.dst_addr, t.outer_eth_dst);
+  put_mac(s.outer_eth_spec.hdr.src_addr, t.outer_eth_src);
+  s.outer_eth_spec.hdr.ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+  s.outer_ip_spec.hdr.version_ihl = RTE_IPV4_VHL_DEF;
+  s.outer_ip_spec.hdr.type_of_service = e.tos;
+  s.outer_ip_spec.hdr.time_to_live = e.ttl;
+  s.outer_ip_spec.hdr.next_proto_id = protocol;
+  s.outer_ip_spec.hdr.src_addr = rte_cpu_to_be_32(t.outer_ipv4_src);
+  s.outer_ip_spec.hdr.dst_addr = rte_cpu_to_be_32(t.outer_ipv4_dst);
+  size_t n = 0;
+  auto item = [&](rte_flow_item_type type, const void* spec) {
+    s.encap_items.at(n).type = type;
+    s.encap_items.at(n++).spec = spec;
+  };
+  item(RTE_FLOW_ITEM_TYPE_ETH, &s.outer_eth_spec);
+  item(RTE_FLOW_ITEM_TYPE_IPV4, &s.outer_ip_spec);
+  if (protocol == IPPROTO_UDP) {
+    s.outer_udp_spec.hdr.src_port = rte_cpu_to_be_16(t.outer_udp_src);
+    s.outer_udp_spec.hdr.dst_port = rte_cpu_to_be_16(t.outer_udp_dst);
+    item(RTE_FLOW_ITEM_TYPE_UDP, &s.outer_udp_spec);
+    s.vxlan_spec.flags = 0x08;  // I: the VNI is valid
+    put_u24(s.vxlan_spec.vni, t.vni);
+    item(RTE_FLOW_ITEM_TYPE_VXLAN, &s.vxlan_spec);
+  } else {
+    s.nvgre_spec.c_k_s_rsvd0_ver = rte_cpu_to_be_16(0x2000);
+    s.nvgre_spec.protocol = rte_cpu_to_be_16(Decap::kTransparentEthernet);
+    put_u24(s.nvgre_spec.tni, t.tni);
+    s.nvgre_spec.flow_id = t.flow_id;
+    item(RTE_FLOW_ITEM_TYPE_NVGRE, &s.nvgre_spec);
+  }
+  item(RTE_FLOW_ITEM_TYPE_END, nullptr);
+}
+
 }  // namespace
+
+Result<std::unique_ptr<HardwareRuleSpec>> build_egress_rule(const core::TxFlow& flow) {
+  const core::Encap& e = flow.encap;
+  switch (e.kind) {
+    case Decap::Kind::kVlan:
+      if (e.dei != 0) {
+        return fail(ErrorCode::kFailedPrecondition,
+                    "no rte_flow action sets a tag's DEI bit: the poller pushes the tag");
+      }
+      break;
+    case Decap::Kind::kVxlan:
+      if (e.tunnel.outer_udp_src == 0) {
+        return fail(ErrorCode::kFailedPrecondition,
+                    "the VXLAN source port comes from each inner flow: the poller encapsulates");
+      }
+      break;
+    case Decap::Kind::kNvgre:
+      break;
+    case Decap::Kind::kGre:
+      return fail(ErrorCode::kFailedPrecondition,
+                  "GRE has no encap action of its own: the poller encapsulates");
+  }
+  auto s = std::make_unique<HardwareRuleSpec>();
+  s->attr.egress = 1;
+  Pattern p(*s);
+  p.add(RTE_FLOW_ITEM_TYPE_ETH);
+  packet_items(*s, flow.match, p);
+  p.add(RTE_FLOW_ITEM_TYPE_END);
+  size_t n = 0;
+  auto action = [&](rte_flow_action_type type, const void* conf) {
+    s->actions.at(n).type = type;
+    s->actions.at(n++).conf = conf;
+  };
+  switch (e.kind) {
+    case Decap::Kind::kVlan:
+      s->push_vlan.ethertype = rte_cpu_to_be_16(e.tpid);
+      s->set_vid.vlan_vid = rte_cpu_to_be_16(e.vlan_id);
+      s->set_pcp.vlan_pcp = e.pcp;
+      action(RTE_FLOW_ACTION_TYPE_OF_PUSH_VLAN, &s->push_vlan);
+      action(RTE_FLOW_ACTION_TYPE_OF_SET_VLAN_VID, &s->set_vid);
+      action(RTE_FLOW_ACTION_TYPE_OF_SET_VLAN_PCP, &s->set_pcp);
+      break;
+    case Decap::Kind::kVxlan:
+      encap_definition(*s, e, IPPROTO_UDP);
+      s->vxlan_encap.definition = s->encap_items.data();
+      action(RTE_FLOW_ACTION_TYPE_VXLAN_ENCAP, &s->vxlan_encap);
+      break;
+    case Decap::Kind::kNvgre:
+      encap_definition(*s, e, IPPROTO_GRE);
+      s->nvgre_encap.definition = s->encap_items.data();
+      action(RTE_FLOW_ACTION_TYPE_NVGRE_ENCAP, &s->nvgre_encap);
+      break;
+    case Decap::Kind::kGre:
+      break;
+  }
+  action(RTE_FLOW_ACTION_TYPE_END, nullptr);
+  return s;
+}
 
 Result<std::unique_ptr<HardwareRuleSpec>> build_hardware_rule(const core::FlowMatch& match,
                                                               std::span<const uint16_t> queues,

@@ -18,6 +18,7 @@
 #include <span>
 #include <vector>
 
+#include "core/encap.hpp"
 #include "core/flow_match.hpp"
 #include "core/rss_hash.hpp"
 #include "daqiri/common/result.hpp"
@@ -60,6 +61,13 @@ struct HardwareRuleSpec {
   rte_flow_action_raw_encap raw_encap{};
   std::array<uint8_t, 64> decap_bytes{};
   std::array<uint8_t, 14> encap_bytes{};
+  // Egress: what a TX flow puts in front.
+  rte_flow_action_of_push_vlan push_vlan{};
+  rte_flow_action_of_set_vlan_vid set_vid{};
+  rte_flow_action_of_set_vlan_pcp set_pcp{};
+  std::array<rte_flow_item, 5> encap_items{};
+  rte_flow_action_vxlan_encap vxlan_encap{};
+  rte_flow_action_nvgre_encap nvgre_encap{};
 };
 
 // The rule for `match` onto `queues` (one: QUEUE; several: RSS, in their order), marked `mark`.
@@ -67,5 +75,12 @@ struct HardwareRuleSpec {
 Result<std::unique_ptr<HardwareRuleSpec>> build_hardware_rule(const core::FlowMatch& match,
                                                               std::span<const uint16_t> queues,
                                                               uint32_t mark);
+
+// The egress rule of a TX flow: eth / ipv4 / udp or tcp as its match, and the NIC pushes its tag
+// (OF_PUSH_VLAN, OF_SET_VLAN_VID, OF_SET_VLAN_PCP) or puts its VXLAN or NVGRE tunnel around the
+// frame (VXLAN_ENCAP, NVGRE_ENCAP with the outer headers as the flow names them). Refused, so
+// that the poller encapsulates: a tag with DEI set (no action sets it), a VXLAN tunnel without a
+// source port (the poller takes it from each inner flow), and GRE (no encap action of its own).
+Result<std::unique_ptr<HardwareRuleSpec>> build_egress_rule(const core::TxFlow& flow);
 
 }  // namespace daqiri::backends::dpdk

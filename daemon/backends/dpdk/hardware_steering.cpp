@@ -32,6 +32,25 @@ Result<std::unique_ptr<HardwareRule>> HardwareRule::install(uint16_t port,
   return std::unique_ptr<HardwareRule>(new HardwareRule(port, flow, marked, s.decapsulates));
 }
 
+Result<std::unique_ptr<HardwareRule>> HardwareRule::install_egress(uint16_t port,
+                                                                   const core::TxFlow& flow) {
+  auto spec = build_egress_rule(flow);
+  if (!spec) return std::unexpected(spec.error());
+  HardwareRuleSpec& s = **spec;
+  rte_flow_error error{};
+  if (rte_flow_validate(port, &s.attr, s.pattern.data(), s.actions.data(), &error) != 0) {
+    return fail(ErrorCode::kFailedPrecondition,
+                std::string("rte_flow_validate: ") +
+                    (error.message != nullptr ? error.message : "refused"));
+  }
+  rte_flow* rule = rte_flow_create(port, &s.attr, s.pattern.data(), s.actions.data(), &error);
+  if (rule == nullptr) {
+    return fail(ErrorCode::kInternal, std::string("rte_flow_create: ") +
+                                          (error.message != nullptr ? error.message : "failed"));
+  }
+  return std::unique_ptr<HardwareRule>(new HardwareRule(port, rule, false, false));
+}
+
 HardwareRule::~HardwareRule() {
   rte_flow_error error{};
   rte_flow_destroy(port_, flow_, &error);

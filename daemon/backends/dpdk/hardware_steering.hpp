@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 
+#include "core/encap.hpp"
 #include "core/flow_match.hpp"
 #include "daqiri/common/result.hpp"
 
@@ -24,6 +25,10 @@ class HardwareRule {
   static Result<std::unique_ptr<HardwareRule>> install(uint16_t port, const core::FlowMatch& match,
                                                        std::span<const uint16_t> queues,
                                                        uint32_t mark);
+  // A TX flow's egress rule (build_egress_rule): the NIC puts its headers around the frames it
+  // matches. The PMD's reason when it refuses.
+  static Result<std::unique_ptr<HardwareRule>> install_egress(uint16_t port,
+                                                              const core::TxFlow& flow);
   ~HardwareRule();
   HardwareRule(const HardwareRule&) = delete;
   HardwareRule& operator=(const HardwareRule&) = delete;

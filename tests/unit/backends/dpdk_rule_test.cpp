@@ -2,6 +2,7 @@
 // flow's match (no port: the PMDs here accept no rte_flow, so this is as far as they are
 // checked). Built with DPDK's flags, apart from unit_tests.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <rte_ecpri.h>
 #include <rte_flow.h>
 
@@ -210,6 +211,75 @@ TEST(HardwareRule, CatchAllsAndFlexItemsAreThePollers) {
   flex.flex = core::FlexMatch{};
   EXPECT_EQ(build_hardware_rule(flex, kQueue, 1).error().message,
             "a flex item needs the NIC's flex parser: the poller matches it");
+}
+
+core::TxFlow tx_flow(Decap::Kind kind) {
+  core::TxFlow f;
+  f.name = "out";
+  f.match = udp_to(6000);
+  f.encap.kind = kind;
+  f.encap.tunnel = tunnel(kind);
+  f.encap.tunnel.outer_udp_src = 49152;
+  f.encap.tunnel.vni = 100;
+  f.encap.ttl = 32;
+  return f;
+}
+
+// TX flows: the NIC pushes the tag, or puts the tunnel named around the frame, on the egress
+// of the frames the flow matches.
+TEST(HardwareRule, TxFlowsPushTagsAndEncapsulateOnEgress) {
+  core::TxFlow vlan = tx_flow(Decap::Kind::kVlan);
+  vlan.encap.vlan_id = 5;
+  vlan.encap.pcp = 3;
+  auto s = build_egress_rule(vlan);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ((*s)->attr.egress, 1u);
+  EXPECT_EQ((*s)->attr.ingress, 0u);
+  EXPECT_EQ(items(**s), (std::vector{RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_IPV4,
+                                     RTE_FLOW_ITEM_TYPE_UDP, RTE_FLOW_ITEM_TYPE_END}));
+  EXPECT_EQ(actions(**s),
+            (std::vector{RTE_FLOW_ACTION_TYPE_OF_PUSH_VLAN, RTE_FLOW_ACTION_TYPE_OF_SET_VLAN_VID,
+                         RTE_FLOW_ACTION_TYPE_OF_SET_VLAN_PCP, RTE_FLOW_ACTION_TYPE_END}));
+  EXPECT_EQ(rte_be_to_cpu_16((*s)->push_vlan.ethertype), 0x8100);
+  EXPECT_EQ(rte_be_to_cpu_16((*s)->set_vid.vlan_vid), 5);
+  EXPECT_EQ((*s)->set_pcp.vlan_pcp, 3);
+
+  auto vxlan = build_egress_rule(tx_flow(Decap::Kind::kVxlan));
+  ASSERT_TRUE(vxlan) << vxlan.error().message;
+  EXPECT_EQ(actions(**vxlan),
+            (std::vector{RTE_FLOW_ACTION_TYPE_VXLAN_ENCAP, RTE_FLOW_ACTION_TYPE_END}));
+  const rte_flow_item* def = (*vxlan)->vxlan_encap.definition;
+  std::vector<rte_flow_item_type> outer;
+  for (; def->type != RTE_FLOW_ITEM_TYPE_END; ++def)
+    outer.push_back(def->type);
+  EXPECT_EQ(outer, (std::vector{RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_IPV4,
+                                RTE_FLOW_ITEM_TYPE_UDP, RTE_FLOW_ITEM_TYPE_VXLAN}));
+  const auto& ip = *static_cast<const rte_flow_item_ipv4*>((*vxlan)->encap_items[1].spec);
+  EXPECT_EQ(ip.hdr.time_to_live, 32);
+  EXPECT_EQ(ip.hdr.next_proto_id, IPPROTO_UDP);
+  EXPECT_EQ(rte_be_to_cpu_32(ip.hdr.dst_addr), 0xc0000202u);
+  const auto& udp = *static_cast<const rte_flow_item_udp*>((*vxlan)->encap_items[2].spec);
+  EXPECT_EQ(rte_be_to_cpu_16(udp.hdr.src_port), 49152);
+  EXPECT_EQ(rte_be_to_cpu_16(udp.hdr.dst_port), 4789);
+  EXPECT_EQ(static_cast<const rte_flow_item_vxlan*>((*vxlan)->encap_items[3].spec)->vni[2], 100);
+
+  auto nvgre = build_egress_rule(tx_flow(Decap::Kind::kNvgre));
+  ASSERT_TRUE(nvgre) << nvgre.error().message;
+  EXPECT_EQ(actions(**nvgre)[0], RTE_FLOW_ACTION_TYPE_NVGRE_ENCAP);
+  EXPECT_EQ((*nvgre)->nvgre_encap.definition[2].type, RTE_FLOW_ITEM_TYPE_NVGRE);
+}
+
+TEST(HardwareRule, TxFlowsTheNicCannotWriteExactlyStayThePollers) {
+  core::TxFlow dei = tx_flow(Decap::Kind::kVlan);
+  dei.encap.dei = 1;
+  EXPECT_EQ(build_egress_rule(dei).error().message,
+            "no rte_flow action sets a tag's DEI bit: the poller pushes the tag");
+  core::TxFlow entropy = tx_flow(Decap::Kind::kVxlan);
+  entropy.encap.tunnel.outer_udp_src = 0;
+  EXPECT_EQ(build_egress_rule(entropy).error().message,
+            "the VXLAN source port comes from each inner flow: the poller encapsulates");
+  EXPECT_EQ(build_egress_rule(tx_flow(Decap::Kind::kGre)).error().message,
+            "GRE has no encap action of its own: the poller encapsulates");
 }
 
 }  // namespace
