@@ -287,7 +287,7 @@ Result<std::unique_ptr<HardwareRuleSpec>> build_egress_rule(const core::TxFlow& 
   s->attr.egress = 1;
   Pattern p(*s);
   p.add(RTE_FLOW_ITEM_TYPE_ETH);
-  packet_items(*s, flow.match, p);
+  if (!flow.match.empty()) packet_items(*s, flow.match, p);  // no match: every frame, IP or not
   p.add(RTE_FLOW_ITEM_TYPE_END);
   size_t n = 0;
   auto action = [&](rte_flow_action_type type, const void* conf) {
@@ -353,11 +353,8 @@ Result<std::unique_ptr<HardwareRuleSpec>> build_hardware_rule(const core::FlowMa
       tunnel = match.decap->kind != Decap::Kind::kVlan;
     }
     if (inner_ethernet) p.add(RTE_FLOW_ITEM_TYPE_ETH);
-    if (!match.decap || match.decap->kind != Decap::Kind::kGre ||
-        match.decap->gre_protocol == Decap::kTransparentEthernet ||
-        match.decap->gre_protocol == RTE_ETHER_TYPE_IPV4) {
-      packet_items(*s, match, p);
-    }
+    // A stripping flow without inner fields takes every frame inside, IP or not.
+    if (has_inner_fields(match)) packet_items(*s, match, p);
   }
   p.add(RTE_FLOW_ITEM_TYPE_END);
 

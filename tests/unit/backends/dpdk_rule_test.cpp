@@ -176,8 +176,11 @@ TEST(HardwareRule, GreStripsTheOuterHeadersAndRebuildsTheFrameOfAnL3Tunnel) {
   d.gre_protocol = 0x86dd;  // IPv6 inside: no IPv4 fields to match there
   m.decap = d;
   EXPECT_FALSE(build_hardware_rule(m, kQueue, 1));
-  m.udp_dst.reset();
-  EXPECT_TRUE(build_hardware_rule(m, kQueue, 1));
+  m.udp_dst.reset();  // every packet inside, whatever it is
+  s = build_hardware_rule(m, kQueue, 1);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(items(**s), (std::vector{RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_IPV4,
+                                     RTE_FLOW_ITEM_TYPE_GRE, RTE_FLOW_ITEM_TYPE_END}));
 }
 
 TEST(HardwareRule, EcpriMatchesItsTypeAndIdOnTheWire) {
@@ -262,6 +265,12 @@ TEST(HardwareRule, TxFlowsPushTagsAndEncapsulateOnEgress) {
   EXPECT_EQ(rte_be_to_cpu_16(udp.hdr.src_port), 49152);
   EXPECT_EQ(rte_be_to_cpu_16(udp.hdr.dst_port), 4789);
   EXPECT_EQ(static_cast<const rte_flow_item_vxlan*>((*vxlan)->encap_items[3].spec)->vni[2], 100);
+
+  core::TxFlow every = vlan;  // no match: every frame the interface sends, IP or not
+  every.match = {};
+  auto all = build_egress_rule(every);
+  ASSERT_TRUE(all) << all.error().message;
+  EXPECT_EQ(items(**all), (std::vector{RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_END}));
 
   auto nvgre = build_egress_rule(tx_flow(Decap::Kind::kNvgre));
   ASSERT_TRUE(nvgre) << nvgre.error().message;
