@@ -102,13 +102,12 @@ def main():
         in_flight = [post(), post()]  # the relay never waits for the host
         received, last_change = 0, time.monotonic()
         while received < a.count and time.monotonic() - last_change < a.timeout:
-            if not in_flight[0].done:
-                time.sleep(0.0005)
-                got = int(counts[0].get())
-            else:
+            if in_flight[0].done:
                 in_flight.pop(0)
                 in_flight.append(post())
-                got = int(counts[0].get())
+            else:
+                time.sleep(0.0005)
+            got = int(counts[0].get())
             if got != received:
                 received, last_change = got, time.monotonic()
         in_flight.append(post())  # its first step gives the last batch back

@@ -185,9 +185,11 @@ inline DpdkRxFlow* DpdkRxQueue::steer(const Flows& flows, const rte_mbuf* first,
   }
   fields = core::PacketFields::parse(rte_pktmbuf_mtod(first, const std::byte*), first->data_len);
   // A frame the NIC stripped of its tag or tunnel (marked by a rule that decapsulates) is its
-  // flow's as it is: decapsulated again, it would match nothing.
+  // flow's as it is: decapsulated again, it would match nothing. Decapsulating flows lead the
+  // list, so a queue without them looks at none.
   if ((first->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0) {
     for (DpdkRxFlow* f : flows) {
+      if (!f->flow().match.decap) break;
       if (f->nic_decapsulates() && f->flow().id == first->hash.fdir.hi &&
           f->flow().match.matches_inner(fields)) {
         return f;

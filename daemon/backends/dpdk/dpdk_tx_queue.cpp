@@ -150,6 +150,7 @@ bool DpdkTxQueue::send(Binding& b) {
   }
   uint32_t ready = 0;
   uint32_t done_now = 0;  // frames copied whole: their buffers are the client's again
+  uint64_t now = 0;       // read at the first frame the NIC schedules
   uint64_t bytes = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const daqiri_tx_desc d = descs_[i];
@@ -164,7 +165,7 @@ bool DpdkTxQueue::send(Binding& b) {
         policy_ == config::TxPolicy::kRaw ? zero_copy(b, d) : checked_copy(b, d, done_now);
     if (m == nullptr) continue;
     if (flow != nullptr) m = encapsulate(*flow, m);
-    if (send_time_offset_ >= 0 && (d.flags & DAQIRI_TX_AT) != 0) stamp(m, d);
+    if (send_time_offset_ >= 0 && (d.flags & DAQIRI_TX_AT) != 0) stamp(m, d, now);
     b.pending[ready++] = m;
     bytes += m->pkt_len;
   }
@@ -179,8 +180,8 @@ bool DpdkTxQueue::send(Binding& b) {
   return true;
 }
 
-void DpdkTxQueue::stamp(rte_mbuf* m, const daqiri_tx_desc& d) {
-  const uint64_t now = dataplane::ReceiveClock::now_ns();
+void DpdkTxQueue::stamp(rte_mbuf* m, const daqiri_tx_desc& d, uint64_t& now) {
+  if (now == 0) now = dataplane::ReceiveClock::now_ns();
   if (send_clock_.stale(now)) {
     uint64_t ticks = 0;
     if (rte_eth_read_clock(port_, &ticks) == 0) send_clock_.sync(now, ticks);

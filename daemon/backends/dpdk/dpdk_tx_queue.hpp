@@ -135,8 +135,9 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
   // Tops the stash up to a batch from the header pool, with what is left when that is less.
   void refill_stash();
   void flush_pending(Binding& b);
-  // The NIC's send time of frame `d`, in `m` (NIC scheduling).
-  void stamp(rte_mbuf* m, const daqiri_tx_desc& d);
+  // The NIC's send time of frame `d`, in `m` (NIC scheduling). `now`: the send's clock
+  // reading, taken here on its first frame (0 until then).
+  void stamp(rte_mbuf* m, const daqiri_tx_desc& d, uint64_t& now);
 
   uint16_t port_;
   uint16_t queue_;

@@ -6,49 +6,60 @@
 
 namespace daqiri::backends::dpdk {
 
+namespace {
+
+std::string reason(const char* call, const rte_flow_error& error, const char* otherwise) {
+  return std::string(call) + ": " + (error.message != nullptr ? error.message : otherwise);
+}
+
+// The rule of `s` with `actions` (one of its own), or the PMD's reason for refusing it.
+Result<rte_flow*> create(uint16_t port, const HardwareRuleSpec& s, const rte_flow_action* actions) {
+  rte_flow_error error{};
+  rte_flow* flow = rte_flow_create(port, &s.attr, s.pattern.data(), actions, &error);
+  if (flow == nullptr)
+    return fail(ErrorCode::kInternal, reason("rte_flow_create", error, "failed"));
+  return flow;
+}
+
+bool valid(uint16_t port, const HardwareRuleSpec& s, const rte_flow_action* actions,
+           rte_flow_error& error) {
+  return rte_flow_validate(port, &s.attr, s.pattern.data(), actions, &error) == 0;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<HardwareRule>> HardwareRule::install(uint16_t port,
                                                             const core::FlowMatch& match,
                                                             std::span<const uint16_t> queues,
                                                             uint32_t mark) {
   auto spec = build_hardware_rule(match, queues, mark);
   if (!spec) return std::unexpected(spec.error());
-  HardwareRuleSpec& s = **spec;
+  const HardwareRuleSpec& s = **spec;
   // With the mark first; a PMD that steers but cannot mark gets the queue action alone, unless
   // the rule strips headers: the poller could not tell those frames from others then.
   rte_flow_error error{};
-  bool marked = rte_flow_validate(port, &s.attr, s.pattern.data(), s.actions.data(), &error) == 0;
+  bool marked = valid(port, s, s.actions.data(), error);
   const rte_flow_action* chosen = marked ? s.actions.data() : s.actions.data() + 1;
-  if (!marked &&
-      (s.decapsulates || rte_flow_validate(port, &s.attr, s.pattern.data(), chosen, &error) != 0)) {
-    return fail(ErrorCode::kFailedPrecondition,
-                std::string("rte_flow_validate: ") +
-                    (error.message != nullptr ? error.message : "refused"));
+  if (!marked && (s.decapsulates || !valid(port, s, chosen, error))) {
+    return fail(ErrorCode::kFailedPrecondition, reason("rte_flow_validate", error, "refused"));
   }
-  rte_flow* flow = rte_flow_create(port, &s.attr, s.pattern.data(), chosen, &error);
-  if (flow == nullptr) {
-    return fail(ErrorCode::kInternal, std::string("rte_flow_create: ") +
-                                          (error.message != nullptr ? error.message : "failed"));
-  }
-  return std::unique_ptr<HardwareRule>(new HardwareRule(port, flow, marked, s.decapsulates));
+  auto flow = create(port, s, chosen);
+  if (!flow) return std::unexpected(flow.error());
+  return std::unique_ptr<HardwareRule>(new HardwareRule(port, *flow, marked, s.decapsulates));
 }
 
 Result<std::unique_ptr<HardwareRule>> HardwareRule::install_egress(uint16_t port,
                                                                    const core::TxFlow& flow) {
   auto spec = build_egress_rule(flow);
   if (!spec) return std::unexpected(spec.error());
-  HardwareRuleSpec& s = **spec;
+  const HardwareRuleSpec& s = **spec;
   rte_flow_error error{};
-  if (rte_flow_validate(port, &s.attr, s.pattern.data(), s.actions.data(), &error) != 0) {
-    return fail(ErrorCode::kFailedPrecondition,
-                std::string("rte_flow_validate: ") +
-                    (error.message != nullptr ? error.message : "refused"));
+  if (!valid(port, s, s.actions.data(), error)) {
+    return fail(ErrorCode::kFailedPrecondition, reason("rte_flow_validate", error, "refused"));
   }
-  rte_flow* rule = rte_flow_create(port, &s.attr, s.pattern.data(), s.actions.data(), &error);
-  if (rule == nullptr) {
-    return fail(ErrorCode::kInternal, std::string("rte_flow_create: ") +
-                                          (error.message != nullptr ? error.message : "failed"));
-  }
-  return std::unique_ptr<HardwareRule>(new HardwareRule(port, rule, false, false));
+  auto rule = create(port, s, s.actions.data());
+  if (!rule) return std::unexpected(rule.error());
+  return std::unique_ptr<HardwareRule>(new HardwareRule(port, *rule, false, false));
 }
 
 HardwareRule::~HardwareRule() {

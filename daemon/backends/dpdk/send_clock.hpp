@@ -29,7 +29,6 @@ class SendClock {
     auto ahead = static_cast<unsigned __int128>(at_ns - host_ns_) * tps_ / 1'000'000'000u;
     return nic_ticks_ + static_cast<uint64_t>(ahead);
   }
-  [[nodiscard]] uint64_t ticks_per_second() const { return tps_; }
 
  private:
   uint64_t tps_;
