@@ -9,6 +9,9 @@
 #ifdef DAQIRI_HAVE_RDMA
 #include "backends/rdma/rdma_backend.hpp"
 #endif
+#ifdef DAQIRI_HAVE_XDP
+#include "backends/xdp/xdp_backend.hpp"
+#endif
 #ifdef DAQIRI_HAVE_CUDA
 #include "gpu/cuda_gpu_engine.hpp"
 #endif
@@ -23,6 +26,9 @@ std::span<const BuiltBackend> built_backends() {
 #endif
 #ifdef DAQIRI_HAVE_RDMA
       {config::Backend::kRdma, &rdma::RdmaBackend::open},
+#endif
+#ifdef DAQIRI_HAVE_XDP
+      {config::Backend::kXdp, &xdp::XdpBackend::open},
 #endif
   };
   return kBuilt;

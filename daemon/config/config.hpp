@@ -21,7 +21,7 @@ namespace daqiri::config {
 
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kCritical, kOff };
 enum class RegionKind { kHost, kHuge, kPinned, kDevice };
-enum class Backend { kSocket, kDpdk, kRdma };
+enum class Backend { kSocket, kDpdk, kRdma, kXdp };
 // What a TX queue lets clients send: checked or raw frames (dataplane/tx_frame_policy.hpp), or
 // messages on the TCP connections of a socket interface's flows.
 enum class TxPolicy { kChecked, kRaw, kTcp };
@@ -128,7 +128,7 @@ struct RdmaConfig {
 struct InterfaceConfig {
   std::string name;
   Backend backend = Backend::kSocket;
-  std::string address;  // socket: bind IP; dpdk: PCI address or vdev; rdma: IP
+  std::string address;  // socket: bind IP; dpdk: PCI address or vdev; rdma: IP; xdp: Linux name
   // dpdk: the IPv4 address the port sends from, which checked TX queues hold frames to.
   std::string source_ipv4;
   uint32_t mtu = 1500;

@@ -1,6 +1,8 @@
 #include "config/config_validator.hpp"
 
 #include <arpa/inet.h>
+#include <net/if.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -8,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "backends/xdp/flow_filter.h"
 #include "config/dpdk_address.hpp"
 #include "core/flow_table.hpp"
 #include "daqiri/abi.h"
@@ -38,6 +41,8 @@ bool is_power_of_two(uint64_t v) {
 // A frame buffer's size at most (a reorder's output buffers hold whole batches, and an RDMA
 // queue's buffers whole messages, up to the schema's 1 GiB).
 constexpr uint32_t kMaxQueueBufSize = 1u << 20;
+// The smallest UMEM chunk the kernel takes (XDP_UMEM_MIN_CHUNK_SIZE).
+constexpr uint32_t kXskMinChunk = 2048;
 
 class Validator {
  public:
@@ -213,18 +218,20 @@ class Validator {
         if (itf.backend != Backend::kRdma && !tcp) frame_users_.insert(name);
         user_names_[&q] = itf.name + "/" + q.name;
         if (regions_.at(name)->gpudirect &&
-            (itf.backend == Backend::kSocket || std::string_view(dir) != "RX")) {
+            (itf.backend == Backend::kSocket || itf.backend == Backend::kXdp ||
+             std::string_view(dir) != "RX")) {
           error(q.where.at(regions_key),
                 "region \"" + name + "\" is gpudirect, which this daqirid drives on RX queues of " +
                     "rdma and dpdk interfaces only (the NIC writes into GPU memory); use it " +
                     "without gpudirect to stage through host memory");
         }
-        if (regions_.at(name)->share_pages && itf.backend == Backend::kDpdk &&
+        if (regions_.at(name)->share_pages &&
+            (itf.backend == Backend::kDpdk || itf.backend == Backend::kXdp) &&
             std::string_view(dir) == "RX") {
           error(q.where.at(regions_key),
-                "region \"" + name +
-                    "\" shares pages, but a dpdk RX queue's pool is registered with the NIC as "
-                    "memory of its own; use a region without share_pages");
+                "region \"" + name + "\" shares pages, but a " + to_string(itf.backend) +
+                    " RX queue's pool is registered with the NIC as memory of its own; use a "
+                    "region without share_pages");
         }
       }
     }
@@ -269,6 +276,14 @@ class Validator {
           }
           check_dpdk_interface(itf);
           break;
+        case Backend::kXdp:
+          if (!facts_.have_xdp) {
+            error(itf.where.at("backend"),
+                  "backend xdp needs a daqirid built with libxdp and libbpf (DAQIRI_WITH_XDP)");
+            break;
+          }
+          check_xdp_interface(itf);
+          break;
         case Backend::kRdma:
           if (!facts_.have_rdma) {
             error(itf.where.at("backend"),
@@ -305,6 +320,52 @@ class Validator {
         check_queue(itf, q, "RX", queue_names, rx_ids);
       for (const auto& q : itf.tx_queues)
         check_queue(itf, q, "TX", queue_names, tx_ids);
+    }
+  }
+
+  // An xdp interface is a Linux network interface by name, whose RX queues are AF_XDP sockets
+  // over UMEM chunks of a page at most.
+  void check_xdp_interface(const InterfaceConfig& itf) {
+    if (itf.address.empty() || itf.address.size() >= IFNAMSIZ ||
+        itf.address.find_first_of("/ ") != std::string::npos) {
+      error(itf.where.at("address"),
+            "an xdp interface names a Linux network interface (eth0, enp3s0f0), got \"" +
+                itf.address + "\"");
+    }
+    if (itf.hardware_timestamps) {
+      error(itf.where.at("hardware_timestamps"),
+            "xdp interfaces stamp frames with the daemon's clock: hardware_timestamps is for "
+            "dpdk ones, whose NIC stamps them");
+    }
+    if (!itf.source_ipv4.empty()) {
+      error(itf.where.at("source_ipv4"), "xdp interfaces receive only: no source_ipv4");
+    }
+    if (!itf.tx_queues.empty()) {
+      error(itf.tx_queues.front().where.self,
+            "xdp interfaces receive only: send through a socket or dpdk interface");
+    }
+    const auto page = static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
+    for (const auto& q : itf.rx_queues) {
+      if (q.id >= DAQIRI_XDP_MAX_QUEUES) {
+        error(q.where.at("id"), "xdp queue ids go up to " +
+                                    std::to_string(DAQIRI_XDP_MAX_QUEUES - 1) + ", got " +
+                                    std::to_string(q.id));
+      }
+      if (q.regions.size() != 1) continue;  // said by check_queue, or a split (refused there)
+      auto it = regions_.find(q.regions.front());
+      if (it == regions_.end()) continue;
+      const MemoryRegionConfig& r = *it->second;
+      if (r.kind == RegionKind::kDevice) {
+        error(q.where.at("regions"), "xdp queue " + itf.name + "/" + q.name +
+                                         ": the kernel writes frames into host memory; region \"" +
+                                         r.name + "\" is a device region");
+      } else if (r.buf_size < kXskMinChunk || r.buf_size > page) {
+        error(r.where.at("buf_size"),
+              "buf_size " + std::to_string(r.buf_size) + " of xdp queue " + itf.name + "/" +
+                  q.name + ": AF_XDP chunks are " + std::to_string(kXskMinChunk) + " to " +
+                  std::to_string(page) + " bytes (a page), and hold a frame after 256 bytes of " +
+                  "the kernel's headroom");
+      }
     }
   }
 
@@ -442,7 +503,8 @@ class Validator {
     for (const auto& f : c_.flows) {
       for (const auto& itf : c_.interfaces) {
         if (itf.name != f.interface || itf.rx_queues.empty()) continue;
-        if (itf.backend == Backend::kDpdk) continue;  // a pool per queue, counted below
+        // A pool per queue, counted below.
+        if (itf.backend == Backend::kDpdk || itf.backend == Backend::kXdp) continue;
         const QueueConfig* q = &itf.rx_queues.front();
         for (const auto& candidate : itf.rx_queues) {
           if (candidate.name == f.queue) q = &candidate;
@@ -465,6 +527,10 @@ class Validator {
     for (const auto& itf : c_.interfaces) {
       for (const auto& q : itf.tx_queues)
         count_queue(q, false);
+      if (itf.backend == Backend::kXdp) {
+        for (const auto& q : itf.rx_queues)
+          count_queue(q, false);
+      }
       if (itf.backend != Backend::kDpdk) continue;
       for (const auto& q : itf.rx_queues)
         count_queue(q, false);
@@ -514,6 +580,15 @@ class Validator {
         error(f.where.at(ok.error().field), ok.error().message);
       }
       return;
+    }
+    for (const auto& itf : c_.interfaces) {
+      if (itf.name != f.interface || itf.backend != Backend::kXdp) continue;
+      if (f.connect || f.match.is_tcp() || (!f.match.udp_src && !f.match.udp_dst)) {
+        error(f.where.at(f.connect ? "connect" : "match"),
+              "an xdp interface takes UDP flows (udp_dst or udp_src, with optional address "
+              "prefixes): what no flow matches stays the kernel's");
+        return;
+      }
     }
     const char* needs_frames = f.match.any           ? "match any (a queue's catch-all)"
                                : f.match.decap       ? "decapsulating"
@@ -714,6 +789,8 @@ const char* to_string(Backend backend) {
       return "dpdk";
     case Backend::kRdma:
       return "rdma";
+    case Backend::kXdp:
+      return "xdp";
   }
   return "?";
 }

@@ -82,6 +82,7 @@ SystemFacts SystemFacts::probe() {
   f.have_dpdk = build::kHaveDpdk;
   f.have_rdma = build::kHaveRdma;
   f.have_cuda = build::kHaveCuda;
+  f.have_xdp = build::kHaveXdp;
   return f;
 }
 

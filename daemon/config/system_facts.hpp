@@ -23,6 +23,7 @@ struct SystemFacts {
   bool have_dpdk = false;
   bool have_rdma = false;
   bool have_cuda = false;
+  bool have_xdp = false;
 
   static SystemFacts probe();
 };

@@ -68,6 +68,7 @@ grpc::Status ControlService::GetInfo(grpc::ServerContext* ctx, const v1::GetInfo
   feature("dpdk", build::kHaveDpdk, build::kDpdkDetail);
   feature("rdma", build::kHaveRdma, build::kRdmaDetail);
   feature("cuda", build::kHaveCuda, build::kCudaDetail);
+  feature("xdp", build::kHaveXdp, build::kXdpDetail);
   for (const auto& b : backends::built_backends())
     resp->add_backends(config::to_string(b.kind));
   for (const auto& g : data_plane_.gpus()) {

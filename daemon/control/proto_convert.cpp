@@ -44,6 +44,8 @@ v1::Backend to_proto(config::Backend b) {
       return v1::BACKEND_DPDK;
     case config::Backend::kRdma:
       return v1::BACKEND_RDMA;
+    case config::Backend::kXdp:
+      return v1::BACKEND_XDP;
   }
   return v1::BACKEND_UNSPECIFIED;
 }

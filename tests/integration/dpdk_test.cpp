@@ -112,12 +112,7 @@ class DpdkTest : public ::testing::Test {
     return control_->eventually(pred, 10s);
   }
   static const v1::FlowStats& flow(const v1::Stats& s, const std::string& name) {
-    for (const auto& f : s.flows()) {
-      if (f.name() == name) return f;
-    }
-    static v1::FlowStats none;
-    ADD_FAILURE() << "no flow " << name;
-    return none;
+    return flow_stats(s, name);
   }
   static const v1::NicQueueStats& queue(const v1::Stats& s, const std::string& name) {
     if (const v1::NicQueueStats* q = nic_queue(s, name)) return *q;

@@ -35,6 +35,16 @@ inline const v1::NicQueueStats* nic_queue(const v1::Stats& s, const std::string&
   return nullptr;
 }
 
+// A flow's counters by name; a failure (and empty counters) when there is none.
+inline const v1::FlowStats& flow_stats(const v1::Stats& s, const std::string& name) {
+  for (const auto& f : s.flows()) {
+    if (f.name() == name) return f;
+  }
+  static const v1::FlowStats none;
+  ADD_FAILURE() << "no flow " << name;
+  return none;
+}
+
 class StatsClient {
  public:
   explicit StatsClient(const std::string& socket)

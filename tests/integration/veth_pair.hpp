@@ -1,5 +1,6 @@
-// A veth pair for tests of PMDs on a kernel interface (net_af_packet, net_af_xdp): the host end
-// for the daemon, the peer in a network namespace of its own, created and removed with the object.
+// A veth pair for tests of backends on a kernel interface (DPDK's net_af_packet and net_af_xdp,
+// the xdp backend): the host end for the daemon, the peer in a network namespace of its own,
+// created and removed with the object.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -26,14 +27,25 @@ class VethPair {
     }
     return "";
   }
-  VethPair() {
+  struct Options {
+    // The host end has 10.77.0.1/24, so that the host's kernel answers the peer (ARP, ping,
+    // TCP) as on a real interface.
+    bool host_address = false;
+    // RX and TX queues of each end.
+    int queues = 1;
+  };
+  VethPair() : VethPair(Options{}) {}
+  explicit VethPair(Options options) {
     std::string tag = std::to_string(::getpid() % 100000);
     ns_ = "dqns" + tag;
     host_ = "dqh" + tag;
     peer_ = "dqp" + tag;
+    const std::string q = " numrxqueues " + std::to_string(options.queues) + " numtxqueues " +
+                          std::to_string(options.queues);
     sh("ip netns add " + ns_);
-    sh("ip link add " + host_ + " type veth peer name " + peer_);
+    sh("ip link add " + host_ + q + " type veth peer name " + peer_ + q);
     sh("ip link set " + peer_ + " netns " + ns_);
+    if (options.host_address) sh("ip addr add 10.77.0.1/24 dev " + host_);
     sh("ip link set " + host_ + " up");
     sh("ip -n " + ns_ + " addr add 10.77.0.2/24 dev " + peer_);
     sh("ip -n " + ns_ + " link set " + peer_ + " up");

@@ -49,17 +49,20 @@ class XdpFilterTest : public ::testing::Test {
     ASSERT_TRUE(p) << p.error().message;
     program_ = std::move(*p);
   }
+  static uint64_t total(const daqiri_xdp_counts& c) {
+    return c.redirected + c.no_socket + c.other_queue;
+  }
   // The verdict on `f`, and which counter moved: a rule's slot, or kUnmatched.
   static constexpr uint32_t kUnmatched = DAQIRI_XDP_MAX_RULES;
   uint32_t counted(const Frame& f) {
     std::array<uint64_t, DAQIRI_XDP_MAX_RULES + 1> before{};
     for (uint32_t s = 0; s <= DAQIRI_XDP_MAX_RULES; ++s)
-      before[s] = program_->counts(s).no_socket + program_->counts(s).redirected;
+      before[s] = total(program_->counts(s));
     auto verdict = program_->run(bytes(f));
     EXPECT_TRUE(verdict) << verdict.error().message;
     EXPECT_EQ(*verdict, uint32_t{XDP_PASS});  // no socket here: matches pass on too
     for (uint32_t s = 0; s <= DAQIRI_XDP_MAX_RULES; ++s) {
-      if (program_->counts(s).no_socket + program_->counts(s).redirected != before[s]) return s;
+      if (total(program_->counts(s)) != before[s]) return s;
     }
     return UINT32_MAX;
   }
@@ -103,6 +106,17 @@ TEST_F(XdpFilterTest, TheFirstRuleThatMatchesTakesThePacketAndSlotsAreBounded) {
   ASSERT_FALSE(full);
   EXPECT_EQ(full.error().message, "an interface's XDP filter holds 64 flows");
   EXPECT_FALSE(program_->set_socket(DAQIRI_XDP_MAX_QUEUES, 3));
+}
+
+// A socket takes the frames of its own queue only: a match that arrived on another queue than
+// its rule's goes on to the kernel, counted apart.
+TEST_F(XdpFilterTest, AMatchOnAnotherQueueThanItsRulesGoesToTheKernel) {
+  daqiri_xdp_rule on_queue_1 = udp_rule(5000, 5000);
+  on_queue_1.queue = 1;
+  ASSERT_TRUE(program_->set_rule(4, on_queue_1));
+  EXPECT_EQ(counted(make_frame(7000, 5000, 0, 64)), 4u);  // run() delivers on queue 0
+  EXPECT_EQ(program_->counts(4).other_queue, 1u);
+  EXPECT_EQ(program_->counts(4).no_socket, 0u);
 }
 
 // libxdp's dispatcher pins itself in the BPF file system. systemd mounts one on /sys/fs/bpf; in

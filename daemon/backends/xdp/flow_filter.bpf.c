@@ -96,6 +96,10 @@ int daqiri_flow_filter(struct xdp_md* ctx) {
       continue;
     if (r->ip_length != 0 && r->ip_length != length) continue;
     struct daqiri_xdp_counts* c = bpf_map_lookup_elem(&daqiri_counts, &slot);
+    if (ctx->rx_queue_index != r->queue) {
+      if (c) c->other_queue++;
+      return XDP_PASS;
+    }
     int action = bpf_redirect_map(&daqiri_xsks, ctx->rx_queue_index, XDP_PASS);
     if (c) {
       if (action == XDP_REDIRECT)

@@ -5,9 +5,15 @@
 #include <linux/bpf.h>
 #include <xdp/libxdp.h>
 
+#include <spdlog/spdlog.h>
+
 #include <array>
 #include <cerrno>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <string_view>
 #include <vector>
 
 namespace daqiri::backends::xdp {
@@ -23,7 +29,30 @@ std::string xdp_error(int err) {
   return text.data();
 }
 
+// libbpf's and libxdp's own lines (a kernel without the dispatcher's freplace programs, a map
+// pinned elsewhere) into the daemon's log at debug: what fails reaches the caller as an error.
+int log_line(const char* who, const char* format, va_list args) {
+  std::array<char, 512> line{};
+  int n = std::vsnprintf(line.data(), line.size(), format, args);
+  std::string_view text(line.data());
+  while (!text.empty() && text.back() == '\n')
+    text.remove_suffix(1);
+  spdlog::debug("{}: {}", who, text);
+  return n;
+}
+
+void route_library_logs() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    libbpf_set_print(
+        [](libbpf_print_level, const char* f, va_list a) { return log_line("libbpf", f, a); });
+    libxdp_set_print(
+        [](libxdp_print_level, const char* f, va_list a) { return log_line("libxdp", f, a); });
+  });
+}
+
 Result<bpf_object*> open_object() {
+  route_library_logs();
   DECLARE_LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = XdpProgram::kName);
   bpf_object* obj = bpf_object__open_mem(kFlowFilterObject.data(), kFlowFilterObject.size(), &opts);
   if (obj == nullptr) return fail_errno("opening the XDP flow filter's BPF object");
@@ -154,6 +183,7 @@ daqiri_xdp_counts XdpProgram::counts(uint32_t slot) const {
   for (const auto& c : per_cpu) {
     total.redirected += c.redirected;
     total.no_socket += c.no_socket;
+    total.other_queue += c.other_queue;
   }
   return total;
 }

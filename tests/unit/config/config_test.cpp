@@ -19,6 +19,7 @@ SystemFacts test_host() {
   f.have_dpdk = true;
   f.have_rdma = true;
   f.have_cuda = true;
+  f.have_xdp = true;
   return f;
 }
 
@@ -370,6 +371,47 @@ TEST(Config, AFlowSpreadsOverQueuesOfADpdkInterfaceOnly) {
   EXPECT_EQ(p.config->flows[0].rss_queues, (std::vector<std::string>{"q0", "q1"}));
   text.replace(text.find("queues: [q0, q1]"), 16, "queues: [q1, q1]");
   EXPECT_THAT(only_error(text), HasSubstr("RSS queue \"q1\" is listed twice"));
+}
+
+// An xdp interface: a Linux interface by name, RX queues over UMEM chunks of 2048 bytes to a
+// page, UDP flows only (what no flow takes is the kernel's), no TX.
+TEST(Config, XdpInterfacesTakeUdpFlowsIntoChunksOfAPageAtMost) {
+  auto file = [](const std::string& itf_extra, const std::string& flow) {
+    return std::string(kRegion) +
+           "  - {name: big, kind: host, buf_size: 8192, num_bufs: 2048}\n"
+           "interfaces:\n"
+           "  - name: nic\n"
+           "    backend: xdp\n"
+           "    address: eth0\n" +
+           itf_extra +
+           "    rx:\n"
+           "      queues:\n"
+           "        - {name: q0, regions: [r]}\n"
+           "flows:\n  - {name: f, interface: nic, match: " +
+           flow + "}\n";
+  };
+  auto p = parse(file("", "{udp_dst: 5000, ipv4_src: 10.0.0.0/8}"));
+  ASSERT_TRUE(p.config) << p.diags.render();
+  EXPECT_EQ(p.config->interfaces[0].backend, Backend::kXdp);
+  EXPECT_THAT(only_error(file("", "{tcp_dst: 5000}")),
+              HasSubstr("an xdp interface takes UDP flows"));
+  EXPECT_THAT(only_error(file("", "{ipv4_src: 10.0.0.1}")),
+              HasSubstr("an xdp interface takes UDP flows"));
+  auto big = file("", "{udp_dst: 5000}");
+  big.replace(big.find("regions: [r]"), 12, "regions: [big]");
+  EXPECT_THAT(only_error(big), HasSubstr("AF_XDP chunks are 2048 to 4096 bytes"));
+  EXPECT_THAT(only_error(file("    source_ipv4: 10.0.0.1\n", "{udp_dst: 5000}")),
+              HasSubstr("xdp interfaces receive only: no source_ipv4"));
+  EXPECT_THAT(only_error(file("    tx:\n      queues:\n        - {name: t0, regions: [r]}\n",
+                              "{udp_dst: 5000}")),
+              HasSubstr("xdp interfaces receive only: send through a socket or dpdk interface"));
+  auto bad_name = file("", "{udp_dst: 5000}");
+  bad_name.replace(bad_name.find("address: eth0"), 13, "address: 10.0.0.1/8");
+  EXPECT_THAT(only_error(bad_name), HasSubstr("an xdp interface names a Linux network interface"));
+  SystemFacts without = test_host();
+  without.have_xdp = false;
+  EXPECT_THAT(only_error(file("", "{udp_dst: 5000}"), without),
+              HasSubstr("backend xdp needs a daqirid built with libxdp and libbpf"));
 }
 
 // tx_policy tcp: messages on the connections of a socket interface's TCP flows, whose byte

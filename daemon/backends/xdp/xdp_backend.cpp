@@ -1,0 +1,213 @@
+#include "backends/xdp/xdp_backend.hpp"
+
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "backends/xdp/xdp_program.hpp"
+#include "backends/xdp/xsk_rx_queue.hpp"
+
+namespace daqiri::backends::xdp {
+
+namespace {
+
+// The filter's rule for a flow on `queue`: a UDP match, as the flow filter takes it.
+Result<daqiri_xdp_rule> rule_for(const core::Flow& flow, uint32_t queue) {
+  const core::FlowMatch& m = flow.match;
+  if (m.any || m.raw_ethernet() || m.is_tcp() || flow.connect || (!m.udp_src && !m.udp_dst)) {
+    return fail(ErrorCode::kInvalidArgument,
+                "flow \"" + flow.name + "\": an xdp interface takes UDP flows (udp_dst or " +
+                    "udp_src, with optional address prefixes); other traffic stays the kernel's",
+                "match");
+  }
+  daqiri_xdp_rule r{};
+  if (m.ipv4_src) {
+    r.src_addr = htonl(m.ipv4_src->address);
+    r.src_mask = htonl(m.ipv4_src->mask());
+  }
+  if (m.ipv4_dst) {
+    r.dst_addr = htonl(m.ipv4_dst->address);
+    r.dst_mask = htonl(m.ipv4_dst->mask());
+  }
+  const core::PortRange all{0, 0xffff};
+  r.src_port_lo = m.udp_src.value_or(all).first;
+  r.src_port_hi = m.udp_src.value_or(all).last;
+  r.dst_port_lo = m.udp_dst.value_or(all).first;
+  r.dst_port_hi = m.udp_dst.value_or(all).last;
+  r.ip_length = m.ipv4_length.value_or(0);
+  r.queue = static_cast<uint16_t>(queue);
+  return r;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> XdpBackend::open(const BackendContext& context) {
+  std::unique_ptr<XdpBackend> b(new XdpBackend(context));
+  for (const auto& itf : context.config.interfaces) {
+    if (itf.backend != config::Backend::kXdp) continue;
+    Interface& i = b->interfaces_[itf.name];
+    i.config = &itf;
+    i.ifindex = static_cast<int>(if_nametoindex(itf.address.c_str()));
+    if (i.ifindex == 0) {
+      return fail_errno("xdp interface " + itf.name + ": network interface \"" + itf.address +
+                        "\"");
+    }
+    auto removed = XdpProgram::remove_leftovers(i.ifindex);
+    if (!removed) return std::unexpected(removed.error());
+    if (*removed > 0) {
+      spdlog::warn(
+          "xdp interface {}: removed {} flow filter(s) a daqirid that did not stop left "
+          "on {}",
+          itf.name, *removed, itf.address);
+    }
+    auto program = XdpProgram::attach(i.ifindex);
+    if (!program) {
+      return fail(program.error().code, "xdp interface " + itf.name + " (" + itf.address +
+                                            "): " + program.error().message);
+    }
+    i.program = std::move(*program);
+    spdlog::info("xdp interface {}: flow filter on {} ({} XDP)", itf.name, itf.address,
+                 i.program->mode());
+  }
+  return std::unique_ptr<Backend>(std::move(b));
+}
+
+XdpBackend::XdpBackend(const BackendContext& context) : Backend(context) {}
+
+XdpBackend::~XdpBackend() = default;
+
+XskRxQueue* XdpBackend::rx_queue(const QueueHome& home) const {
+  auto i = interfaces_.find(home.itf->name);
+  if (i == interfaces_.end()) return nullptr;
+  auto q = i->second.rx.find(home.queue->name);
+  return q == i->second.rx.end() ? nullptr : q->second.get();
+}
+
+Result<> XdpBackend::open_rx_queue(const QueueHome& home) {
+  Interface& i = interfaces_.at(home.itf->name);
+  const config::QueueConfig& qc = *home.queue;
+  XskQueueSetup s;
+  s.ifname = home.itf->address;
+  s.queue_id = qc.id;
+  s.pool_name = "xsk-" + home.itf->name + "-" + qc.name;
+  s.buf_size = home.region->buf_size;
+  s.num_bufs = home.region->num_bufs;
+  s.huge = home.region->kind == config::RegionKind::kHuge;
+  s.ring_size = qc.ring_size;
+  s.batch = qc.batch_size;
+  s.busy_poll = qc.busy_poll;
+  auto q = XskRxQueue::create(s);
+  if (!q) {
+    return fail(q.error().code, "xdp interface " + home.itf->name + ": " + q.error().message);
+  }
+  if (auto ok = i.program->set_socket(qc.id, (*q)->fd()); !ok) return ok;
+  home.poller->add_task(q->get(), {(*q)->fd()});
+  spdlog::info("xdp queue {}: {} on {} queue {}", home.key(),
+               (*q)->zero_copy() ? "zero-copy" : "copy mode", home.itf->address, qc.id);
+  i.rx[qc.name] = std::move(*q);
+  return {};
+}
+
+Result<dataplane::TxQueueTask*> XdpBackend::open_tx_queue(const QueueHome& home) {
+  // The configuration check refuses these first; a daemon given one anyway says so.
+  return fail(ErrorCode::kFailedPrecondition, "xdp interface " + home.itf->name +
+                                                  " receives only: send through a socket or " +
+                                                  "dpdk interface");
+}
+
+Result<std::unique_ptr<dataplane::RxFlowTask>> XdpBackend::add_flow(const core::Flow& flow,
+                                                                    const QueueHome& home,
+                                                                    memory::PageArena* /*arena*/) {
+  Interface& i = interfaces_.at(home.itf->name);
+  XskRxQueue* queue = rx_queue(home);
+  if (queue == nullptr) return fail(ErrorCode::kNotFound, "no xdp RX queue " + home.key());
+  auto rule = rule_for(flow, queue->queue_id());
+  if (!rule) return std::unexpected(rule.error());
+  auto free = std::find(i.slots.begin(), i.slots.end(), std::string());
+  if (free == i.slots.end()) {
+    return fail(ErrorCode::kResourceExhausted, "xdp interface " + home.itf->name + " holds " +
+                                                   std::to_string(DAQIRI_XDP_MAX_RULES) +
+                                                   " flows already");
+  }
+  const auto slot = static_cast<uint32_t>(free - i.slots.begin());
+  // A frame the filter sends before the queue has the flow (the next poll) is counted unmatched.
+  if (auto ok = i.program->set_rule(slot, *rule); !ok) return std::unexpected(ok.error());
+  auto f = std::make_unique<XdpRxFlow>(flow, *queue, slot);
+  queue->add(f.get(), home.poller->epoch());
+  *free = flow.name;
+  return f;
+}
+
+void XdpBackend::close_flow(dataplane::RxFlowTask& flow, const QueueHome& home) {
+  auto& f = static_cast<XdpRxFlow&>(flow);  // every flow of this backend is one
+  Interface& i = interfaces_.at(home.itf->name);
+  if (auto ok = i.program->clear_rule(f.slot()); !ok) {
+    spdlog::error("flow {}: {}", f.flow().name, ok.error().message);
+  }
+}
+
+dataplane::Grace XdpBackend::remove_flow(dataplane::RxFlowTask* flow, const QueueHome& home) {
+  auto* f = static_cast<XdpRxFlow*>(flow);
+  Interface& i = interfaces_.at(home.itf->name);
+  i.slots[f->slot()].clear();
+  return f->queue().remove(f, home.poller->epoch());
+}
+
+QueueTraits XdpBackend::traits(const QueueHome& home) const {
+  return {home.queue->ring_size, false};
+}
+
+std::string XdpBackend::delivery(const QueueHome& home) const {
+  XskRxQueue* q = rx_queue(home);
+  if (q == nullptr) return "";
+  const std::string mode = interfaces_.at(home.itf->name).program->mode();
+  return std::string(q->zero_copy() ? "zero-copy" : "copy") + " (AF_XDP, " + mode + " XDP)";
+}
+
+std::string XdpBackend::link_state(const config::InterfaceConfig& itf) const {
+  std::ifstream in("/sys/class/net/" + itf.address + "/operstate");
+  std::string state;
+  return in >> state ? state : "unknown";
+}
+
+std::vector<dataplane::NicStats> XdpBackend::nic_stats() const {
+  std::vector<dataplane::NicStats> out;
+  for (const auto& [name, i] : interfaces_) {
+    dataplane::NicStats s;
+    s.interface = name;
+    s.driver = "xdp (" + i.program->mode() + ") on " + i.config->address;
+    s.link = link_state(*i.config);
+    for (const auto& [qname, q] : i.rx) {
+      dataplane::NicQueueStats qs = q->stats(qname);
+      s.rx_packets += qs.packets;
+      s.rx_bytes += qs.bytes;
+      XskStatistics x = q->statistics();
+      s.rx_missed += x.rx_dropped;
+      s.rx_errors += x.rx_invalid_descs;
+      const std::string p = qname + "_";
+      s.xstats.emplace_back(p + "rx_dropped", x.rx_dropped);
+      s.xstats.emplace_back(p + "rx_invalid_descs", x.rx_invalid_descs);
+      s.xstats.emplace_back(p + "rx_ring_full", x.rx_ring_full);
+      s.xstats.emplace_back(p + "fill_ring_empty", x.fill_ring_empty);
+      s.xstats.emplace_back(p + "tx_invalid_descs", x.tx_invalid_descs);
+      s.xstats.emplace_back(p + "wakeups", q->counters.wakeups.load(std::memory_order_relaxed));
+      s.queues.push_back(std::move(qs));
+    }
+    for (uint32_t slot = 0; slot < DAQIRI_XDP_MAX_RULES; ++slot) {
+      if (i.slots[slot].empty()) continue;
+      daqiri_xdp_counts c = i.program->counts(slot);
+      const std::string p = "flow_" + i.slots[slot] + "_";
+      s.xstats.emplace_back(p + "redirected", c.redirected);
+      s.xstats.emplace_back(p + "no_socket", c.no_socket);
+      s.xstats.emplace_back(p + "other_queue", c.other_queue);
+    }
+    s.xstats.emplace_back("passed_to_kernel", i.program->counts(DAQIRI_XDP_MAX_RULES).no_socket);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace daqiri::backends::xdp
