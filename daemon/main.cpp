@@ -24,9 +24,11 @@ std::string version_text() {
   std::string out = std::string("daqirid ") + kVersion + "\nbackends: socket";
   if (kHaveDpdk) out += ", dpdk";
   if (kHaveRdma) out += ", rdma";
+  if (kHaveXdp) out += ", xdp";
   out += std::string("\n  dpdk: ") + (kHaveDpdk ? "yes, " : "no, ") + kDpdkDetail;
   out += std::string("\n  rdma: ") + (kHaveRdma ? "yes, " : "no, ") + kRdmaDetail;
   out += std::string("\n  cuda: ") + (kHaveCuda ? "yes, " : "no, ") + kCudaDetail;
+  out += std::string("\n  xdp: ") + (kHaveXdp ? "yes, " : "no, ") + kXdpDetail;
   if (*kSanitizer) out += std::string("\nsanitizer: ") + kSanitizer;
   return out;
 }

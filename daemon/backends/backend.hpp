@@ -1,5 +1,5 @@
-// One kind of interface (socket, dpdk, rdma, xdp) as the data plane drives it. Each backend lives in
-// daemon/backends/<name>/, implements this interface and nothing else the data plane sees, and
+// One kind of interface (socket, dpdk, rdma, xdp) as the data plane drives it. Each backend lives
+// in daemon/backends/<name>/, implements this interface and nothing else the data plane sees, and
 // is made by registry.cpp, the one file that knows which backends were built. Everything here
 // runs on control threads under the data plane's lock; what runs on pollers is the tasks a
 // backend hands out (RxFlowTask, TxQueueTask, and poll tasks of its own).

@@ -201,7 +201,8 @@ class Validator {
             "a tcp TX queue writes into a byte stream, which the kernel sends when the peer "
             "has room: no accurate_send");
     }
-    if (std::string_view(dir) == "TX" && itf.backend == Backend::kDpdk &&
+    if (std::string_view(dir) == "TX" &&
+        (itf.backend == Backend::kDpdk || itf.backend == Backend::kXdp) &&
         q.tx_policy.value_or(TxPolicy::kChecked) == TxPolicy::kChecked && itf.source_ipv4.empty()) {
       error(q.where.self, "TX queue \"" + q.name +
                               "\" is checked (the default tx_policy): its interface needs "
@@ -337,34 +338,45 @@ class Validator {
             "xdp interfaces stamp frames with the daemon's clock: hardware_timestamps is for "
             "dpdk ones, whose NIC stamps them");
     }
-    if (!itf.source_ipv4.empty()) {
-      error(itf.where.at("source_ipv4"), "xdp interfaces receive only: no source_ipv4");
+    if (!itf.source_ipv4.empty() && !parse_ipv4(itf.source_ipv4)) {
+      error(itf.where.at("source_ipv4"),
+            "source_ipv4 is an IPv4 address, got \"" + itf.source_ipv4 + "\"");
     }
-    if (!itf.tx_queues.empty()) {
-      error(itf.tx_queues.front().where.self,
-            "xdp interfaces receive only: send through a socket or dpdk interface");
-    }
+    // A queue id's RX and TX share one socket, whose chunks are the RX pool's buffers.
     const auto page = static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
-    for (const auto& q : itf.rx_queues) {
-      if (q.id >= DAQIRI_XDP_MAX_QUEUES) {
-        error(q.where.at("id"), "xdp queue ids go up to " +
-                                    std::to_string(DAQIRI_XDP_MAX_QUEUES - 1) + ", got " +
-                                    std::to_string(q.id));
-      }
-      if (q.regions.size() != 1) continue;  // said by check_queue, or a split (refused there)
-      auto it = regions_.find(q.regions.front());
-      if (it == regions_.end()) continue;
-      const MemoryRegionConfig& r = *it->second;
-      if (r.kind == RegionKind::kDevice) {
-        error(q.where.at("regions"), "xdp queue " + itf.name + "/" + q.name +
-                                         ": the kernel writes frames into host memory; region \"" +
-                                         r.name + "\" is a device region");
-      } else if (r.buf_size < kXskMinChunk || r.buf_size > page) {
-        error(r.where.at("buf_size"),
-              "buf_size " + std::to_string(r.buf_size) + " of xdp queue " + itf.name + "/" +
-                  q.name + ": AF_XDP chunks are " + std::to_string(kXskMinChunk) + " to " +
-                  std::to_string(page) + " bytes (a page), and hold a frame after 256 bytes of " +
-                  "the kernel's headroom");
+    std::map<uint32_t, uint32_t> chunk_of_id;
+    for (const auto* queues : {&itf.rx_queues, &itf.tx_queues}) {
+      const bool rx = queues == &itf.rx_queues;
+      for (const auto& q : *queues) {
+        if (q.id >= DAQIRI_XDP_MAX_QUEUES) {
+          error(q.where.at("id"), "xdp queue ids go up to " +
+                                      std::to_string(DAQIRI_XDP_MAX_QUEUES - 1) + ", got " +
+                                      std::to_string(q.id));
+        }
+        if (q.regions.size() != 1) continue;  // said by check_queue, or a split (refused there)
+        auto it = regions_.find(q.regions.front());
+        if (it == regions_.end()) continue;
+        const MemoryRegionConfig& r = *it->second;
+        const std::string queue = "xdp queue " + itf.name + "/" + q.name;
+        if (r.kind == RegionKind::kDevice) {
+          error(q.where.at("regions"), queue + ": the kernel reads and writes frames in host " +
+                                           "memory; region \"" + r.name + "\" is a device region");
+        } else if (rx && (r.buf_size < kXskMinChunk || r.buf_size > page)) {
+          error(r.where.at("buf_size"), "buf_size " + std::to_string(r.buf_size) + " of " + queue +
+                                            ": AF_XDP chunks are " + std::to_string(kXskMinChunk) +
+                                            " to " + std::to_string(page) +
+                                            " bytes (a page), and hold a frame after 256 bytes " +
+                                            "of the kernel's headroom");
+        } else if (rx) {
+          chunk_of_id[q.id] = r.buf_size;
+        } else if (auto chunk = chunk_of_id.find(q.id);
+                   r.buf_size > (chunk != chunk_of_id.end() ? chunk->second : page)) {
+          error(r.where.at("buf_size"),
+                "buf_size " + std::to_string(r.buf_size) + " of " + queue + ": its frames " +
+                    "are sent from chunks of the socket of queue id " + std::to_string(q.id) +
+                    ", " + std::to_string(chunk != chunk_of_id.end() ? chunk->second : page) +
+                    " bytes (the RX queue's buf_size there, else a page)");
+        }
       }
     }
   }
@@ -802,7 +814,8 @@ std::optional<uint32_t> parse_ipv4(const std::string& text) {
 }
 
 uint32_t sending_ipv4(const InterfaceConfig& itf) {
-  return parse_ipv4(itf.backend == Backend::kDpdk ? itf.source_ipv4 : itf.address).value_or(0);
+  const bool own_address = itf.backend == Backend::kDpdk || itf.backend == Backend::kXdp;
+  return parse_ipv4(own_address ? itf.source_ipv4 : itf.address).value_or(0);
 }
 
 }  // namespace daqiri::config

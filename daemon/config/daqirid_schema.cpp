@@ -12,8 +12,10 @@ const std::vector<std::pair<std::string_view, RegionKind>> kRegionKinds = {
     {"pinned", RegionKind::kPinned},
     {"device", RegionKind::kDevice}};
 
-const std::vector<std::pair<std::string_view, Backend>> kBackends = {
-    {"socket", Backend::kSocket}, {"dpdk", Backend::kDpdk}, {"rdma", Backend::kRdma}, {"xdp", Backend::kXdp}};
+const std::vector<std::pair<std::string_view, Backend>> kBackends = {{"socket", Backend::kSocket},
+                                                                     {"dpdk", Backend::kDpdk},
+                                                                     {"rdma", Backend::kRdma},
+                                                                     {"xdp", Backend::kXdp}};
 
 void read_access_list(YamlMap& parent, std::string_view key, AccessList& out, bool* given) {
   auto n = parent.get(key);

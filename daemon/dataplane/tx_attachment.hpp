@@ -131,6 +131,27 @@ void disarm_wakeups(const Set& set, Of of) {
   for (const auto& e : set)
     of(e).disarm_wakeup();
 }
+// One poll of a TX task that copies each frame before it sends it (nothing stays on loan, so a
+// closing attachment is let go at once): `drain` each live attachment of `set`, in the order
+// the pacer serves them; true if one did work.
+template <typename Drain>
+bool serve_copying(const std::vector<TxAttachment*>& set, TxPacer& pacer, Drain drain) {
+  bool work = false;
+  pacer.refill();
+  size_t first = pacer.first_served(set.size());
+  for (size_t i = 0; i < set.size(); ++i) {
+    TxAttachment* a = set[served(first, i, set.size())];
+    if (a->lifecycle.released.load(std::memory_order_relaxed)) continue;
+    if (a->lifecycle.closing.load(std::memory_order_acquire)) {
+      a->detach();
+      continue;
+    }
+    if (a->lifecycle.violated.load(std::memory_order_relaxed)) continue;
+    work |= drain(*a);
+  }
+  return work;
+}
+
 // For such a task's needs_timed_wakeup: whether a client that did not say it kicks is
 // attached (a frame it submits to a sleeping poller waits for the poller's timer).
 template <typename Set, typename Of>

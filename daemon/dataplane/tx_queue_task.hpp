@@ -19,4 +19,33 @@ class TxQueueTask : public PollTask {
   virtual Grace remove(TxAttachment* a, const Epoch& epoch) = 0;
 };
 
+// A TX task whose attachments are a plain set it serves each poll (the socket and xdp
+// backends' frame queues): adding, removing and the wakeup handshake with their clients.
+class TxAttachmentSet : public TxQueueTask {
+ public:
+  Result<> add(TxAttachment* a, const Epoch& epoch) override {
+    publish_added(set_, a, epoch);
+    return {};
+  }
+  Grace remove(TxAttachment* a, const Epoch& epoch) override {
+    return publish_removed(set_, a, epoch);
+  }
+  // NEED_WAKEUP on the attachments' TX rings while the poller sleeps (their clients kick).
+  bool arm_wakeups() override { return dataplane::arm_wakeups(set_.load(), attachment_of); }
+  void disarm_wakeups() override { dataplane::disarm_wakeups(set_.load(), attachment_of); }
+
+ protected:
+  using Set = std::vector<TxAttachment*>;
+  TxAttachmentSet() : set_(std::make_unique<const Set>()) {}
+  [[nodiscard]] const Set& attachments() const { return set_.load(); }
+  // A client is attached that did not say it kicks: a sleeping poller serves it on its timer.
+  [[nodiscard]] bool has_client_without_kicks() const {
+    return dataplane::has_client_without_kicks(set_.load(), attachment_of);
+  }
+
+ private:
+  static TxAttachment& attachment_of(TxAttachment* a) { return *a; }
+  Published<Set> set_;
+};
+
 }  // namespace daqiri::dataplane

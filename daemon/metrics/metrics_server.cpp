@@ -139,7 +139,8 @@ class DataPlaneCollector final : public prometheus::Collectable {
     build.add({{"version", build::kVersion},
                {"dpdk", build::kHaveDpdk ? "yes" : "no"},
                {"rdma", build::kHaveRdma ? "yes" : "no"},
-               {"cuda", build::kHaveCuda ? "yes" : "no"}},
+               {"cuda", build::kHaveCuda ? "yes" : "no"},
+               {"xdp", build::kHaveXdp ? "yes" : "no"}},
               1);
 
     auto flows = dp_.flow_stats();

@@ -68,8 +68,9 @@ TEST_F(ControlApiTest, InfoDescribesTheDaemonAndTheCaller) {
   EXPECT_EQ(info.pid(), daemon_->pid());
   ASSERT_GE(info.backends_size(), 1);
   EXPECT_EQ(info.backends(0), "socket");
-  ASSERT_EQ(info.build_features_size(), 3);
+  ASSERT_EQ(info.build_features_size(), 4);
   EXPECT_EQ(info.build_features(0).name(), "dpdk");
+  EXPECT_EQ(info.build_features(3).name(), "xdp");
   EXPECT_EQ(info.config_source(), dir_->file("d.yaml"));
   // The daemon saw this process through SO_PEERCRED.
   EXPECT_EQ(info.caller().uid(), ::geteuid());

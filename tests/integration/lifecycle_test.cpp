@@ -144,6 +144,7 @@ TEST(Lifecycle, VersionNamesWhatWasBuiltIn) {
   EXPECT_THAT(r.out, HasSubstr("daqirid 0.1.0\nbackends: socket"));
   EXPECT_THAT(r.out, HasSubstr("dpdk: "));
   EXPECT_THAT(r.out, HasSubstr("cuda: "));
+  EXPECT_THAT(r.out, HasSubstr("xdp: "));
 }
 
 TEST(Systemd, NotifyProtocolReadyWatchdogStopping) {

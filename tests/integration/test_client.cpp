@@ -4,6 +4,7 @@
 //   take SOCKET FLOW N            receive N packets, releasing slowly, print, stay attached
 //   write-rx SOCKET FLOW          receive one packet, then try to write into it (must fault)
 //   tx SOCKET IF SRCPORT DSTPORT COUNT SIZE   send COUNT daqiri-gen frames through the daemon
+//   tx-to SOCKET IF SRC_IP:PORT DST_IP:PORT DST_MAC COUNT SIZE   the same, between any addresses
 //   tx-at SOCKET IF QUEUE COUNT GAP_MS   submit COUNT frames at once, frame i to leave GAP_MS x
 //                                 (i + 1) after; print how many came back before their time
 //   reconnect SOCKET FLOW COUNT   receive COUNT packets, reconnecting across daemon restarts
@@ -264,8 +265,10 @@ int write_rx(const std::string& socket, const std::string& flow) {
   }
 }
 
-int tx(const std::string& socket, const std::string& itf, uint16_t src_port, uint16_t dst_port,
-       uint64_t count, size_t size) {
+// `count` frames of `size` payload bytes (daqiri::pattern, stream dst.port) from `src` to `dst`.
+int tx(const std::string& socket, const std::string& itf, daqiri::frame::UdpEndpoint src,
+       daqiri::frame::UdpEndpoint dst, const daqiri::frame::Mac& dst_mac, uint64_t count,
+       size_t size) {
   auto c = connect(socket, "test-tx");
   auto t = c->attach_tx({.interface = itf, .queue = ""});
   if (!t) {
@@ -281,9 +284,8 @@ int tx(const std::string& socket, const std::string& itf, uint16_t src_port, uin
     size_t got = s.reserve({bufs.data(), want});
     for (size_t i = 0; i < got; ++i) {
       auto& b = bufs[i];
-      size_t h = daqiri::frame::write_udp_headers(b.data, {0x7f000001, src_port},
-                                                  {0x7f000001, dst_port}, size);
-      daqiri::pattern::fill(b.data.subspan(h, size), dst_port, seq++);
+      size_t h = daqiri::frame::write_udp_headers(b.data, src, dst, size, {}, dst_mac);
+      daqiri::pattern::fill(b.data.subspan(h, size), dst.port, seq++);
       b.length = static_cast<uint32_t>(h + size);
     }
     size_t done = 0;
@@ -875,8 +877,25 @@ int main(int argc, char** argv) {
                  static_cast<uint32_t>(std::stoul(a[5])));
   }
   if (a.size() == 7 && a[0] == "tx") {
-    return tx(a[1], a[2], static_cast<uint16_t>(std::stoi(a[3])),
-              static_cast<uint16_t>(std::stoi(a[4])), std::stoull(a[5]), std::stoul(a[6]));
+    return tx(a[1], a[2], {0x7f000001, static_cast<uint16_t>(std::stoi(a[3]))},
+              {0x7f000001, static_cast<uint16_t>(std::stoi(a[4]))}, {}, std::stoull(a[5]),
+              std::stoul(a[6]));
+  }
+  // tx-to SOCKET ITF SRC_IP:PORT DST_IP:PORT DST_MAC COUNT SIZE
+  if (a.size() == 8 && a[0] == "tx-to") {
+    auto endpoint = [](const std::string& text) {
+      daqiri::frame::UdpEndpoint e;
+      in_addr addr{};
+      size_t colon = text.find(':');
+      inet_pton(AF_INET, text.substr(0, colon).c_str(), &addr);
+      e.ipv4 = ntohl(addr.s_addr);
+      e.port = static_cast<uint16_t>(std::stoi(text.substr(colon + 1)));
+      return e;
+    };
+    daqiri::frame::Mac mac{};
+    std::sscanf(a[5].c_str(), "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &mac[0], &mac[1], &mac[2], &mac[3],
+                &mac[4], &mac[5]);
+    return tx(a[1], a[2], endpoint(a[3]), endpoint(a[4]), mac, std::stoull(a[6]), std::stoul(a[7]));
   }
   if (a.size() == 4 && a[0] == "reconnect") return reconnect(a[1], a[2], std::stoull(a[3]));
   if (a.size() == 4 && a[0] == "resume") return resume(a[1], a[2], std::stoull(a[3]));

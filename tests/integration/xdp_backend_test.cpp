@@ -8,14 +8,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <csignal>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "daqiri/common/unique_fd.hpp"
+#include "daqiri/test_pattern.hpp"
 #include "harness.hpp"
 #include "stats_client.hpp"
 #include "veth_pair.hpp"
@@ -69,8 +73,9 @@ class XdpBackendTest : public ::testing::Test {
     }
   }
 
-  // `queues`: RX queue ids 0..queues-1 (rx0, rx1, ...); `flows`: YAML list items.
-  void start(const VethPair& veth, const std::string& flows, int queues = 1) {
+  // `queues`: RX queue ids 0..queues-1 (rx0, rx1, ...); `flows`: YAML list items; `tx`: a
+  // checked TX queue tx0 (id 0, beside rx0), sending from 10.77.0.1.
+  void start(const VethPair& veth, const std::string& flows, int queues = 1, bool tx = false) {
     group_.emplace();
     user_.emplace(group_->name());
     socket_ = dir_.file("d.sock");
@@ -80,9 +85,16 @@ class XdpBackendTest : public ::testing::Test {
                        "]\n"
                        "memory_regions:\n"
                        "  - {name: rx, kind: host, buf_size: 2048, num_bufs: 4096}\n"
+                       "  - {name: tx, kind: host, buf_size: 2048, num_bufs: 1024}\n"
                        "interfaces:\n"
                        "  - name: veth0\n    backend: xdp\n    address: " +
-                       veth.host() + "\n    rx:\n      queues:\n";
+                       veth.host() + "\n";
+    if (tx) {
+      yaml +=
+          "    source_ipv4: 10.77.0.1\n"
+          "    tx:\n      queues:\n        - {name: tx0, id: 0, ring_size: 256, regions: [tx]}\n";
+    }
+    yaml += "    rx:\n      queues:\n";
     for (int q = 0; q < queues; ++q) {
       yaml += "        - {name: rx" + std::to_string(q) + ", id: " + std::to_string(q) +
               ", regions: [rx]}\n";
@@ -274,6 +286,68 @@ TEST_F(XdpBackendTest, EachQueueTakesItsOwnFlowsAndLeavesOtherQueuesPacketsToThe
   EXPECT_EQ(xstat(s, "flow_a_other_queue"), 5u);
   EXPECT_EQ(s.nics(0).queues(0).packets(), 1000u);
   EXPECT_EQ(s.nics(0).queues(1).packets(), 1000u);
+}
+
+// Every datagram to 10.77.0.2:9000, length-prefixed, into the file argv[1]; "ready" once bound,
+// "received N" at the end (two seconds after the last).
+constexpr const char* kReceiver = R"(
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, 33, 16 << 20)  # SO_RCVBUFFORCE
+s.bind(("10.77.0.2", 9000))
+s.settimeout(20)
+n = 0
+with open(sys.argv[1], "wb") as out:
+    print("ready", flush=True)
+    try:
+        while True:
+            d = s.recv(65536)
+            out.write(len(d).to_bytes(4, "big") + d)
+            n += 1
+            s.settimeout(2)
+    except socket.timeout:
+        pass
+print("received", n, flush=True)
+)";
+
+// Frames an unprivileged client submits leave through the queue's socket, byte-exact, to a
+// kernel receiver on the peer; a frame from an address not the interface's comes back failed.
+TEST_F(XdpBackendTest, ClientFramesLeaveThroughTheSocketByteExact) {
+  VethPair veth({.host_address = true});
+  start(veth, "  - {name: gen, interface: veth0, match: {udp_dst: 7100}}\n", 1, true);
+  const std::string got = dir_.file("got.bin");
+  Spawned receiver(dir_, veth.in_namespace({"/usr/bin/python3", "-c", kReceiver, got}));
+  ASSERT_TRUE(receiver.wait_for_output("ready")) << receiver.output();
+  auto mac = run(veth.in_namespace({"/bin/cat", "/sys/class/net/" + veth.peer() + "/address"}));
+  ASSERT_EQ(mac.exit_code, 0);
+  mac.out.erase(mac.out.find_last_not_of('\n') + 1);
+  constexpr int kFrames = 3000;
+  auto tx = run({test_client_path(), "tx-to", socket_, "veth0", "10.77.0.1:5555", "10.77.0.2:9000",
+                 mac.out, std::to_string(kFrames), "777"},
+                user_->ids());
+  ASSERT_EQ(tx.exit_code, 0) << tx.out << tx.err << daemon_->log();
+  EXPECT_THAT(tx.out + tx.err, HasSubstr("sent 3000, 0 failed"));
+  auto spoofed = run({test_client_path(), "tx-to", socket_, "veth0", "10.77.0.9:5555",
+                      "10.77.0.2:9000", mac.out, "10", "777"},
+                     user_->ids());
+  EXPECT_THAT(spoofed.out + spoofed.err, HasSubstr("sent 10, 10 failed"));
+  ASSERT_EQ(receiver.wait(), 0) << receiver.output();
+  EXPECT_THAT(receiver.output(), HasSubstr("received 3000"));
+  std::ifstream in(got, std::ios::binary);
+  std::vector<std::byte> expected(777);
+  for (int i = 0; i < kFrames; ++i) {
+    std::array<unsigned char, 4> length{};
+    ASSERT_TRUE(in.read(reinterpret_cast<char*>(length.data()), 4)) << "datagram " << i;
+    ASSERT_EQ((length[2] << 8) | length[3], 777) << "datagram " << i;
+    std::vector<std::byte> datagram(777);
+    in.read(reinterpret_cast<char*>(datagram.data()), 777);
+    pattern::fill(expected, 9000, static_cast<uint64_t>(i));
+    ASSERT_EQ(datagram, expected) << "datagram " << i;
+  }
+  auto s = stats();
+  ASSERT_NE(nic_queue(s, "tx0"), nullptr);
+  EXPECT_EQ(nic_queue(s, "tx0")->packets(), static_cast<uint64_t>(kFrames));
+  EXPECT_EQ(xstat(s, "tx0_tx_invalid_descs"), 0u);
 }
 
 // A daemon killed leaves its filter on the interface; the next start removes it (and only it),

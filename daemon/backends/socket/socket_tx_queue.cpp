@@ -39,43 +39,12 @@ SocketTxQueue::SocketTxQueue(UniqueFd raw, uint32_t source_ipv4, uint32_t batch,
       policy_(policy),
       pacer_(pacer),
       send_times_(send_times),
-      staging_(size_t{batch} * max_frame),
-      set_(std::make_unique<const Set>()) {}
+      staging_(size_t{batch} * max_frame) {}
 
 bool SocketTxQueue::poll() {
-  bool work = false;
-  const Set& set = set_.load();
-  pacer_.refill();
-  size_t first = pacer_.first_served(set.size());
-  for (size_t i = 0; i < set.size(); ++i) {
-    dataplane::TxAttachment* a = set[dataplane::served(first, i, set.size())];
-    if (a->lifecycle.released.load(std::memory_order_relaxed)) continue;
-    if (a->lifecycle.closing.load(std::memory_order_acquire)) {
-      a->detach();  // frames are copied by the kernel at send time: nothing is left on loan
-      continue;
-    }
-    if (a->lifecycle.violated.load(std::memory_order_relaxed)) continue;
-    work |= drain(*a);
-  }
-  return work;
-}
-
-namespace {
-dataplane::TxAttachment& attachment_of(dataplane::TxAttachment* a) {
-  return *a;
-}
-}  // namespace
-
-bool SocketTxQueue::arm_wakeups() {
-  return dataplane::arm_wakeups(set_.load(), attachment_of);
-}
-
-void SocketTxQueue::disarm_wakeups() {
-  dataplane::disarm_wakeups(set_.load(), attachment_of);
-}
-
-bool SocketTxQueue::needs_timed_wakeup() const {
-  return dataplane::has_client_without_kicks(set_.load(), attachment_of);
+  // Frames are copied by the kernel at send time: nothing is left on loan.
+  return dataplane::serve_copying(attachments(), pacer_,
+                                  [this](dataplane::TxAttachment& a) { return drain(a); });
 }
 
 bool SocketTxQueue::drain(dataplane::TxAttachment& a) {
@@ -129,15 +98,6 @@ bool SocketTxQueue::drain(dataplane::TxAttachment& a) {
   a.complete(pending_.data(), sent);
   a.complete(pending_.data() + sent, m - sent, true);
   return true;
-}
-
-Result<> SocketTxQueue::add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
-  dataplane::publish_added(set_, a, epoch);
-  return {};
-}
-
-dataplane::Grace SocketTxQueue::remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
-  return dataplane::publish_removed(set_, a, epoch);
 }
 
 }  // namespace daqiri::backends::socket

@@ -21,7 +21,7 @@
 
 namespace daqiri::backends::socket {
 
-class SocketTxQueue final : public dataplane::TxQueueTask {
+class SocketTxQueue final : public dataplane::TxAttachmentSet {
  public:
   // `max_frame`: the TX region's buf_size, the longest frame a client can submit.
   // `pacing_mbps`: the queue's rate cap in megabits of frames a second; 0: none.
@@ -32,21 +32,15 @@ class SocketTxQueue final : public dataplane::TxQueueTask {
                                                        bool send_times = false);
 
   bool poll() override;
-  // NEED_WAKEUP on its attachments' TX rings while the poller sleeps (their clients kick).
-  bool arm_wakeups() override;
-  void disarm_wakeups() override;
   // Only while a client is attached that did not say it kicks: it is served by the poller's
   // 1 ms sleeps. (Frames are sent, and their buffers completed, within the poll.)
-  [[nodiscard]] bool needs_timed_wakeup() const override;
+  [[nodiscard]] bool needs_timed_wakeup() const override { return has_client_without_kicks(); }
 
   [[nodiscard]] dataplane::TxRules rules() const override {
     return {frame::kUdpHeaders, false, send_times_};
   }
-  Result<> add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
-  dataplane::Grace remove(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
 
  private:
-  using Set = std::vector<dataplane::TxAttachment*>;
   static constexpr uint32_t kMaxBatch = 256;
 
   SocketTxQueue(UniqueFd raw, uint32_t source_ipv4, uint32_t batch, uint32_t max_frame,
@@ -61,8 +55,7 @@ class SocketTxQueue final : public dataplane::TxQueueTask {
   config::TxPolicy policy_;
   dataplane::TxPacer pacer_;
   bool send_times_;
-  std::vector<std::byte> staging_;  // batch_ frames of max_frame_ bytes
-  dataplane::Published<Set> set_;
+  std::vector<std::byte> staging_;                   // batch_ frames of max_frame_ bytes
   std::array<daqiri_tx_desc, kMaxBatch> descs_{};    // taken; then the refused ones
   std::array<daqiri_tx_desc, kMaxBatch> pending_{};  // those going out, in order
   std::array<mmsghdr, kMaxBatch> msgs_{};

@@ -5,10 +5,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <bit>
+#include <charconv>
 #include <fstream>
 
 #include "backends/xdp/xdp_program.hpp"
 #include "backends/xdp/xsk_rx_queue.hpp"
+#include "backends/xdp/xsk_socket.hpp"
+#include "backends/xdp/xsk_tx_queue.hpp"
 
 namespace daqiri::backends::xdp {
 
@@ -86,36 +90,103 @@ XskRxQueue* XdpBackend::rx_queue(const QueueHome& home) const {
   return q == i->second.rx.end() ? nullptr : q->second.get();
 }
 
+const config::MemoryRegionConfig* XdpBackend::region_of(const config::QueueConfig& q) const {
+  for (const auto& r : context_.config.memory_regions) {
+    if (!q.regions.empty() && r.name == q.regions.front()) return &r;
+  }
+  return nullptr;
+}
+
+Result<XskSocket*> XdpBackend::socket_for(Interface& i, uint32_t id) {
+  std::unique_ptr<XskSocket>& socket = i.sockets[id];
+  if (socket) return socket.get();
+  const config::InterfaceConfig& itf = *i.config;
+  auto with_id = [id](const std::vector<config::QueueConfig>& queues) {
+    auto q = std::find_if(queues.begin(), queues.end(),
+                          [id](const config::QueueConfig& c) { return c.id == id; });
+    return q == queues.end() ? nullptr : &*q;
+  };
+  const config::QueueConfig* rx = with_id(itf.rx_queues);
+  const config::QueueConfig* tx = with_id(itf.tx_queues);
+  XskSocketSetup s;
+  s.ifname = itf.address;
+  s.queue_id = id;
+  if (const config::MemoryRegionConfig* r = rx ? region_of(*rx) : nullptr) {
+    s.chunk_size = r->buf_size;
+    s.pool_name = "xsk-" + itf.name + "-" + rx->name;
+    s.rx_buffers = r->num_bufs;
+    s.huge = r->kind == config::RegionKind::kHuge;
+    s.rx_ring = rx->ring_size;
+  }
+  if (const config::MemoryRegionConfig* t = tx ? region_of(*tx) : nullptr) {
+    // Without an RX pool, the smallest chunk that holds the TX region's frames.
+    if (s.chunk_size == 0) s.chunk_size = std::max(2048u, std::bit_ceil(t->buf_size));
+    s.tx_chunks = tx->ring_size;
+    s.tx_ring = tx->ring_size;
+  }
+  auto made = XskSocket::create(s);
+  if (!made) {
+    i.sockets.erase(id);
+    return fail(made.error().code, "xdp interface " + itf.name + ": " + made.error().message);
+  }
+  spdlog::info("xdp interface {}: AF_XDP socket on {} queue {}, {}", itf.name, itf.address, id,
+               (*made)->zero_copy() ? "zero-copy" : "copy mode");
+  socket = std::move(*made);
+  return socket.get();
+}
+
 Result<> XdpBackend::open_rx_queue(const QueueHome& home) {
   Interface& i = interfaces_.at(home.itf->name);
   const config::QueueConfig& qc = *home.queue;
-  XskQueueSetup s;
-  s.ifname = home.itf->address;
-  s.queue_id = qc.id;
-  s.pool_name = "xsk-" + home.itf->name + "-" + qc.name;
-  s.buf_size = home.region->buf_size;
-  s.num_bufs = home.region->num_bufs;
-  s.huge = home.region->kind == config::RegionKind::kHuge;
-  s.ring_size = qc.ring_size;
-  s.batch = qc.batch_size;
-  s.busy_poll = qc.busy_poll;
-  auto q = XskRxQueue::create(s);
-  if (!q) {
-    return fail(q.error().code, "xdp interface " + home.itf->name + ": " + q.error().message);
-  }
-  if (auto ok = i.program->set_socket(qc.id, (*q)->fd()); !ok) return ok;
-  home.poller->add_task(q->get(), {(*q)->fd()});
-  spdlog::info("xdp queue {}: {} on {} queue {}", home.key(),
-               (*q)->zero_copy() ? "zero-copy" : "copy mode", home.itf->address, qc.id);
-  i.rx[qc.name] = std::move(*q);
+  auto socket = socket_for(i, qc.id);
+  if (!socket) return std::unexpected(socket.error());
+  auto q = std::make_unique<XskRxQueue>(**socket,
+                                        XskQueueSetup{qc.ring_size, qc.batch_size, qc.busy_poll});
+  if (auto ok = i.program->set_socket(qc.id, (*socket)->fd()); !ok) return ok;
+  home.poller->add_task(q.get(), {(*socket)->fd()});
+  i.rx[qc.name] = std::move(q);
   return {};
 }
 
+namespace {
+
+// The interface's MAC, as the kernel has it ("aa:bb:cc:dd:ee:ff").
+Result<frame::Mac> mac_of(const std::string& ifname) {
+  std::ifstream in("/sys/class/net/" + ifname + "/address");
+  std::string text;
+  frame::Mac mac{};
+  bool ok = static_cast<bool>(in >> text) && text.size() == 17;
+  for (size_t i = 0; ok && i < mac.size(); ++i) {
+    const char* first = text.data() + i * 3;
+    auto [end, ec] = std::from_chars(first, first + 2, mac[i], 16);
+    ok = ec == std::errc{} && end == first + 2 && (i == 5 || *end == ':');
+  }
+  if (!ok) return fail(ErrorCode::kNotFound, "the MAC address of " + ifname);
+  return mac;
+}
+
+}  // namespace
+
 Result<dataplane::TxQueueTask*> XdpBackend::open_tx_queue(const QueueHome& home) {
-  // The configuration check refuses these first; a daemon given one anyway says so.
-  return fail(ErrorCode::kFailedPrecondition, "xdp interface " + home.itf->name +
-                                                  " receives only: send through a socket or " +
-                                                  "dpdk interface");
+  Interface& i = interfaces_.at(home.itf->name);
+  const config::QueueConfig& qc = *home.queue;
+  auto mac = mac_of(home.itf->address);
+  if (!mac) return std::unexpected(mac.error());
+  auto socket = socket_for(i, qc.id);
+  if (!socket) return std::unexpected(socket.error());
+  XskTxSetup s;
+  s.batch = qc.batch_size;
+  s.policy = qc.tx_policy.value_or(config::TxPolicy::kChecked);
+  s.source_ipv4 = config::sending_ipv4(*home.itf);
+  s.mac = *mac;
+  s.pacing_mbps = qc.pacing_mbps;
+  s.max_frame = home.region->buf_size;
+  s.send_times = qc.accurate_send;
+  auto q = std::make_unique<XskTxQueue>(**socket, s);
+  XskTxQueue* raw = q.get();
+  home.poller->add_task(raw, {});
+  i.tx[qc.name] = std::move(q);
+  return raw;
 }
 
 Result<std::unique_ptr<dataplane::RxFlowTask>> XdpBackend::add_flow(const core::Flow& flow,
@@ -124,7 +195,7 @@ Result<std::unique_ptr<dataplane::RxFlowTask>> XdpBackend::add_flow(const core::
   Interface& i = interfaces_.at(home.itf->name);
   XskRxQueue* queue = rx_queue(home);
   if (queue == nullptr) return fail(ErrorCode::kNotFound, "no xdp RX queue " + home.key());
-  auto rule = rule_for(flow, queue->queue_id());
+  auto rule = rule_for(flow, queue->socket().queue_id());
   if (!rule) return std::unexpected(rule.error());
   auto free = std::find(i.slots.begin(), i.slots.end(), std::string());
   if (free == i.slots.end()) {
@@ -161,10 +232,11 @@ QueueTraits XdpBackend::traits(const QueueHome& home) const {
 }
 
 std::string XdpBackend::delivery(const QueueHome& home) const {
-  XskRxQueue* q = rx_queue(home);
-  if (q == nullptr) return "";
-  const std::string mode = interfaces_.at(home.itf->name).program->mode();
-  return std::string(q->zero_copy() ? "zero-copy" : "copy") + " (AF_XDP, " + mode + " XDP)";
+  const Interface& i = interfaces_.at(home.itf->name);
+  auto socket = i.sockets.find(home.queue->id);
+  if (socket == i.sockets.end()) return "";
+  return std::string(socket->second->zero_copy() ? "zero-copy" : "copy") + " (AF_XDP, " +
+         i.program->mode() + " XDP)";
 }
 
 std::string XdpBackend::link_state(const config::InterfaceConfig& itf) const {
@@ -184,7 +256,7 @@ std::vector<dataplane::NicStats> XdpBackend::nic_stats() const {
       dataplane::NicQueueStats qs = q->stats(qname);
       s.rx_packets += qs.packets;
       s.rx_bytes += qs.bytes;
-      XskStatistics x = q->statistics();
+      XskStatistics x = q->socket().statistics();
       s.rx_missed += x.rx_dropped;
       s.rx_errors += x.rx_invalid_descs;
       const std::string p = qname + "_";
@@ -192,8 +264,17 @@ std::vector<dataplane::NicStats> XdpBackend::nic_stats() const {
       s.xstats.emplace_back(p + "rx_invalid_descs", x.rx_invalid_descs);
       s.xstats.emplace_back(p + "rx_ring_full", x.rx_ring_full);
       s.xstats.emplace_back(p + "fill_ring_empty", x.fill_ring_empty);
-      s.xstats.emplace_back(p + "tx_invalid_descs", x.tx_invalid_descs);
       s.xstats.emplace_back(p + "wakeups", q->counters.wakeups.load(std::memory_order_relaxed));
+      s.queues.push_back(std::move(qs));
+    }
+    for (const auto& [qname, q] : i.tx) {
+      dataplane::NicQueueStats qs = q->stats(qname);
+      s.tx_packets += qs.packets;
+      s.tx_bytes += qs.bytes;
+      const XskStatistics x = q->socket().statistics();
+      s.tx_errors += x.tx_invalid_descs;
+      s.xstats.emplace_back(qname + "_tx_invalid_descs", x.tx_invalid_descs);
+      s.xstats.emplace_back(qname + "_kicks", q->counters.kicks.load(std::memory_order_relaxed));
       s.queues.push_back(std::move(qs));
     }
     for (uint32_t slot = 0; slot < DAQIRI_XDP_MAX_RULES; ++slot) {

@@ -17,6 +17,8 @@ namespace daqiri::backends::xdp {
 
 class XdpProgram;
 class XskRxQueue;
+class XskSocket;
+class XskTxQueue;
 
 class XdpBackend final : public Backend {
  public:
@@ -27,8 +29,9 @@ class XdpBackend final : public Backend {
   XdpBackend(const XdpBackend&) = delete;
   XdpBackend& operator=(const XdpBackend&) = delete;
 
-  // The queue's AF_XDP socket over its pool, in the filter's socket map.
+  // The RX half of the queue id's AF_XDP socket, in the filter's socket map.
   Result<> open_rx_queue(const QueueHome& home) override;
+  // The TX half of the queue id's AF_XDP socket.
   Result<dataplane::TxQueueTask*> open_tx_queue(const QueueHome& home) override;
   // A UDP flow: its rule in the interface's filter, its frames steered on the queue.
   Result<std::unique_ptr<dataplane::RxFlowTask>> add_flow(const core::Flow& flow,
@@ -49,13 +52,19 @@ class XdpBackend final : public Backend {
   struct Interface {
     const config::InterfaceConfig* config = nullptr;
     int ifindex = -1;
-    std::unique_ptr<XdpProgram> program;                    // detached after the sockets close
-    std::map<std::string, std::unique_ptr<XskRxQueue>> rx;  // by queue name
-    std::array<std::string, DAQIRI_XDP_MAX_RULES> slots;    // the flow of each rule ("": free)
+    std::unique_ptr<XdpProgram> program;                     // detached after the sockets close
+    std::map<uint32_t, std::unique_ptr<XskSocket>> sockets;  // by queue id, RX and TX alike
+    std::map<std::string, std::unique_ptr<XskRxQueue>> rx;   // by queue name
+    std::map<std::string, std::unique_ptr<XskTxQueue>> tx;
+    std::array<std::string, DAQIRI_XDP_MAX_RULES> slots;  // the flow of each rule ("": free)
   };
   // Out of line: a constructor that may throw destroys the members, which need their types.
   explicit XdpBackend(const BackendContext& context);
   [[nodiscard]] XskRxQueue* rx_queue(const QueueHome& home) const;
+  // The socket of queue id `id`, made by its first queue: an RX queue's pool and the TX
+  // queue's chunks of that id in one UMEM.
+  Result<XskSocket*> socket_for(Interface& i, uint32_t id);
+  [[nodiscard]] const config::MemoryRegionConfig* region_of(const config::QueueConfig& q) const;
   std::map<std::string, Interface> interfaces_;  // by interface name
 };
 

@@ -1,12 +1,8 @@
 #include "backends/xdp/xsk_rx_queue.hpp"
 
-#include <linux/if_xdp.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 
 #include "dataplane/receive_clock.hpp"
 
@@ -32,76 +28,18 @@ memory::BufferPool& XdpRxFlow::pool() {
   return queue_.pool();
 }
 
-XskRxQueue::XskRxQueue(memory::BufferPool pool, const XskQueueSetup& setup)
-    : pool_(std::move(pool)),
-      queue_id_(setup.queue_id),
+XskRxQueue::XskRxQueue(XskSocket& socket, const XskQueueSetup& setup)
+    : socket_(socket),
+      pool_(socket.rx_pool()),
+      fill_(socket.fill()),
+      rx_(socket.rx()),
+      rx_base_(socket.rx_base()),
       ring_size_(setup.ring_size),
       batch_(std::min(setup.batch, kMaxBatch)),
       busy_poll_config_(setup.busy_poll),
-      flows_(std::make_unique<const Flows>()) {}
-
-Result<std::unique_ptr<XskRxQueue>> XskRxQueue::create(const XskQueueSetup& s) {
-  auto pool = memory::BufferPool::create(s.pool_name, s.buf_size, s.num_bufs, s.huge);
-  if (!pool) return std::unexpected(pool.error());
-  std::unique_ptr<XskRxQueue> q(new XskRxQueue(std::move(*pool), s));
-  // Zero-copy where the driver DMAs into the UMEM itself; the kernel refuses it (EOPNOTSUPP,
-  // EINVAL) where it cannot, and copies into the same buffers instead.
-  if (auto zc = q->bind(s, true); !zc) {
-    q->close_socket();
-    if (auto copy = q->bind(s, false); !copy) {
-      return fail(copy.error().code, "AF_XDP socket on " + s.ifname + " queue " +
-                                         std::to_string(s.queue_id) + ": " + copy.error().message);
-    }
-  }
-  if (s.busy_poll) prefer_busy_poll(q->fd(), q->batch_);
-  q->refill();
-  return q;
-}
-
-Result<> XskRxQueue::bind(const XskQueueSetup& s, bool zero_copy) {
-  xsk_umem_config umem_config{};
-  umem_config.fill_size = s.ring_size;
-  umem_config.comp_size = XSK_RING_CONS__DEFAULT_NUM_DESCS;
-  umem_config.frame_size = s.buf_size;
-  umem_config.frame_headroom = 0;
-  // Chunks of any size from 2048 bytes to a page; a power of two needs no flag.
-  umem_config.flags = (s.buf_size & (s.buf_size - 1)) == 0 ? 0 : XDP_UMEM_UNALIGNED_CHUNK_FLAG;
-  const uint64_t bytes = uint64_t{s.buf_size} * s.num_bufs;
-  if (int err = xsk_umem__create(&umem_, pool_.data(), bytes, &fill_, &completion_, &umem_config);
-      err != 0) {
-    umem_ = nullptr;
-    return fail_errno("registering the pool as UMEM", -err);
-  }
-  xsk_socket_config config{};
-  config.rx_size = s.ring_size;
-  config.tx_size = 0;
-  // The daemon's flow filter redirects to the socket, not libxdp's default program.
-  config.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
-  config.bind_flags =
-      static_cast<uint16_t>(XDP_USE_NEED_WAKEUP | (zero_copy ? XDP_ZEROCOPY : XDP_COPY));
-  if (int err =
-          xsk_socket__create(&xsk_, s.ifname.c_str(), s.queue_id, umem_, &rx_, nullptr, &config);
-      err != 0) {
-    xsk_ = nullptr;
-    return fail_errno(zero_copy ? "binding zero-copy" : "binding in copy mode", -err);
-  }
-  zero_copy_ = zero_copy;
-  return {};
-}
-
-void XskRxQueue::close_socket() {
-  if (xsk_ != nullptr) xsk_socket__delete(xsk_);
-  if (umem_ != nullptr) xsk_umem__delete(umem_);
-  xsk_ = nullptr;
-  umem_ = nullptr;
-}
-
-XskRxQueue::~XskRxQueue() {
-  close_socket();
-}
-
-int XskRxQueue::fd() const {
-  return xsk_socket__fd(xsk_);
+      flows_(std::make_unique<const Flows>()) {
+  if (setup.busy_poll) prefer_busy_poll(socket.fd(), batch_);
+  refill();
 }
 
 void XskRxQueue::refill() {
@@ -115,7 +53,7 @@ void XskRxQueue::refill() {
   uint32_t done = 0;
   for (auto run = pool_.oldest_free(want); !run.empty(); run = pool_.oldest_free(want - done)) {
     for (uint32_t b : run)
-      *xsk_ring_prod__fill_addr(&fill_, slot++) = b * buf_size;
+      *xsk_ring_prod__fill_addr(&fill_, slot++) = rx_base_ + b * buf_size;
     done += static_cast<uint32_t>(run.size());
     pool_.take(static_cast<uint32_t>(run.size()));
   }
@@ -159,7 +97,7 @@ bool XskRxQueue::poll() {
     // (need_wakeup, Documentation/networking/af_xdp.rst). Only then: a syscall per poll
     // otherwise.
     if (xsk_ring_prod__needs_wakeup(&fill_)) {
-      recvfrom(fd(), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+      recvfrom(socket_.fd(), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
       dataplane::bump(counters.wakeups, 1);
     }
     return false;
@@ -181,7 +119,7 @@ bool XskRxQueue::poll() {
   };
   for (uint32_t i = 0; i < n; ++i) {
     const xdp_desc* x = xsk_ring_cons__rx_desc(&rx_, first + i);
-    const uint64_t addr = xsk_umem__add_offset_to_addr(x->addr);
+    const uint64_t addr = xsk_umem__add_offset_to_addr(x->addr) - rx_base_;
     const auto index = static_cast<uint32_t>(addr / buf_size);
     const uint64_t within = addr - index * buf_size;
     const uint32_t length = x->len;
@@ -239,22 +177,6 @@ void XskRxQueue::disarm_wakeups() {
     f->fanout().disarm_kicks();
 }
 
-XskStatistics XskRxQueue::statistics() const {
-  xdp_statistics s{};
-  socklen_t len = sizeof s;
-  XskStatistics out;
-  if (getsockopt(fd(), SOL_XDP, XDP_STATISTICS, &s, &len) != 0) return out;
-  out.rx_dropped = s.rx_dropped;
-  out.rx_invalid_descs = s.rx_invalid_descs;
-  out.tx_invalid_descs = s.tx_invalid_descs;
-  // Both arrived in Linux 5.9, with the struct's second size.
-  if (len >= sizeof s) {
-    out.rx_ring_full = s.rx_ring_full;
-    out.fill_ring_empty = s.rx_fill_ring_empty_descs;
-  }
-  return out;
-}
-
 dataplane::NicQueueStats XskRxQueue::stats(const std::string& name) const {
   dataplane::NicQueueStats s;
   s.name = name;
@@ -266,7 +188,7 @@ dataplane::NicQueueStats XskRxQueue::stats(const std::string& name) const {
   // Buffers neither lent nor posted: what the fill ring can still take.
   const uint32_t used = s.on_loan + counters.posted.load(std::memory_order_relaxed);
   s.mbufs_free = pool_.num_bufs() > used ? pool_.num_bufs() - used : 0;
-  s.no_buffer = statistics().fill_ring_empty;
+  s.no_buffer = socket_.statistics().fill_ring_empty;
   return s;
 }
 

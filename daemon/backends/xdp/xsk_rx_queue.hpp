@@ -1,21 +1,19 @@
-// One RX queue of an xdp interface: an AF_XDP socket bound to the NIC queue, whose UMEM is the
-// queue's client-shared pool. The flow filter (flow_filter.bpf.c) redirects the frames of the
-// queue's flows here; the kernel writes them into buffers this queue posted on the fill ring
-// (zero-copy where the driver DMAs there itself, else the kernel copies), and the poller lends
-// each to the clients of the flow it matches, as DpdkRxQueue does: the flows share the queue's
-// pool (isolation is per queue). A buffer goes back on the fill ring once every client it was
-// lent to has released it.
-// The socket's fd wakes the parked poller when frames arrive; a queue with busy_poll spins
-// instead, with the kernel's preferred busy polling on the socket.
+// One RX queue of an xdp interface: the RX half of the AF_XDP socket bound to the NIC queue,
+// whose UMEM holds the queue's client-shared pool. The flow filter (flow_filter.bpf.c) redirects
+// the frames of the queue's flows here; the kernel writes them into buffers this queue posted on
+// the fill ring (zero-copy where the driver DMAs there itself, else the kernel copies), and the
+// poller lends each to the clients of the flow it matches, as DpdkRxQueue does: the flows share the
+// queue's pool (isolation is per queue). A buffer goes back on the fill ring once every client it
+// was lent to has released it. The socket's fd wakes the parked poller when frames arrive; a queue
+// with busy_poll spins instead, with the kernel's preferred busy polling on the socket.
 #pragma once
-
-#include <xdp/xsk.h>
 
 #include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "backends/xdp/xsk_socket.hpp"
 #include "core/flow_table.hpp"
 #include "core/packet_fields.hpp"
 #include "dataplane/nic_stats.hpp"
@@ -59,23 +57,8 @@ struct XskQueueCounters {
   std::atomic<uint32_t> posted{0};  // buffers on the fill ring and in the kernel's hands
 };
 
-// The socket's own counters (XDP_STATISTICS).
-struct XskStatistics {
-  uint64_t rx_dropped = 0;        // no room in the RX ring, or another reason
-  uint64_t rx_invalid_descs = 0;  // descriptors the kernel could not use
-  uint64_t rx_ring_full = 0;      // the RX ring was full
-  uint64_t fill_ring_empty = 0;   // a frame came and the fill ring had no buffer
-  uint64_t tx_invalid_descs = 0;  // TX descriptors the kernel refused
-};
-
 struct XskQueueSetup {
-  std::string ifname;  // the Linux interface
-  uint32_t queue_id = 0;
-  std::string pool_name;
-  uint32_t buf_size = 0;  // 2048..page size: the UMEM's chunks
-  uint32_t num_bufs = 0;
-  bool huge = false;
-  uint32_t ring_size = 0;  // the fill and RX rings (a power of two)
+  uint32_t ring_size = 0;  // the fill and RX rings' (a power of two)
   uint32_t batch = 0;
   bool busy_poll = false;
 };
@@ -83,10 +66,8 @@ struct XskQueueSetup {
 class XskRxQueue final : public dataplane::PollTask {
  public:
   static constexpr uint32_t kMaxBatch = 512;
-  // The pool, registered as the socket's UMEM; the socket bound zero-copy where the driver
-  // can, else in copy mode.
-  static Result<std::unique_ptr<XskRxQueue>> create(const XskQueueSetup& setup);
-  ~XskRxQueue() override;
+  // The RX half of `socket` (which outlives it): the fill ring filled from its pool.
+  XskRxQueue(XskSocket& socket, const XskQueueSetup& setup);
   XskRxQueue(const XskRxQueue&) = delete;
   XskRxQueue& operator=(const XskRxQueue&) = delete;
 
@@ -100,13 +81,9 @@ class XskRxQueue final : public dataplane::PollTask {
   // The socket stays readable while a flow waits for releases: the poller would spin on it.
   [[nodiscard]] bool wakes_on_fds() const override { return !waiting_; }
 
-  [[nodiscard]] int fd() const;
   [[nodiscard]] memory::BufferPool& pool() { return pool_; }
-  [[nodiscard]] uint32_t queue_id() const { return queue_id_; }
-  [[nodiscard]] bool zero_copy() const { return zero_copy_; }
+  [[nodiscard]] const XskSocket& socket() const { return socket_; }
   XskQueueCounters counters;
-  // Control side: the socket's counters (a getsockopt).
-  [[nodiscard]] XskStatistics statistics() const;
   [[nodiscard]] dataplane::NicQueueStats stats(const std::string& name) const;
 
   // Control side (callers serialise); `epoch` is the owning poller's.
@@ -115,26 +92,20 @@ class XskRxQueue final : public dataplane::PollTask {
 
  private:
   using Flows = std::vector<XdpRxFlow*>;
-  XskRxQueue(memory::BufferPool pool, const XskQueueSetup& setup);
-  Result<> bind(const XskQueueSetup& setup, bool zero_copy);
-  void close_socket();
   // Tops the fill ring up to ring_size_ buffers in the kernel's hands, from the pool's free
   // ones (what clients released, oldest first).
   void refill();
   [[nodiscard]] static XdpRxFlow* steer(const Flows& flows, const core::PacketFields& fields);
   void publish_on_loan(const Flows& flows);
 
-  memory::BufferPool pool_;  // declared first: it outlives the socket and UMEM over it
-  xsk_umem* umem_ = nullptr;
-  xsk_socket* xsk_ = nullptr;
-  xsk_ring_prod fill_{};
-  xsk_ring_cons completion_{};
-  xsk_ring_cons rx_{};
-  uint32_t queue_id_;
+  XskSocket& socket_;
+  memory::BufferPool& pool_;  // the socket's RX pool
+  xsk_ring_prod& fill_;
+  xsk_ring_cons& rx_;
+  uint64_t rx_base_;
   uint32_t ring_size_;
   uint32_t batch_;
   bool busy_poll_config_;
-  bool zero_copy_ = false;
   bool spinning_ = false;
   bool starved_ = false;
   bool waiting_ = false;

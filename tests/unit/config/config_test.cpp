@@ -400,11 +400,17 @@ TEST(Config, XdpInterfacesTakeUdpFlowsIntoChunksOfAPageAtMost) {
   auto big = file("", "{udp_dst: 5000}");
   big.replace(big.find("regions: [r]"), 12, "regions: [big]");
   EXPECT_THAT(only_error(big), HasSubstr("AF_XDP chunks are 2048 to 4096 bytes"));
-  EXPECT_THAT(only_error(file("    source_ipv4: 10.0.0.1\n", "{udp_dst: 5000}")),
-              HasSubstr("xdp interfaces receive only: no source_ipv4"));
-  EXPECT_THAT(only_error(file("    tx:\n      queues:\n        - {name: t0, regions: [r]}\n",
-                              "{udp_dst: 5000}")),
-              HasSubstr("xdp interfaces receive only: send through a socket or dpdk interface"));
+  // TX: checked queues hold frames to source_ipv4; a queue id's TX frames fit its RX chunks.
+  const std::string tx = "    tx:\n      queues:\n        - {name: t0, regions: [r]}\n";
+  EXPECT_THAT(only_error(file(tx, "{udp_dst: 5000}")),
+              HasSubstr("its interface needs source_ipv4"));
+  auto sends = parse(file("    source_ipv4: 10.0.0.1\n" + tx, "{udp_dst: 5000}"));
+  ASSERT_TRUE(sends.config) << sends.diags.render();
+  EXPECT_EQ(sending_ipv4(sends.config->interfaces[0]), 0x0a000001u);
+  auto bigger = file("    source_ipv4: 10.0.0.1\n" + tx, "{udp_dst: 5000}");
+  bigger.replace(bigger.find("{name: t0, regions: [r]}"), 24, "{name: t0, regions: [big]}");
+  EXPECT_THAT(only_error(bigger), HasSubstr("are sent from chunks of the socket of queue id 0, "
+                                            "2048 bytes"));
   auto bad_name = file("", "{udp_dst: 5000}");
   bad_name.replace(bad_name.find("address: eth0"), 13, "address: 10.0.0.1/8");
   EXPECT_THAT(only_error(bad_name), HasSubstr("an xdp interface names a Linux network interface"));
