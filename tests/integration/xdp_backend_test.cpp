@@ -74,8 +74,10 @@ class XdpBackendTest : public ::testing::Test {
   }
 
   // `queues`: RX queue ids 0..queues-1 (rx0, rx1, ...); `flows`: YAML list items; `tx`: a
-  // checked TX queue tx0 (id 0, beside rx0), sending from 10.77.0.1.
-  void start(const VethPair& veth, const std::string& flows, int queues = 1, bool tx = false) {
+  // checked TX queue tx0 (id 0, beside rx0), sending from 10.77.0.1; `rx_extra`: more keys of
+  // each RX queue.
+  void start(const VethPair& veth, const std::string& flows, int queues = 1, bool tx = false,
+             const std::string& rx_extra = "") {
     group_.emplace();
     user_.emplace(group_->name());
     socket_ = dir_.file("d.sock");
@@ -97,7 +99,7 @@ class XdpBackendTest : public ::testing::Test {
     yaml += "    rx:\n      queues:\n";
     for (int q = 0; q < queues; ++q) {
       yaml += "        - {name: rx" + std::to_string(q) + ", id: " + std::to_string(q) +
-              ", regions: [rx]}\n";
+              ", regions: [rx]" + rx_extra + "}\n";
     }
     yaml += "flows:\n" + flows;
     daemon_ = std::make_unique<DaemonProcess>(
@@ -200,6 +202,8 @@ TEST_F(XdpBackendTest, FlowsReachClientsWhileTheKernelKeepsEverythingElse) {
   EXPECT_EQ(xstat(s, "rx0_rx_dropped"), 0u);
   EXPECT_THAT(ctl({"queues"}), HasSubstr("copy (AF_XDP, native XDP)"));
   EXPECT_THAT(ctl({"interfaces"}), HasSubstr("xdp"));
+  ASSERT_EQ(s.nics_size(), 1);
+  EXPECT_EQ(s.nics(0).driver(), "xdp (native, copy) on " + veth.host());
 }
 
 // A flow added at runtime takes its packets from the next one on; deleted, they reach the
@@ -286,6 +290,21 @@ TEST_F(XdpBackendTest, EachQueueTakesItsOwnFlowsAndLeavesOtherQueuesPacketsToThe
   EXPECT_EQ(xstat(s, "flow_a_other_queue"), 5u);
   EXPECT_EQ(s.nics(0).queues(0).packets(), 1000u);
   EXPECT_EQ(s.nics(0).queues(1).packets(), 1000u);
+}
+
+// A busy_poll queue: its poller never parks and drives the kernel's preferred busy polling
+// on the socket (a receive call whenever its ring is empty); every frame still arrives.
+TEST_F(XdpBackendTest, ABusyPollQueueSpinsAndDeliversEverything) {
+  VethPair veth({.host_address = true});
+  start(veth, "  - {name: gen, interface: veth0, match: {udp_dst: 7100}}\n", 1, false,
+        ", busy_poll: true");
+  Spawned rx(dir_, tap("gen", 3000), user_->ids());
+  attached(1);
+  const uint64_t parks = control_->parks("poll:rx:veth0/rx0");
+  ASSERT_EQ(run(gen(veth, 7100, 3000)).exit_code, 0);
+  ASSERT_EQ(rx.wait(), 0) << rx.output() << daemon_->log();
+  EXPECT_THAT(rx.output(), HasSubstr("received 3000 packets, 900000 payload bytes"));
+  EXPECT_EQ(control_->parks("poll:rx:veth0/rx0"), parks);
 }
 
 // Every datagram to 10.77.0.2:9000, length-prefixed, into the file argv[1]; "ready" once bound,

@@ -250,7 +250,10 @@ std::vector<dataplane::NicStats> XdpBackend::nic_stats() const {
   for (const auto& [name, i] : interfaces_) {
     dataplane::NicStats s;
     s.interface = name;
-    s.driver = "xdp (" + i.program->mode() + ") on " + i.config->address;
+    // A driver binds all its queues' sockets alike: the first says for the interface.
+    const bool zero_copy = !i.sockets.empty() && i.sockets.begin()->second->zero_copy();
+    s.driver = "xdp (" + i.program->mode() + ", " + (zero_copy ? "zero-copy" : "copy") + ") on " +
+               i.config->address;
     s.link = link_state(*i.config);
     for (const auto& [qname, q] : i.rx) {
       dataplane::NicQueueStats qs = q->stats(qname);

@@ -36,7 +36,7 @@ XskRxQueue::XskRxQueue(XskSocket& socket, const XskQueueSetup& setup)
       rx_base_(socket.rx_base()),
       ring_size_(setup.ring_size),
       batch_(std::min(setup.batch, kMaxBatch)),
-      busy_poll_config_(setup.busy_poll),
+      busy_poll_(setup.busy_poll),
       flows_(std::make_unique<const Flows>()) {
   if (setup.busy_poll) prefer_busy_poll(socket.fd(), batch_);
   refill();
@@ -79,13 +79,12 @@ void XskRxQueue::publish_on_loan(const Flows& flows) {
 
 bool XskRxQueue::poll() {
   const Flows& flows = flows_.load();
-  size_t active = 0;
+  // Drained with or without clients: its fd stays readable while frames wait.
   bool wait = false;
   for (XdpRxFlow* f : flows) {
-    active += f->fanout().begin();  // takes back what its clients released
+    f->fanout().begin();  // takes back what its clients released
     wait |= f->fanout().must_wait(batch_);
   }
-  spinning_ = busy_poll_config_ && active > 0;
   waiting_ = wait;
   refill();
   publish_on_loan(flows);
@@ -93,13 +92,12 @@ bool XskRxQueue::poll() {
   uint32_t first = 0;
   const uint32_t n = xsk_ring_cons__peek(&rx_, batch_, &first);
   if (n == 0) {
-    // The kernel ran out of fill buffers and stopped: a receive call restarts it
-    // (need_wakeup, Documentation/networking/af_xdp.rst). Only then: a syscall per poll
-    // otherwise.
-    if (xsk_ring_prod__needs_wakeup(&fill_)) {
-      recvfrom(socket_.fd(), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
-      dataplane::bump(counters.wakeups, 1);
-    }
+    // The kernel ran out of fill buffers and stopped: a receive call restarts it (need_wakeup,
+    // Documentation/networking/af_xdp.rst). Under preferred busy polling the same call is what
+    // runs the device's NAPI (napi.rst): the poller makes it whenever it finds the ring empty.
+    const bool wakeup = xsk_ring_prod__needs_wakeup(&fill_);
+    if (wakeup || busy_poll_) recvfrom(socket_.fd(), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+    if (wakeup) dataplane::bump(counters.wakeups, 1);
     return false;
   }
   for (XdpRxFlow* f : flows)

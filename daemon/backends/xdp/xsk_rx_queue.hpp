@@ -4,8 +4,8 @@
 // the fill ring (zero-copy where the driver DMAs there itself, else the kernel copies), and the
 // poller lends each to the clients of the flow it matches, as DpdkRxQueue does: the flows share the
 // queue's pool (isolation is per queue). A buffer goes back on the fill ring once every client it
-// was lent to has released it. The socket's fd wakes the parked poller when frames arrive; a queue
-// with busy_poll spins instead, with the kernel's preferred busy polling on the socket.
+// was lent to has released it. The socket's fd wakes the parked poller when frames arrive; the
+// poller of a queue with busy_poll spins instead and drives the kernel's preferred busy polling.
 #pragma once
 
 #include <atomic>
@@ -60,7 +60,7 @@ struct XskQueueCounters {
 struct XskQueueSetup {
   uint32_t ring_size = 0;  // the fill and RX rings' (a power of two)
   uint32_t batch = 0;
-  bool busy_poll = false;
+  bool busy_poll = false;  // the queue's busy_poll: its poller spins
 };
 
 class XskRxQueue final : public dataplane::PollTask {
@@ -72,7 +72,6 @@ class XskRxQueue final : public dataplane::PollTask {
   XskRxQueue& operator=(const XskRxQueue&) = delete;
 
   bool poll() override;
-  [[nodiscard]] bool busy_poll() const override { return spinning_; }
   // While the fill ring is short of buffers that clients hold, or a flow waits for a client's
   // releases: nothing else says when they come back.
   [[nodiscard]] bool needs_timed_wakeup() const override { return starved_ || waiting_; }
@@ -105,8 +104,7 @@ class XskRxQueue final : public dataplane::PollTask {
   uint64_t rx_base_;
   uint32_t ring_size_;
   uint32_t batch_;
-  bool busy_poll_config_;
-  bool spinning_ = false;
+  bool busy_poll_;  // the queue's poller spins (the data plane's doing), driving the NAPI too
   bool starved_ = false;
   bool waiting_ = false;
   uint32_t posted_ = 0;  // buffers given to the kernel (fill ring, or received, not yet read)
