@@ -201,9 +201,10 @@ TEST_F(XdpBackendTest, FlowsReachClientsWhileTheKernelKeepsEverythingElse) {
   EXPECT_GE(xstat(s, "passed_to_kernel"), 5u + 3u + 3u);  // UDP, echo requests, TCP, ARP
   EXPECT_EQ(xstat(s, "rx0_rx_dropped"), 0u);
   EXPECT_THAT(ctl({"queues"}), HasSubstr("copy (AF_XDP, native XDP)"));
-  EXPECT_THAT(ctl({"interfaces"}), HasSubstr("xdp"));
+  EXPECT_THAT(ctl({"interfaces"}), HasSubstr("up, native XDP, copy"));
   ASSERT_EQ(s.nics_size(), 1);
-  EXPECT_EQ(s.nics(0).driver(), "xdp (native, copy) on " + veth.host());
+  EXPECT_EQ(s.nics(0).driver(), "xdp (native XDP, copy) on " + veth.host());
+  EXPECT_EQ(s.nics(0).link(), "up");
 }
 
 // A flow added at runtime takes its packets from the next one on; deleted, they reach the

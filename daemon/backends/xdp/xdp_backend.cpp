@@ -239,10 +239,27 @@ std::string XdpBackend::delivery(const QueueHome& home) const {
          i.program->mode() + " XDP)";
 }
 
-std::string XdpBackend::link_state(const config::InterfaceConfig& itf) const {
-  std::ifstream in("/sys/class/net/" + itf.address + "/operstate");
+namespace {
+
+// "up", "down", ...: the kernel's operstate of the interface.
+std::string operstate(const std::string& ifname) {
+  std::ifstream in("/sys/class/net/" + ifname + "/operstate");
   std::string state;
   return in >> state ? state : "unknown";
+}
+
+}  // namespace
+
+std::string XdpBackend::mode(const Interface& i) {
+  // A driver binds all its queues' sockets alike: the first says for the interface.
+  const bool zero_copy = !i.sockets.empty() && i.sockets.begin()->second->zero_copy();
+  return i.program->mode() + " XDP, " + (zero_copy ? "zero-copy" : "copy");
+}
+
+std::string XdpBackend::link_state(const config::InterfaceConfig& itf) const {
+  auto i = interfaces_.find(itf.name);
+  const std::string state = operstate(itf.address);
+  return i == interfaces_.end() ? state : state + ", " + mode(i->second);
 }
 
 std::vector<dataplane::NicStats> XdpBackend::nic_stats() const {
@@ -250,11 +267,8 @@ std::vector<dataplane::NicStats> XdpBackend::nic_stats() const {
   for (const auto& [name, i] : interfaces_) {
     dataplane::NicStats s;
     s.interface = name;
-    // A driver binds all its queues' sockets alike: the first says for the interface.
-    const bool zero_copy = !i.sockets.empty() && i.sockets.begin()->second->zero_copy();
-    s.driver = "xdp (" + i.program->mode() + ", " + (zero_copy ? "zero-copy" : "copy") + ") on " +
-               i.config->address;
-    s.link = link_state(*i.config);
+    s.driver = "xdp (" + mode(i) + ") on " + i.config->address;
+    s.link = operstate(i.config->address);
     for (const auto& [qname, q] : i.rx) {
       dataplane::NicQueueStats qs = q->stats(qname);
       s.rx_packets += qs.packets;

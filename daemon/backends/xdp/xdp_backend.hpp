@@ -44,6 +44,7 @@ class XdpBackend final : public Backend {
   [[nodiscard]] QueueTraits traits(const QueueHome& home) const override;
   // "zero-copy (AF_XDP, native XDP)", "copy (AF_XDP, generic XDP)", ...
   [[nodiscard]] std::string delivery(const QueueHome& home) const override;
+  // "up, native XDP, copy": the kernel's operstate, the filter's attach mode and the sockets'.
   [[nodiscard]] std::string link_state(const config::InterfaceConfig& itf) const override;
   // Per interface: the filter's counts per flow, and each queue's socket counters.
   [[nodiscard]] std::vector<dataplane::NicStats> nic_stats() const override;
@@ -61,6 +62,8 @@ class XdpBackend final : public Backend {
   // Out of line: a constructor that may throw destroys the members, which need their types.
   explicit XdpBackend(const BackendContext& context);
   [[nodiscard]] XskRxQueue* rx_queue(const QueueHome& home) const;
+  // "native XDP, copy": how the interface's filter runs and its sockets take frames.
+  [[nodiscard]] static std::string mode(const Interface& i);
   // The socket of queue id `id`, made by its first queue: an RX queue's pool and the TX
   // queue's chunks of that id in one UMEM.
   Result<XskSocket*> socket_for(Interface& i, uint32_t id);
