@@ -39,7 +39,7 @@
 namespace {
 
 using daqiri::bench::ArrivalClock;
-using Clock = std::chrono::steady_clock;
+using daqiri::bench::Clock;
 
 // The receive socket both peers read: loopback UDP with a deep buffer. -1 on failure.
 int bind_loopback_udp(uint16_t port) {

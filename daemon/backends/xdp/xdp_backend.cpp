@@ -273,7 +273,8 @@ std::vector<dataplane::NicStats> XdpBackend::nic_stats() const {
       dataplane::NicQueueStats qs = q->stats(qname);
       s.rx_packets += qs.packets;
       s.rx_bytes += qs.bytes;
-      XskStatistics x = q->socket().statistics();
+      const XskStatistics x = q->socket().statistics();  // one getsockopt a queue
+      qs.no_buffer = x.fill_ring_empty;
       s.rx_missed += x.rx_dropped;
       s.rx_errors += x.rx_invalid_descs;
       const std::string p = qname + "_";

@@ -186,7 +186,6 @@ dataplane::NicQueueStats XskRxQueue::stats(const std::string& name) const {
   // Buffers neither lent nor posted: what the fill ring can still take.
   const uint32_t used = s.on_loan + counters.posted.load(std::memory_order_relaxed);
   s.mbufs_free = pool_.num_bufs() > used ? pool_.num_bufs() - used : 0;
-  s.no_buffer = socket_.statistics().fill_ring_empty;
   return s;
 }
 

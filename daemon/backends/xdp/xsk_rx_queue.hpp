@@ -83,6 +83,7 @@ class XskRxQueue final : public dataplane::PollTask {
   [[nodiscard]] memory::BufferPool& pool() { return pool_; }
   [[nodiscard]] const XskSocket& socket() const { return socket_; }
   XskQueueCounters counters;
+  // The queue's own counters; the socket's (no_buffer among them) are the caller's to add.
   [[nodiscard]] dataplane::NicQueueStats stats(const std::string& name) const;
 
   // Control side (callers serialise); `epoch` is the owning poller's.
