@@ -69,10 +69,15 @@ inline XdpRxFlow* XskRxQueue::steer(const Flows& flows, const core::PacketFields
 }
 
 void XskRxQueue::publish_on_loan(const Flows& flows) {
-  const uint32_t posted = posted_;
-  const uint32_t on_loan = pool_.num_bufs() - pool_.available() - posted;
+  const uint32_t on_loan = pool_.num_bufs() - pool_.available() - posted_;
+  // Stores only on a change (or a new flow set): an idle busy poll would store every counter
+  // every round.
+  if (on_loan == published_.on_loan && posted_ == published_.posted && &flows == published_.flows) {
+    return;
+  }
+  published_ = {on_loan, posted_, &flows};
   counters.on_loan.store(on_loan, std::memory_order_relaxed);
-  counters.posted.store(posted, std::memory_order_relaxed);
+  counters.posted.store(posted_, std::memory_order_relaxed);
   for (XdpRxFlow* f : flows)
     f->counters.on_loan.store(on_loan, std::memory_order_relaxed);
 }

@@ -109,6 +109,11 @@ class XskRxQueue final : public dataplane::PollTask {
   bool starved_ = false;
   bool waiting_ = false;
   uint32_t posted_ = 0;  // buffers given to the kernel (fill ring, or received, not yet read)
+  struct {
+    uint32_t on_loan = UINT32_MAX;
+    uint32_t posted = 0;
+    const Flows* flows = nullptr;
+  } published_;  // what publish_on_loan() stored last
   dataplane::Published<Flows> flows_;
 };
 
