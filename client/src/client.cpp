@@ -54,6 +54,9 @@ struct Attached {
     uint32_t num_bufs = 0;
   };
   std::vector<Region> regions;
+  // GPU TX: the GPU buffers' VMM fd and layout.
+  UniqueFd gpu;
+  daqiri_gpu_ring_info gpu_info{};
 };
 
 constexpr size_t kCudaIpcHandleBytes = 64;  // CU_IPC_HANDLE_SIZE
@@ -79,7 +82,17 @@ v1::AttachRequest tx_request(const TxOptions& o) {
   req.mutable_tx_queue()->set_interface(o.interface);
   req.mutable_tx_queue()->set_queue(o.queue);
   req.set_kicks(o.kick);  // submit() kicks: the daemon need not poll for this client
+  req.set_gpu(o.gpu);
   return req;
+}
+
+void send_detach(int session, uint64_t id) {
+  daqiri_msg_detach d{abi::message_header(DAQIRI_MSG_DETACH, sizeof(daqiri_msg_detach)), id};
+  if (send_with_fds(session, &d, sizeof d, {})) {
+    alignas(8) unsigned char buf[sizeof(daqiri_msg_error)];
+    std::vector<UniqueFd> fds;
+    (void)recv_with_fds(session, buf, sizeof buf, fds);
+  }
 }
 
 bool hung_up(int fd) {
@@ -207,9 +220,10 @@ Result<Client::Impl::Claimed> Client::Impl::claim(const v1::AttachRequest& reque
   }
   std::memcpy(&a, buf, sizeof a);
   bool ipc = a.direction == DAQIRI_DIRECTION_GPU_RX_IPC;  // the ring came as a handle, not an fd
-  bool gpu = a.direction == DAQIRI_DIRECTION_GPU_RX || ipc;
-  // RX and TX rings come with a kick eventfd, after the regions; GPU rings without.
-  bool kicks = a.direction == DAQIRI_DIRECTION_TX || a.direction == DAQIRI_DIRECTION_RX;
+  bool gpu_tx = a.direction == DAQIRI_DIRECTION_GPU_TX;
+  bool gpu = a.direction == DAQIRI_DIRECTION_GPU_RX || ipc || gpu_tx;
+  // RX, TX and GPU TX rings come with a kick eventfd, after the regions; GPU RX rings without.
+  bool kicks = a.direction == DAQIRI_DIRECTION_TX || a.direction == DAQIRI_DIRECTION_RX || gpu_tx;
   if (*n != (gpu ? sizeof c.msg : sizeof a)) {
     return fail(ErrorCode::kInternal, "ATTACHED has the wrong size");
   }
@@ -227,8 +241,11 @@ Result<Attached> Client::Impl::attach(const v1::AttachRequest& request) {
   if (!c) return std::unexpected(c.error());
   const daqiri_msg_attached& a = c->msg.base;
   std::vector<UniqueFd>& fds = c->fds;
-  if (a.direction == DAQIRI_DIRECTION_GPU_RX || a.direction == DAQIRI_DIRECTION_GPU_RX_IPC) {
-    return fail(ErrorCode::kInternal, "the daemon answered with a GPU ring");
+  bool gpu_tx = a.direction == DAQIRI_DIRECTION_GPU_TX;
+  if (a.direction == DAQIRI_DIRECTION_GPU_RX || a.direction == DAQIRI_DIRECTION_GPU_RX_IPC ||
+      gpu_tx != request.gpu()) {
+    send_detach(session.get(), a.attachment_id);
+    return fail(ErrorCode::kInternal, "the daemon answered with another kind of attachment");
   }
   Attached out;
   out.id = a.attachment_id;
@@ -244,6 +261,10 @@ Result<Attached> Client::Impl::attach(const v1::AttachRequest& request) {
     out.regions.push_back({std::move(*m), a.regions[i].buf_size, a.regions[i].num_bufs});
   }
   out.kick = std::move(fds[2 + a.region_count]);
+  if (gpu_tx) {
+    out.gpu = std::move(fds[3 + a.region_count]);
+    out.gpu_info = c->msg.gpu;
+  }
   return out;
 }
 
@@ -354,6 +375,8 @@ struct TxStream::State {
   uint32_t produced = 0;
   uint32_t completed = 0;
   uint64_t failed = 0;
+  uint32_t max_length = 0;  // of a frame
+  TxGpuMemory gpu_memory;
 
   Result<> adopt(Attached a) {
     auto t = abi::RingView::open(a.rings.data() + a.ring_offset, a.completion_offset,
@@ -361,13 +384,24 @@ struct TxStream::State {
     auto c = abi::RingView::open(a.rings.data() + a.completion_offset,
                                  a.rings.size() - a.completion_offset, DAQIRI_RING_COMPLETION,
                                  sizeof(uint32_t));
-    if (!t || !c || a.regions.size() != 1) {
+    // GPU TX: the header buffers (none when frames are in GPU memory whole) pair with the GPU
+    // buffers one to one.
+    const daqiri_gpu_ring_info& g = a.gpu_info;
+    bool gpu = a.gpu.valid();
+    bool regions_ok =
+        gpu ? a.regions.size() == (g.header_size != 0 ? 1u : 0u) &&
+                  (a.regions.empty() ||
+                   (a.regions[0].num_bufs == g.size && a.regions[0].buf_size == g.header_size)) &&
+                  g.size != 0 && g.payload_offset + uint64_t{g.size} * g.slot_size <= g.alloc_size
+            : a.regions.size() == 1;
+    if (!t || !c || !regions_ok) {
       return fail(ErrorCode::kInternal, "the daemon's TX rings do not check out");
     }
     attached = std::move(a);
     tx = *t;
     completion = *c;
-    uint32_t n = attached.regions[0].num_bufs;
+    uint32_t n = gpu ? g.size : attached.regions[0].num_bufs;
+    max_length = gpu ? g.header_size + g.slot_size : attached.regions[0].buf_size;
     free.resize(n);
     for (uint32_t i = 0; i < n; ++i)
       free[i] = n - 1 - i;
@@ -385,7 +419,13 @@ uint64_t TxStream::id() const {
   return s_->attached.id;
 }
 uint32_t TxStream::buf_size() const {
-  return s_->attached.regions[0].buf_size;
+  return s_->max_length;
+}
+
+const TxGpuMemory* TxStream::gpu_memory() const {
+  if (!s_->attached.gpu) return nullptr;
+  s_->gpu_memory = {s_->attached.gpu.get(), s_->attached.gpu_info};
+  return &s_->gpu_memory;
 }
 
 bool TxStream::detached() const {
@@ -411,12 +451,15 @@ size_t TxStream::reclaim() {
 
 size_t TxStream::reserve(std::span<TxBuffer> out) {
   reclaim();
-  const auto& region = s_->attached.regions[0];
+  const auto* region = s_->attached.regions.empty() ? nullptr : &s_->attached.regions[0];
   size_t n = std::min(out.size(), s_->free.size());
   for (size_t i = 0; i < n; ++i) {
     uint32_t b = s_->free.back();
     s_->free.pop_back();
-    out[i] = {b, {region.map.data() + uint64_t{b} * region.buf_size, region.buf_size}, 0};
+    out[i] = {b, {}, 0};
+    // GPU TX: the header buffer (the rest of the frame is in GPU memory), or nothing.
+    if (region)
+      out[i].data = {region->map.data() + uint64_t{b} * region->buf_size, region->buf_size};
   }
   return n;
 }
@@ -496,17 +539,6 @@ Result<TxStream*> Client::attach_tx(const TxOptions& options) {
   impl_->tx.push_back(std::unique_ptr<TxStream>(new TxStream(options, std::move(state))));
   return impl_->tx.back().get();
 }
-
-namespace {
-void send_detach(int session, uint64_t id) {
-  daqiri_msg_detach d{abi::message_header(DAQIRI_MSG_DETACH, sizeof(daqiri_msg_detach)), id};
-  if (send_with_fds(session, &d, sizeof d, {})) {
-    alignas(8) unsigned char buf[sizeof(daqiri_msg_error)];
-    std::vector<UniqueFd> fds;
-    (void)recv_with_fds(session, buf, sizeof buf, fds);
-  }
-}
-}  // namespace
 
 Result<GpuRingFds> Client::attach_gpu_rx_fds(const RxOptions& options) {
   if (options.flow.empty()) {

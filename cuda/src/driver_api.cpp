@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstring>
 #include <mutex>
 
 namespace daqiri::cuda {
@@ -129,6 +130,23 @@ ContextScope::~ContextScope() {
   if (api_ == nullptr) return;
   CUcontext popped = nullptr;
   api_->ctx_pop_current(&popped);
+}
+
+Result<int> device_with_uuid(const DriverApi& api, const uint8_t* uuid) {
+  int count = 0;
+  if (CUresult r = api.device_get_count(&count); r != CUDA_SUCCESS) {
+    return std::unexpected(driver_error(api, r, "cuDeviceGetCount", ErrorCode::kUnavailable));
+  }
+  for (int i = 0; i < count; ++i) {
+    CUdevice dev = 0;
+    CUuuid u{};
+    if (api.device_get(&dev, i) == CUDA_SUCCESS && api.device_get_uuid(&u, dev) == CUDA_SUCCESS &&
+        std::memcmp(u.bytes, uuid, sizeof u.bytes) == 0) {
+      return i;
+    }
+  }
+  return fail(ErrorCode::kFailedPrecondition,
+              "the daemon's GPU is not visible to this process (CUDA_VISIBLE_DEVICES?)");
 }
 
 }  // namespace daqiri::cuda

@@ -40,28 +40,6 @@ struct GpuRxRing::State {
   }
 };
 
-namespace {
-
-// The ordinal of the GPU whose UUID is `uuid`, as this process numbers devices.
-Result<int> find_device(const cuda::DriverApi& api, const uint8_t* uuid) {
-  int count = 0;
-  if (CUresult r = api.device_get_count(&count); r != CUDA_SUCCESS) {
-    return std::unexpected(cuda::driver_error(api, r, "cuDeviceGetCount", ErrorCode::kUnavailable));
-  }
-  for (int i = 0; i < count; ++i) {
-    CUdevice dev = 0;
-    CUuuid u{};
-    if (api.device_get(&dev, i) == CUDA_SUCCESS && api.device_get_uuid(&u, dev) == CUDA_SUCCESS &&
-        std::memcmp(u.bytes, uuid, sizeof u.bytes) == 0) {
-      return i;
-    }
-  }
-  return fail(ErrorCode::kFailedPrecondition,
-              "the daemon's GPU is not visible to this process (CUDA_VISIBLE_DEVICES?)");
-}
-
-}  // namespace
-
 Result<std::unique_ptr<GpuRxRing>> GpuRxRing::attach(Client& client, const RxOptions& options) {
   auto api = cuda::DriverApi::get();
   if (!api) return std::unexpected(api.error());
@@ -85,7 +63,7 @@ Result<std::unique_ptr<GpuRxRing>> GpuRxRing::attach(Client& client, const RxOpt
     return fail_detach(
         {ErrorCode::kInternal, "the daemon's GPU ring layout does not check out", {}});
   }
-  auto device = find_device(**api, info.device_uuid);
+  auto device = cuda::device_with_uuid(**api, info.device_uuid);
   if (!device) return fail_detach(device.error());
   s->device = *device;
   CUdevice dev = 0;

@@ -176,7 +176,7 @@ class Validator {
     if (q.regions.size() > 2) {
       error(q.where.at(regions_key), "a queue takes one region, or two for header-data split");
     }
-    if (q.regions.size() == 2) check_split(q, itf.backend, dir, regions_key);
+    if (q.regions.size() == 2) check_split(q, itf.backend, regions_key);
     if (q.pacing_mbps != 0 && itf.backend == Backend::kRdma) {
       error(q.where.at("pacing_mbps"),
             "rdma TX queues carry RDMA operations, which are not paced: no pacing_mbps");
@@ -201,6 +201,7 @@ class Validator {
             "a tcp TX queue writes into a byte stream, which the kernel sends when the peer "
             "has room: no accurate_send");
     }
+    if (std::string_view(dir) == "TX") check_gpu_tx(q, itf.backend, regions_key);
     if (std::string_view(dir) == "TX" &&
         (itf.backend == Backend::kDpdk || itf.backend == Backend::kXdp) &&
         q.tx_policy.value_or(TxPolicy::kChecked) == TxPolicy::kChecked && itf.source_ipv4.empty()) {
@@ -240,15 +241,15 @@ class Validator {
 
   // Header-data split (two regions): headers to host slots, payloads to GPU rings, as the gpu
   // engine does it for staged RX queues, on every backend; on DPDK the NIC may split instead
-  // (rte_eth_rxseg_split), which alone takes payloads into a gpudirect region.
-  void check_split(const QueueConfig& q, Backend backend, const char* dir, const char* key) {
+  // (rte_eth_rxseg_split), which alone takes payloads into a gpudirect region. On TX the
+  // client writes headers into host buffers and payloads into GPU buffers; the gpu engine
+  // joins them in host memory before the queue sends them.
+  void check_split(const QueueConfig& q, Backend backend, const char* key) {
     auto headers = regions_.find(q.regions[0]);
     auto payloads = regions_.find(q.regions[1]);
     if (headers == regions_.end() || payloads == regions_.end()) return;  // said elsewhere
     std::string why;
-    if (std::string_view(dir) != "RX") {
-      why = "header-data split applies to RX queues";
-    } else if (headers->second->kind == RegionKind::kDevice) {
+    if (headers->second->kind == RegionKind::kDevice) {
       why = "the first region takes the headers: host, huge or pinned, not device";
     } else if (payloads->second->kind != RegionKind::kDevice) {
       why = "the second region takes the payloads: a device region";
@@ -258,6 +259,34 @@ class Validator {
     if (!why.empty()) {
       error(q.where.at(key), "two regions (\"" + q.regions[0] + "\", \"" + q.regions[1] +
                                  "\") mean header-data split: " + why);
+    }
+  }
+
+  // A TX queue whose (last) region is a device region sends from GPU memory: the gpu engine
+  // copies each frame, or with a header region each payload, into host memory of its own, and
+  // the queue sends that like any client's frame. The frames must fit the largest buffer a
+  // frame queue takes, and a tcp queue's messages have no headers to split off.
+  void check_gpu_tx(const QueueConfig& q, Backend backend, const char* key) {
+    if (q.regions.empty()) return;
+    auto payloads = regions_.find(q.regions.back());
+    if (payloads == regions_.end() || payloads->second->kind != RegionKind::kDevice) return;
+    uint64_t frame = payloads->second->buf_size;
+    if (q.regions.size() == 2) {
+      if (auto headers = regions_.find(q.regions[0]); headers != regions_.end())
+        frame += headers->second->buf_size;
+    }
+    if (q.tx_policy == TxPolicy::kTcp) {
+      error(q.where.at(key), "a tcp TX queue sends from the host memory of its one region: " +
+                                 std::string("region \"") + payloads->second->name +
+                                 "\" is device memory");
+      return;
+    }
+    // DPDK's mbufs address at most 65535 bytes.
+    uint64_t most = backend == Backend::kDpdk ? 65535 : kMaxQueueBufSize;
+    if (backend != Backend::kRdma && frame > most) {
+      error(q.where.at(key), "frames sent from GPU memory on TX queue \"" + q.name + "\" are " +
+                                 std::to_string(frame) + " bytes (headers and payload buffers), " +
+                                 "more than its buffers hold (" + std::to_string(most) + ")");
     }
   }
 
@@ -353,8 +382,9 @@ class Validator {
                                       std::to_string(DAQIRI_XDP_MAX_QUEUES - 1) + ", got " +
                                       std::to_string(q.id));
         }
-        if (q.regions.size() != 1) continue;  // said by check_queue, or a split (refused there)
-        auto it = regions_.find(q.regions.front());
+        if (q.regions.empty() || q.regions.size() > 2) continue;  // said by check_queue
+        // A split's payload region is a device region: refused below as any.
+        auto it = regions_.find(q.regions.back());
         if (it == regions_.end()) continue;
         const MemoryRegionConfig& r = *it->second;
         const std::string queue = "xdp queue " + itf.name + "/" + q.name;
@@ -504,7 +534,9 @@ class Validator {
     std::map<const MemoryRegionConfig*, uint64_t> shared_pools;  // share_pages: counted apart
     auto count_queue = [&](const QueueConfig& q, bool rx_flow) {
       if (q.regions.empty()) return;
-      auto it = regions_.find(q.regions.front());
+      // The pool's geometry: with header-data split the payload region (header slots and a
+      // GPU TX queue's frame copies are ordinary memory).
+      auto it = regions_.find(q.regions.back());
       if (it == regions_.end() || it->second->kind != RegionKind::kHuge) return;
       if (rx_flow && it->second->share_pages)
         ++shared_pools[it->second];

@@ -272,6 +272,11 @@ grpc::Status ControlService::Attach(grpc::ServerContext* ctx, const v1::AttachRe
     return to_status({ErrorCode::kInvalidArgument,
                       "compact is for RX rings in host memory (not gpu, not tx_queue)", "compact"});
   }
+  if (req->cuda_ipc() && req->target_case() == v1::AttachRequest::kTxQueue) {
+    return to_status({ErrorCode::kInvalidArgument,
+                      "cuda_ipc is for GPU RX rings; GPU TX buffers come as a CUDA VMM fd",
+                      "cuda_ipc"});
+  }
   if (req->cuda_ipc() && !req->gpu()) {
     return to_status(
         {ErrorCode::kInvalidArgument, "cuda_ipc is for GPU rings (gpu: true)", "cuda_ipc"});

@@ -25,11 +25,14 @@ Result<std::unique_ptr<TxAttachment>> TxAttachment::create(uint64_t id, uint32_t
   auto rings =
       memory::SharedMemory::create("tx-rings-" + std::to_string(id), tx_bytes + comp_bytes, false);
   if (!rings) return std::unexpected(rings.error());
-  auto buffers = memory::SharedMemory::create("tx-buffers-" + std::to_string(id),
-                                              uint64_t{buf_size} * num_bufs, huge);
-  if (!buffers) return std::unexpected(buffers.error());
+  Result<memory::SharedMemory> buffers;
+  if (buf_size != 0) {
+    buffers = memory::SharedMemory::create("tx-buffers-" + std::to_string(id),
+                                           uint64_t{buf_size} * num_bufs, huge);
+    if (!buffers) return std::unexpected(buffers.error());
+    if (auto ok = buffers->seal_size(); !ok) return std::unexpected(ok.error());
+  }
   if (auto ok = rings->seal_size(); !ok) return std::unexpected(ok.error());
-  if (auto ok = buffers->seal_size(); !ok) return std::unexpected(ok.error());
   UniqueFd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   UniqueFd kick(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!efd || !kick) return fail_errno("eventfd");
@@ -95,7 +98,10 @@ uint32_t TxAttachment::take(daqiri_tx_desc* out, uint32_t max, TxPacer& pacer) {
 
 bool TxAttachment::valid(const daqiri_tx_desc& d) const {
   if (d.buffer >= num_bufs_ || with_daemon_[d.buffer] != 0) return false;
-  if (d.length < rules_.min_length || d.length > buf_size_) return false;
+  if (d.length < rules_.min_length ||
+      d.length > (rules_.max_length != 0 ? rules_.max_length : buf_size_)) {
+    return false;
+  }
   if (rules_.connections) {
     return (d.flags & ~kConnectionBits) == 0 && d.remote == 0;
   }

@@ -30,6 +30,9 @@ struct TxRules {
   // flags may name a connection (bits 16-31, as RX descriptors' `stream`) and nothing else;
   // `remote` is 0 (TCP queues).
   bool connections = false;
+  // The longest frame a descriptor may name; 0: the buffer size. (Frames sent from GPU memory
+  // are longer than the host header buffers their clients write.)
+  uint32_t max_length = 0;
 };
 
 class TxAttachment {
@@ -41,7 +44,8 @@ class TxAttachment {
            abi::RingView::bytes_for(std::bit_ceil(num_bufs), sizeof(uint32_t)) +
            uint64_t{buf_size} * num_bufs + num_bufs;
   }
-  // `client_kicks`: the client said it kicks (AttachRequest.kicks).
+  // `client_kicks`: the client said it kicks (AttachRequest.kicks). `buf_size` 0: no buffer
+  // memory (the frames are in GPU memory whole).
   static Result<std::unique_ptr<TxAttachment>> create(uint64_t id, uint32_t buf_size,
                                                       uint32_t num_bufs, uint32_t ring_size,
                                                       bool huge, TxRules rules,

@@ -1,5 +1,6 @@
 // The GPU engine of a daqirid built with CUDA: opens each GPU on first use (its primary
-// context retained), pins the host pools its rings read, and makes GpuRxTask rings.
+// context retained), pins the host pools its rings read, and makes GpuRxTask rings and
+// GpuTxTask copies.
 #pragma once
 
 #include <map>
@@ -20,6 +21,10 @@ class CudaGpuEngine final : public GpuEngine {
                                                const config::MemoryRegionConfig& region,
                                                uint32_t slots, uint32_t header_size, bool cuda_ipc,
                                                bool busy_poll) override;
+  Result<std::unique_ptr<GpuRing>> create_tx(std::unique_ptr<dataplane::TxAttachment> client,
+                                             dataplane::TxAttachment& internal,
+                                             const config::MemoryRegionConfig& region,
+                                             uint32_t header_size, bool busy_poll) override;
   void forget_pool(const memory::BufferPool* pool) override;
   // Empty without a GPU or a driver (cudaErrorNoDevice / InsufficientDriver).
   [[nodiscard]] std::vector<GpuInfo> devices() const override;

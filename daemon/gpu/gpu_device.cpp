@@ -48,4 +48,16 @@ Result<> GpuDevice::make_current() const {
   return {};
 }
 
+namespace {
+// The GPU each poller thread last made current: a runtime call per poll would be waste.
+thread_local int tl_current_gpu = -1;
+}  // namespace
+
+bool GpuDevice::make_current_on_poller() const {
+  if (tl_current_gpu == ordinal_) return true;
+  if (cudaSetDevice(ordinal_) != cudaSuccess) return false;
+  tl_current_gpu = ordinal_;
+  return true;
+}
+
 }  // namespace daqiri::gpu

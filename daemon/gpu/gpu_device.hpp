@@ -22,6 +22,9 @@ class GpuDevice {
   [[nodiscard]] const std::array<uint8_t, 16>& uuid() const { return uuid_; }
   // Makes the device current for the runtime API on the calling thread (its primary context).
   [[nodiscard]] Result<> make_current() const;
+  // The same on a poller thread, which remembers the device it made current last (a runtime
+  // call per poll would be waste): false if cudaSetDevice failed (cudaGetLastError says why).
+  [[nodiscard]] bool make_current_on_poller() const;
 
  private:
   GpuDevice(const cuda::DriverApi* api, int ordinal, cuda::PrimaryContext ctx,

@@ -15,6 +15,7 @@
 #include "dataplane/latency_histogram.hpp"
 #include "dataplane/poller.hpp"
 #include "dataplane/rx_attachment.hpp"
+#include "dataplane/tx_attachment.hpp"
 #include "memory/buffer_pool.hpp"
 #include "memory/device_memory.hpp"
 
@@ -41,13 +42,17 @@ struct GpuCopyCounters {
   dataplane::LatencyHistogram latency;
 };
 
-// One GPU RX attachment's copy task: drains a daemon-internal RX attachment into the client's
-// GPU ring, on its GPU's poller.
+// One GPU attachment's copy task, on its GPU's poller: RX drains a daemon-internal RX
+// attachment into the client's GPU ring; TX copies the client's frames out of GPU memory into
+// a daemon-internal TX attachment.
 class GpuRing : public dataplane::PollTask {
  public:
   [[nodiscard]] virtual int gpu() const = 0;  // the CUDA ordinal
-  // The source attachment's eventfd: wakes the ring's sleeping poller when frames come.
+  // Wakes the task's sleeping poller: RX, frames came to the source attachment; TX, the
+  // internal attachment completed frames.
   [[nodiscard]] virtual int wake_fd() const = 0;
+  // TX: the client's kick, a doorbell its poller watches; -1 for RX (the client kicks nothing).
+  [[nodiscard]] virtual int kick_fd() const { return -1; }
   // After the task left its poller (and the poller came round past that): whether no copy is
   // in flight any more. Asks, never waits; the first time it is, the client hears the ring is
   // detached, and the source's buffers are the RX poller's to take back.
@@ -75,6 +80,13 @@ class GpuEngine {
                                                        const config::MemoryRegionConfig& region,
                                                        uint32_t slots, uint32_t header_size,
                                                        bool cuda_ipc, bool busy_poll) = 0;
+  // A GPU TX attachment's copy task: `client` is the ring its client submits on (its host
+  // buffers the headers, of `header_size` bytes, or none), `internal` the attachment the TX
+  // queue sends from, buffers of `header_size` + the region's buf_size bytes, as many as the
+  // region's. The task makes the GPU buffers, owns `client`, and pins `internal`'s buffers.
+  virtual Result<std::unique_ptr<GpuRing>> create_tx(
+      std::unique_ptr<dataplane::TxAttachment> client, dataplane::TxAttachment& internal,
+      const config::MemoryRegionConfig& region, uint32_t header_size, bool busy_poll) = 0;
   // `pool` is about to be freed (its flow is gone): unpinned, if it was. Null: every pool.
   virtual void forget_pool(const memory::BufferPool* pool) = 0;
   // The GPUs this host has.

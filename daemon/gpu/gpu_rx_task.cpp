@@ -11,9 +11,6 @@
 namespace daqiri::gpu {
 namespace {
 
-// The GPU each poller thread last made current: a runtime call per poll would be waste.
-thread_local int tl_current_gpu = -1;
-
 // `bytes` contiguous bytes on the copy engines (contiguous_shape).
 cudaError_t copy_contiguous(void* dst, const void* src, uint64_t bytes, cudaStream_t stream) {
   ContiguousShape shape = contiguous_shape(bytes);
@@ -90,18 +87,7 @@ GpuRxTask::GpuRxTask(const GpuDevice& gpu, dataplane::RxAttachment& source,
 
 Result<> GpuRxTask::init_cuda() {
   if (auto ok = gpu_.make_current(); !ok) return ok;
-  for (cudaStream_t& stream : streams_) {
-    if (cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-        e != cudaSuccess) {
-      return std::unexpected(runtime_error(e, "cudaStreamCreate"));
-    }
-  }
-  for (Inflight& f : inflight_ring_) {
-    if (cudaError_t e = cudaEventCreateWithFlags(&f.event, cudaEventDisableTiming);
-        e != cudaSuccess) {
-      return std::unexpected(runtime_error(e, "cudaEventCreate"));
-    }
-  }
+  if (auto ok = streams_.create(gpu_); !ok) return ok;
   void* descs = nullptr;
   if (cudaError_t e = cudaHostAlloc(&descs, sizeof(daqiri_rx_desc) * launch_frames_ * kMaxInflight,
                                     cudaHostAllocPortable);
@@ -121,15 +107,7 @@ Result<> GpuRxTask::init_cuda() {
 
 GpuRxTask::~GpuRxTask() {
   if (gpu_.make_current()) {
-    for (cudaStream_t stream : streams_) {
-      if (stream != nullptr) {
-        cudaStreamSynchronize(stream);
-        cudaStreamDestroy(stream);
-      }
-    }
-    for (Inflight& f : inflight_ring_) {
-      if (f.event != nullptr) cudaEventDestroy(f.event);
-    }
+    streams_.synchronize();  // no copy still reads the staging
     if (descs_ != nullptr) cudaFreeHost(descs_);
     if (staging_ != nullptr) cudaFreeHost(staging_);
   }
@@ -138,11 +116,7 @@ GpuRxTask::~GpuRxTask() {
 bool GpuRxTask::quiesced() {
   if (detached_) return true;
   // After a failed launch the copy engines may still read source buffers.
-  if (gpu_.make_current()) {
-    for (cudaStream_t stream : streams_) {
-      if (stream != nullptr && cudaStreamQuery(stream) == cudaErrorNotReady) return false;
-    }
-  }
+  if (gpu_.make_current() && !streams_.idle()) return false;
   detached_ = true;
   control_ring_.set_state(DAQIRI_RING_DETACHED);
   uint64_t one = 1;
@@ -169,12 +143,9 @@ void GpuRxTask::fail_attachment(const char* call, CUresult error) {
 
 bool GpuRxTask::poll() {
   if (failed_) return false;
-  if (tl_current_gpu != gpu_.ordinal()) {
-    if (!gpu_.make_current()) {
-      fail_attachment("cudaSetDevice", cudaGetLastError());
-      return false;
-    }
-    tl_current_gpu = gpu_.ordinal();
+  if (!gpu_.make_current_on_poller()) {
+    fail_attachment("cudaSetDevice", cudaGetLastError());
+    return false;
   }
   bool did = retire();
   did |= launch();
@@ -186,7 +157,7 @@ bool GpuRxTask::retire() {
   bool did = false;
   while (inflight_ != 0) {
     Inflight& f = inflight_ring_[head_];
-    cudaError_t e = cudaEventQuery(f.event);
+    cudaError_t e = cudaEventQuery(streams_.event(head_));
     if (e == cudaErrorNotReady) break;
     if (e != cudaSuccess) {
       fail_attachment("cudaEventQuery", e);
@@ -259,10 +230,10 @@ bool GpuRxTask::launch() {
   backlog_ = n < avail;
   if (n == 0) return false;
   uint64_t launched_ns = dataplane::monotonic_ns();
-  cudaStream_t stream = streams_[slot_in_flight % kStreams];
+  cudaStream_t stream = streams_.stream(slot_in_flight);
   // Same stream, after the copies: a reader that sees the doorbell sees the data. And after the
   // burst before (on the other stream) rang: the doorbell only moves forward.
-  const Inflight& before = inflight_ring_[(slot_in_flight + kMaxInflight - 1) % kMaxInflight];
+  cudaEvent_t before = streams_.event((slot_in_flight + kMaxInflight - 1) % kMaxInflight);
   if (cudaError_t e = enqueue_frames(plan, slot_in_flight, stream); e != cudaSuccess) {
     fail_attachment("cudaMemcpyAsync (frames)", e);
     return false;
@@ -272,7 +243,7 @@ bool GpuRxTask::launch() {
     return false;
   }
   if (inflight_ != 0) {
-    if (cudaError_t e = cudaStreamWaitEvent(stream, before.event, 0); e != cudaSuccess) {
+    if (cudaError_t e = cudaStreamWaitEvent(stream, before, 0); e != cudaSuccess) {
       fail_attachment("cudaStreamWaitEvent", e);
       return false;
     }
@@ -285,7 +256,7 @@ bool GpuRxTask::launch() {
     return false;
   }
   Inflight& f = inflight_ring_[slot_in_flight];
-  if (cudaError_t e = cudaEventRecord(f.event, stream); e != cudaSuccess) {
+  if (cudaError_t e = cudaEventRecord(streams_.event(slot_in_flight), stream); e != cudaSuccess) {
     fail_attachment("cudaEventRecord", e);
     return false;
   }

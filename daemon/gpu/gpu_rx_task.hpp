@@ -21,6 +21,7 @@
 #include "dataplane/poller.hpp"
 #include "dataplane/rx_attachment.hpp"
 #include "gpu/copy_plan.hpp"
+#include "gpu/copy_streams.hpp"
 #include "gpu/device_ring.hpp"
 #include "gpu/gpu_device.hpp"
 #include "gpu/gpu_engine.hpp"
@@ -87,8 +88,7 @@ class GpuRxTask final : public GpuRing {
   // Per burst in flight: where frames that go in no direct copy are packed first (at least a
   // slot).
   static constexpr uint64_t kStagingBytes = uint64_t{512} * 1024;
-  struct Inflight {
-    cudaEvent_t event = nullptr;
+  struct Inflight {           // its event: streams_.event(its slot)
     uint32_t source_end = 0;  // source consumer index once this copy is done
     uint32_t ring_end = 0;    // GPU ring producer index once this copy is done
     uint32_t packets = 0;
@@ -129,7 +129,7 @@ class GpuRxTask final : public GpuRing {
   abi::RingView control_ring_;
   UniqueFd client_eventfd_;
 
-  std::array<cudaStream_t, kStreams> streams_{};
+  CopyStreams<kStreams, kMaxInflight> streams_;
   uint32_t launch_frames_ = kMinLaunch;
   daqiri_rx_desc* descs_ = nullptr;  // pinned: kMaxInflight * launch_frames_ descriptors
   std::byte* staging_ = nullptr;     // pinned: kMaxInflight * staging_bytes_

@@ -11,8 +11,8 @@ Result<HostRegistration> HostRegistration::create(void* data, size_t bytes) {
   if (cudaError_t e =
           cudaHostRegister(data, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
       e != cudaSuccess) {
-    return std::unexpected(
-        runtime_error(e, "cudaHostRegister of " + std::to_string(bytes) + " bytes of a flow pool"));
+    return std::unexpected(runtime_error(
+        e, "cudaHostRegister of " + std::to_string(bytes) + " bytes of host memory for the GPU"));
   }
   void* device = nullptr;
   if (cudaError_t e = cudaHostGetDevicePointer(&device, data, 0); e != cudaSuccess) {

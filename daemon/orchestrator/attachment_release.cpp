@@ -93,10 +93,15 @@ void DataPlane::begin_close(uint64_t id, Attachment& a) {
     a.gpu_removal = a.gpu_poller->remove_task(a.gpu.get(), {a.gpu->wake_fd()});
     a.await(a.gpu_removal);
     const gpu::GpuCopyCounters& c = a.gpu->counters;
-    spdlog::info(
-        "gpu ring of attachment {} closed: {} frames, {} straight from their buffers, {} packed "
-        "first, in {} copies",
-        id, c.packets.load(), c.direct_frames.load(), c.staged_frames.load(), c.copies.load());
+    if (a.rx) {
+      spdlog::info(
+          "gpu ring of attachment {} closed: {} frames, {} straight from their buffers, {} "
+          "packed first, in {} copies",
+          id, c.packets.load(), c.direct_frames.load(), c.staged_frames.load(), c.copies.load());
+    } else {
+      spdlog::info("gpu TX of attachment {} closed: {} frames out of GPU memory in {} copies", id,
+                   c.packets.load(), c.copies.load());
+    }
   }
   hand_back_when_quiet(a);
 }
@@ -154,6 +159,7 @@ void DataPlane::retire(Attachment& a) {
   Poller& poller = *a.tx_queue->home.poller;
   a.await(poller.unwatch(a.tx->kick_fd()));
   a.await(a.tx_queue->task->remove(a.tx.get(), poller.epoch()));
+  if (a.gpu) a.await(a.gpu_poller->unwatch(a.gpu->kick_fd()));
 }
 
 void DataPlane::reap_parked_locked() {

@@ -106,16 +106,21 @@ Result<> DataPlane::add_gpu_ring(Attachment& a, const backends::QueueHome& home,
   auto ring = gpu_engine_->create_ring(*a.rx, *home.region, slots, header_size, cuda_ipc,
                                        home.queue->busy_poll);
   if (!ring) return std::unexpected(ring.error());
-  int ordinal = (*ring)->gpu();
+  auto poller = gpu_poller((*ring)->gpu());
+  if (!poller) return std::unexpected(poller.error());
+  a.gpu = std::move(*ring);
+  a.gpu_poller = *poller;
+  return {};
+}
+
+Result<Poller*> DataPlane::gpu_poller(int ordinal) {
   auto poller = gpu_pollers_.find(ordinal);
   if (poller == gpu_pollers_.end()) {
     auto p = poller_for("gpu:" + std::to_string(ordinal), -1);
     if (!p) return std::unexpected(p.error());
     poller = gpu_pollers_.emplace(ordinal, *p).first;
   }
-  a.gpu = std::move(*ring);
-  a.gpu_poller = poller->second;
-  return {};
+  return poller->second;
 }
 
 Result<uint64_t> DataPlane::create_rx_queue(std::string_view interface, std::string_view queue,
@@ -220,8 +225,27 @@ Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std
   return id;
 }
 
+Result<> DataPlane::check_sending(const TxQueue& queue, const TxAttachOptions& options) const {
+  const backends::QueueHome& home = queue.home;
+  auto refuse = [&](const std::string& why) -> Result<> {
+    return fail(ErrorCode::kFailedPrecondition, "TX queue " + home.key() + " " + why, "gpu");
+  };
+  if (queue.gpu_payloads && !options.gpu) {
+    return refuse("sends from GPU memory (region \"" + queue.gpu_payloads->name +
+                  "\"): attach with gpu");
+  }
+  if (options.gpu && !queue.gpu_payloads) {
+    return refuse("sends from host memory (region \"" + home.region->name +
+                  "\"): attach without gpu, or to a queue with a device region");
+  }
+  if (options.gpu && !gpu_engine_)
+    return refuse("sends from GPU memory: this daqirid was built without CUDA");
+  return {};
+}
+
 Result<uint64_t> DataPlane::create_tx(std::string_view interface, std::string_view queue,
-                                      bool client_kicks, const ReserveMemory& reserve) {
+                                      const TxAttachOptions& options,
+                                      const ReserveMemory& reserve) {
   std::lock_guard lock(mutex_);
   TxQueue* tx = nullptr;
   for (auto& [key, q] : tx_queues_) {
@@ -237,20 +261,45 @@ Result<uint64_t> DataPlane::create_tx(std::string_view interface, std::string_vi
                 "queue");
   }
   const backends::QueueHome& home = tx->home;
+  if (auto ok = check_sending(*tx, options); !ok) return std::unexpected(ok.error());
+  const uint32_t ring = home.queue->ring_size;
+  const uint32_t num_bufs = home.region->num_bufs;
+  const uint32_t header_size = tx->gpu_headers ? tx->gpu_headers->buf_size : 0;
   if (reserve) {
-    MemoryCost cost{dataplane::TxAttachment::footprint(home.region->buf_size, home.region->num_bufs,
-                                                       home.queue->ring_size),
-                    0};
+    MemoryCost cost{dataplane::TxAttachment::footprint(home.region->buf_size, num_bufs, ring), 0};
+    if (tx->gpu_payloads) {
+      // The client's ring and header buffers beside the frames the queue sends; its GPU buffers.
+      cost.host += dataplane::TxAttachment::footprint(header_size, num_bufs, ring);
+      cost.gpu = uint64_t{tx->gpu_payloads->buf_size} * num_bufs;
+    }
     if (auto ok = reserve(cost); !ok) return std::unexpected(ok.error());
   }
   uint64_t id = next_id_++;
+  // From GPU memory, the queue sends the gpu engine's copies, submitted as a client that kicks.
   auto attachment = dataplane::TxAttachment::create(
-      id, home.region->buf_size, home.region->num_bufs, home.queue->ring_size,
-      home.region->kind == config::RegionKind::kHuge, tx->task->rules(), client_kicks);
+      id, home.region->buf_size, num_bufs, ring, home.region->kind == config::RegionKind::kHuge,
+      tx->task->rules(), options.client_kicks || tx->gpu_payloads);
   if (!attachment) return std::unexpected(attachment.error());
   Attachment a;
   a.tx = std::move(*attachment);
   a.tx_queue = tx;
+  if (tx->gpu_payloads) {
+    // The client's own ring: frames of header and GPU bytes; send times go through to the
+    // queue's attachment, which holds each frame till then.
+    dataplane::TxRules rules = tx->task->rules();
+    rules.max_length = home.region->buf_size;
+    rules.nic_schedules = true;
+    auto client = dataplane::TxAttachment::create(id, header_size, num_bufs, ring, false, rules,
+                                                  options.client_kicks);
+    if (!client) return std::unexpected(client.error());
+    auto copies = gpu_engine_->create_tx(std::move(*client), *a.tx, *tx->gpu_payloads, header_size,
+                                         home.queue->busy_poll);
+    if (!copies) return std::unexpected(copies.error());
+    auto poller = gpu_poller((*copies)->gpu());
+    if (!poller) return std::unexpected(poller.error());
+    a.gpu = std::move(*copies);
+    a.gpu_poller = *poller;
+  }
   attachments_.emplace(id, std::move(a));
   return id;
 }
@@ -327,7 +376,15 @@ Result<> DataPlane::install(Attachment& a) {
   Poller& poller = *a.tx_queue->home.poller;
   poller.watch(a.tx->kick_fd(), &a.tx->counters.kicks);
   Result<> ok = a.tx_queue->task->add(a.tx.get(), poller.epoch());
-  if (!ok) a.await(poller.unwatch(a.tx->kick_fd()));
+  if (!ok) {
+    a.await(poller.unwatch(a.tx->kick_fd()));
+    return ok;
+  }
+  if (a.gpu) {
+    // The client kicks the copy task, which submits to the queue's poller in turn.
+    a.gpu_poller->watch(a.gpu->kick_fd(), &a.tx->counters.kicks);
+    a.gpu_poller->add_task(a.gpu.get(), {a.gpu->wake_fd()});
+  }
   return ok;
 }
 

@@ -58,17 +58,22 @@ Result<> DataPlane::open_queues(const config::InterfaceConfig& itf, backends::Ba
     // a device region's frames are staged in host buffers of its geometry and copied into GPU
     // rings by the GPU engine, which splits them when the queue has a header region.
     const config::MemoryRegionConfig* region = config::find_region(config_, q.regions.back());
+    const config::MemoryRegionConfig* headers =
+        q.regions.size() == 2 ? config::find_region(config_, q.regions[0]) : nullptr;
     if (!rx && region->kind == config::RegionKind::kDevice) {
-      return fail(ErrorCode::kFailedPrecondition,
-                  "TX queue " + itf.name + "/" + q.name + ": region \"" + region->name +
-                      "\" is device memory; TX takes host, huge or pinned regions");
+      // Sent from GPU memory: the backend sends the gpu engine's copies, host buffers that
+      // hold a whole frame (headers and payload) each.
+      config::MemoryRegionConfig& frames = gpu_tx_frames_.emplace_back(*region);
+      frames.name = region->name + ".frames";
+      frames.kind = config::RegionKind::kHost;
+      frames.gpu = -1;
+      frames.buf_size = region->buf_size + (headers ? headers->buf_size : 0);
+      region = &frames;
     }
     auto poller = backend.queue_poller(itf, q, rx);
     if (!poller) return std::unexpected(poller.error());
     if (q.busy_poll) (*poller)->spin_always();
-    const config::MemoryRegionConfig* headers =
-        rx && q.regions.size() == 2 ? config::find_region(config_, q.regions[0]) : nullptr;
-    return backends::QueueHome{*poller, &itf, &q, region, headers};
+    return backends::QueueHome{*poller, &itf, &q, region, rx ? headers : nullptr};
   };
   for (const auto& q : itf.rx_queues) {
     auto home = home_of(q, true);
@@ -81,7 +86,12 @@ Result<> DataPlane::open_queues(const config::InterfaceConfig& itf, backends::Ba
     if (!home) return std::unexpected(home.error());
     auto task = backend.open_tx_queue(*home);
     if (!task) return std::unexpected(task.error());
-    tx_queues_[home->key()] = {*home, &backend, *task};
+    const config::MemoryRegionConfig* last = config::find_region(config_, q.regions.back());
+    TxQueue& tx = tx_queues_[home->key()] = {*home, &backend, *task};
+    if (last->kind == config::RegionKind::kDevice) {
+      tx.gpu_payloads = last;
+      if (q.regions.size() == 2) tx.gpu_headers = config::find_region(config_, q.regions[0]);
+    }
   }
   return {};
 }

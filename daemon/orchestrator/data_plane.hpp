@@ -53,6 +53,11 @@ struct RxAttachOptions {
   std::string user;
 };
 
+struct TxAttachOptions {
+  bool client_kicks = false;  // the client said it kicks (TxAttachment::client_kicks)
+  bool gpu = false;           // frames from GPU memory (the queue must have a device region)
+};
+
 // Memory an attachment makes the daemon take: host bytes (its rings, a TX pool, a GPU ring's
 // host side) and GPU bytes (a GPU ring).
 struct MemoryCost {
@@ -86,7 +91,7 @@ struct FlowStats {
 struct AttachmentStats {
   uint64_t id = 0;
   bool rx = true;
-  bool gpu = false;       // RX into a GPU ring
+  bool gpu = false;       // RX into a GPU ring, or TX out of GPU buffers
   std::string target;     // flow name, "queue IF/Q", or (TX) "IF/Q"
   std::string interface;  // TX: the queue's interface
   std::string queue;      // TX: the queue
@@ -131,9 +136,9 @@ class DataPlane {
                                    const RxAttachOptions& options,
                                    const ReserveMemory& reserve = {});
   // A new TX attachment on an interface's TX queue (empty queue: the first).
-  // `client_kicks`: the client said it kicks (TxAttachment::client_kicks).
   Result<uint64_t> create_tx(std::string_view interface, std::string_view queue,
-                             bool client_kicks = false, const ReserveMemory& reserve = {});
+                             const TxAttachOptions& options = {},
+                             const ReserveMemory& reserve = {});
   // Starts delivery (RX) or draining (TX); returns what the client must map.
   Result<AttachmentShare> activate(uint64_t id);
   // Ends an attachment: the poller returns every buffer it lent, then it is freed. Waits for
@@ -200,6 +205,10 @@ class DataPlane {
     backends::QueueHome home;
     backends::Backend* backend = nullptr;
     dataplane::TxQueueTask* task = nullptr;  // the backend's
+    // Sent from GPU memory: the payload (or whole-frame) region on the GPU, and with
+    // header-data split the header region; home.region is then the frames the backend sends.
+    const config::MemoryRegionConfig* gpu_payloads = nullptr;
+    const config::MemoryRegionConfig* gpu_headers = nullptr;
   };
   struct FlowEntry {
     std::unique_ptr<dataplane::RxFlowTask> flow;
@@ -209,7 +218,9 @@ class DataPlane {
   struct Attachment {
     std::unique_ptr<dataplane::RxAttachment> rx;
     std::unique_ptr<dataplane::TxAttachment> tx;
-    std::unique_ptr<gpu::GpuRing> gpu;  // drains `rx` into a GPU ring
+    // RX: drains `rx` into a GPU ring. TX: copies its client's frames out of GPU memory into
+    // `tx`, which the queue sends from.
+    std::unique_ptr<gpu::GpuRing> gpu;
     Poller* gpu_poller = nullptr;
     Grace gpu_removal;               // closing: `gpu` out of its poller's tasks
     std::vector<std::string> flows;  // RX: the flows feeding it, in region order
@@ -282,6 +293,10 @@ class DataPlane {
   // A GPU ring for `a` on its GPU's poller (made on first use).
   Result<> add_gpu_ring(Attachment& a, const backends::QueueHome& home, uint32_t slots,
                         bool cuda_ipc);
+  // Its GPU's poller, started on first use.
+  Result<Poller*> gpu_poller(int ordinal);
+  // FAILED_PRECONDITION unless a GPU (or host) TX attachment suits the queue's region.
+  Result<> check_sending(const TxQueue& queue, const TxAttachOptions& options) const;
   // activate() in two steps: every fallible thing first (fds for the client, the per-flow
   // limit), then what makes the attachment visible to its pollers.
   [[nodiscard]] Result<AttachmentShare> prepare_activation(uint64_t id, const Attachment& a) const;
@@ -357,6 +372,9 @@ class DataPlane {
     config::MemoryRegionConfig region;  // the output region, each buffer a header longer
   };
   std::list<ReorderQueue> reorder_queues_;
+  // Per TX queue that sends from GPU memory: the geometry of the frames its backend sends (a
+  // list: homes point into it).
+  std::list<config::MemoryRegionConfig> gpu_tx_frames_;
   std::unique_ptr<backends::Backend> reorder_home_;
   std::map<std::string, std::string, std::less<>> reordered_;  // source flow -> its reorder
   std::map<uint64_t, Attachment> attachments_;

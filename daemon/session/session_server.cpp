@@ -312,10 +312,11 @@ void SessionServer::handle_claim(Session& s, const daqiri_msg_claim& claim) {
   size_t size = share->is_gpu() ? sizeof message : sizeof a;
   a.h = abi::message_header(DAQIRI_MSG_ATTACHED, static_cast<uint32_t>(size));
   a.attachment_id = share->id;
-  a.direction = share->gpu_ipc    ? DAQIRI_DIRECTION_GPU_RX_IPC
-                : share->is_gpu() ? DAQIRI_DIRECTION_GPU_RX
-                : share->rx       ? DAQIRI_DIRECTION_RX
-                                  : DAQIRI_DIRECTION_TX;
+  a.direction = share->gpu_ipc                 ? DAQIRI_DIRECTION_GPU_RX_IPC
+                : share->is_gpu() && share->rx ? DAQIRI_DIRECTION_GPU_RX
+                : share->is_gpu()              ? DAQIRI_DIRECTION_GPU_TX
+                : share->rx                    ? DAQIRI_DIRECTION_RX
+                                               : DAQIRI_DIRECTION_TX;
   a.region_count = static_cast<uint32_t>(share->regions.size());
   a.rings_size = share->rings_size;
   a.ring_offset = share->ring_offset;
@@ -326,7 +327,7 @@ void SessionServer::handle_claim(Session& s, const daqiri_msg_claim& claim) {
     a.regions[i] = {r.size, r.buf_size, r.num_bufs, r.writable ? 1u : 0u, 0};
     fds.push_back(r.fd.get());
   }
-  if (share->kick_fd) fds.push_back(share->kick_fd.get());  // RX and TX, not GPU rings
+  if (share->kick_fd) fds.push_back(share->kick_fd.get());  // RX, TX and GPU TX
   if (share->is_gpu()) {
     message.gpu = share->gpu;
     if (share->gpu_fd) fds.push_back(share->gpu_fd.get());  // none for a cuda_ipc ring
@@ -429,8 +430,11 @@ Result<AttachGrant> SessionServer::attach(const control::PeerIdentity& caller,
     if (auto full = check_attachment_limit(caller); !full) return std::unexpected(full.error());
   }
   // What the attachment opens (a ring's memfd, its eventfd and kick eventfd; TX also its
-  // pool's memfd), and the copies handed over at CLAIM (RX: with its regions reopened).
-  if (!system::fds_to_spare(8)) {
+  // pool's memfd), and the copies handed over at CLAIM (RX: with its regions reopened). A GPU
+  // TX attachment is two TX attachments (the client's and the one the queue sends from) and
+  // the GPU buffers' VMM fd at CLAIM.
+  const bool gpu_tx = spec.flow.empty() && spec.rx_interface.empty() && spec.rx_options.gpu;
+  if (!system::fds_to_spare(gpu_tx ? 14 : 8)) {
     return fail(ErrorCode::kResourceExhausted, kOutOfFds);
   }
   // Charged before the data plane allocates anything; given back if it then fails.
@@ -444,7 +448,8 @@ Result<AttachGrant> SessionServer::attach(const control::PeerIdentity& caller,
       !spec.flow.empty() ? dp_.create_rx(spec.flow, spec.rx_options, reserve)
       : !spec.rx_interface.empty()
           ? dp_.create_rx_queue(spec.rx_interface, spec.rx_queue, spec.rx_options, reserve)
-          : dp_.create_tx(spec.tx_interface, spec.tx_queue, spec.tx_kicks, reserve);
+          : dp_.create_tx(spec.tx_interface, spec.tx_queue, {spec.tx_kicks, spec.rx_options.gpu},
+                          reserve);
   if (!id) {
     uncharge(caller.uid, a.memory);
     return std::unexpected(id.error());

@@ -288,6 +288,41 @@ TEST_F(DaqiriFileTest, SoftwareLoopbackHandsItsRxQueueEveryFrameSent) {
   EXPECT_EQ(nic_queue(s, "rq_q_0")->packets(), 3000u);
 }
 
+// DAQIRI's header-data split on TX (its raw_tx_rx_hds example on software loopback): headers
+// in host buffers, payloads in GPU buffers. A client that does not ask for GPU buffers is told
+// to; one that does gets them where there is a GPU (tests/gpu's GpuTxTest sends through them),
+// and is told why not where there is none.
+TEST_F(DaqiriFileTest, HeaderDataSplitTxQueueSendsFromGpuMemory) {
+  std::string text = sw_loopback_example();
+  auto swap = [&](const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+  };
+  swap("    - name: \"Data_TX_GPU\"\n      kind: \"host\"",
+       "    - name: \"Data_TX_CPU\"\n      kind: \"host\"\n      num_bufs: 51200\n"
+       "      buf_size: 64\n    - name: \"Data_TX_GPU\"\n      kind: \"device\"");
+  // Headers and payloads together are the frames the RX queue's buffers hold.
+  swap("      num_bufs: 51200\n      buf_size: 1064\n    - name: \"Data_RX_GPU\"",
+       "      num_bufs: 51200\n      buf_size: 1000\n    - name: \"Data_RX_GPU\"");
+  swap("            - \"Data_TX_GPU\"",
+       "            - \"Data_TX_CPU\"\n            - \"Data_TX_GPU\"");
+  start_daqiri_file(text);
+  if (HasFatalFailure()) return;
+  auto plain = run(client({"tx", "loopback_ports", "5555", "6000", "1", "100"}));
+  EXPECT_NE(plain.exit_code, 0);
+  EXPECT_THAT(plain.out + plain.err,
+              HasSubstr("TX queue loopback_ports/tx_q_0 sends from GPU memory (region "
+                        "\"Data_TX_GPU\"): attach with gpu"));
+  auto gpu = run(client({"tx-gpu-attach", "loopback_ports", "tx_q_0"}));
+  if (std::filesystem::exists("/dev/nvidia0")) {
+    EXPECT_EQ(gpu.exit_code, 0) << gpu.out << gpu.err;
+    EXPECT_THAT(gpu.out, HasSubstr("attached: frames up to 1064 bytes, 64 header bytes"));
+  } else {
+    EXPECT_EQ(gpu.exit_code, 3) << gpu.out << gpu.err;
+    EXPECT_THAT(gpu.out, HasSubstr("attach failed: no GPU")) << gpu.out;
+  }
+  EXPECT_EQ(stats().attachments_size(), 0) << stats().DebugString();
+}
+
 // DAQIRI's pacing_mbps on a DPDK TX queue: 16 Mb/s is 2 MB/s, so 1000 frames of 1000 bytes
 // cannot all have started before the bucket (two 1518-byte frames) and one frame's overshoot,
 // then 0.5 s at the cap; every one comes back whole and in order.

@@ -33,6 +33,8 @@
 //   kick-storm SOCKET N           write the TX kick eventfd N times, submitting nothing
 //   tx-idle SOCKET IF KICK        attach to IF's TX queue (TxOptions::kick = KICK, 0 or 1),
 //                                 print "attached", submit nothing
+//   tx-gpu-attach SOCKET IF Q     attach to TX queue IF/Q for frames from GPU memory, say
+//                                 what the daemon answered
 //   stall-release SOCKET FLOW N   (libdaqiri) hold a block-backpressure ring until the flow
 //                                 stalls, give 20 packets back one at a time, receive N in all
 //   rx-kick SOCKET FLOW N GOFILE  hold a block-backpressure RX ring until the daemon asks for a
@@ -43,7 +45,8 @@
 //                                 ("ignored" if nothing new comes), then its own ("released"
 //                                 once packets come again)
 //   hostile SOCKET FLOW KIND      break the protocol with the raw ABI: consumer-index,
-//                                 tx-descriptor, garbage-message
+//                                 tx-descriptor, garbage-message; gpu-tx-length and
+//                                 gpu-tx-buffer on lo's TX queue FLOW (GPU buffers)
 // Prints what happened on stdout (flushed per line); exit codes say whether it went as meant.
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
@@ -242,6 +245,20 @@ int tx_idle(const std::string& socket, const std::string& itf, bool kick) {
   say("attached");
   for (;;)
     std::this_thread::sleep_for(1s);
+}
+
+// Attaches to TX queue ITF/QUEUE for frames from GPU memory (libdaqiri only: the GPU buffers
+// are not mapped) and says whether the daemon agreed.
+int tx_gpu_attach(const std::string& socket, const std::string& itf, const std::string& queue) {
+  auto c = connect(socket, "test-tx-gpu");
+  auto t = c->attach_tx({.interface = itf, .queue = queue, .kick = true, .gpu = true});
+  if (!t) {
+    say("attach failed: %s", t.error().message.c_str());
+    return 3;
+  }
+  say("attached: frames up to %u bytes, %u header bytes on the host", (*t)->buf_size(),
+      (*t)->gpu_memory() ? (*t)->gpu_memory()->info.header_size : 0);
+  return 0;
 }
 
 int write_rx(const std::string& socket, const std::string& flow) {
@@ -828,10 +845,16 @@ int hostile(const std::string& socket, const std::string& flow, const std::strin
     return expect_cut(r);
   }
   daqiri::v1::AttachRequest req;
+  // gpu-tx-*: `flow` names a TX queue of lo that sends from GPU memory.
+  const bool gpu_tx = kind.starts_with("gpu-tx-");
   if (kind == "consumer-index") {
     req.set_flow(flow);
   } else {
     req.mutable_tx_queue()->set_interface("lo");
+    if (gpu_tx) {
+      req.mutable_tx_queue()->set_queue(flow);
+      req.set_gpu(true);
+    }
   }
   if (!raw_attach(r, req)) return 3;
   void* rings =
@@ -848,12 +871,11 @@ int hostile(const std::string& socket, const std::string& flow, const std::strin
     auto t =
         daqiri::abi::RingView::open(base + r.attached.ring_offset, r.attached.completion_offset,
                                     DAQIRI_RING_TX, sizeof(daqiri_tx_desc));
-    void* bufs = ::mmap(nullptr, r.attached.regions[0].size, PROT_READ | PROT_WRITE, MAP_SHARED,
-                        r.fds[2].get(), 0);
-    auto* b0 = static_cast<std::byte*>(bufs);
-    (void)b0;
-    // tx-descriptor: a buffer that does not exist
-    daqiri_tx_desc d{r.attached.regions[0].num_bufs + 7, 100, 0, 0};
+    // tx-descriptor: a buffer that does not exist. gpu-tx-length: a frame longer than a host
+    // header and a GPU buffer together; gpu-tx-buffer: a buffer past the GPU buffers.
+    uint32_t buffers = r.attached.regions[0].num_bufs;
+    daqiri_tx_desc d{buffers + 7, 100, 0, 0};
+    if (kind == "gpu-tx-length") d = {0, 65535, 0, 0};
     *t->slot<daqiri_tx_desc>(0) = d;
     t->publish_producer(1);
   }
@@ -923,6 +945,7 @@ int main(int argc, char** argv) {
   if (a.size() == 5 && a[0] == "rx-kick") return rx_kick(a[1], a[2], std::stoull(a[3]), a[4]);
   if (a.size() == 4 && a[0] == "stall-release") return stall_release(a[1], a[2], std::stoull(a[3]));
   if (a.size() == 4 && a[0] == "tx-idle") return tx_idle(a[1], a[2], a[3] == "1");
+  if (a.size() == 4 && a[0] == "tx-gpu-attach") return tx_gpu_attach(a[1], a[2], a[3]);
   if (a.size() == 3 && a[0] == "tx-kick") {
     return tx_kick(a[1], static_cast<uint16_t>(std::stoi(a[2])));
   }

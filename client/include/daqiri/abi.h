@@ -52,6 +52,16 @@
  * mirrors the doorbell once the copy is complete, for host threads that sleep on the eventfd
  * with DAQIRI_RING_NEED_WAKEUP like any other ring. The client frees slots by advancing
  * `consumer`; the daemon never writes a slot the consumer index has not released.
+ *
+ * GPU TX attachment: a TX attachment (rings, eventfd, kick as above) whose buffer i is
+ * `slot_size` bytes of GPU memory at payload_offset + i * slot_size of a VMM allocation the
+ * client imports as for GPU RX (daqiri_gpu_ring_info: `size` is the buffer count, any number;
+ * doorbell_offset and desc_offset are 0). Without header_size the buffer holds the whole frame;
+ * with it (header-data split) the attachment has one writable region of `size` host buffers of
+ * header_size bytes, buffer i holding bytes [0, min(length, header_size)) of the frame and GPU
+ * buffer i the rest. A descriptor's `length` is the whole frame's. Once the GPU writes are
+ * complete (synchronise the stream) the client submits as on TX; the daemon copies the frame
+ * out of both before it hands the buffer back.
  */
 #ifndef DAQIRI_ABI_H
 #define DAQIRI_ABI_H
@@ -297,13 +307,16 @@ enum daqiri_direction {
   /* ATTACHED is a daqiri_msg_attached_gpu without the VMM fd: the ring is the legacy
    * cudaIpcMemHandle_t in the gRPC AttachResponse (AttachRequest.cuda_ipc) */
   DAQIRI_DIRECTION_GPU_RX_IPC = 4,
+  /* ATTACHED is a daqiri_msg_attached_gpu: a TX attachment whose frames (or payloads) the
+   * client writes into GPU buffers (GPU TX attachment, above) */
+  DAQIRI_DIRECTION_GPU_TX = 5,
 };
 
 /* Sent with fds, in this order: the rings memfd, the eventfd, then one memfd per region, then
- * for RX and TX the kick eventfd, for GPU RX the GPU ring's VMM POSIX fd. (GPU RX has no regions,
- * or with header-data split one: the header slots, `num_bufs` (= ring slots) of `buf_size` (=
- * header_size) bytes, slot c & (size - 1) holding the first header_size bytes of ring counter c's
- * frame.) */
+ * for RX, TX and GPU TX the kick eventfd, for GPU RX and GPU TX the GPU memory's VMM POSIX fd. (GPU
+ * RX has no regions, or with header-data split one: the header slots, `num_bufs` (= ring slots) of
+ * `buf_size` (= header_size) bytes, slot c & (size - 1) holding the first header_size bytes of ring
+ * counter c's frame.) */
 struct daqiri_msg_attached {
   struct daqiri_msg_header h;
   uint64_t attachment_id;

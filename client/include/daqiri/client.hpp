@@ -70,6 +70,19 @@ struct TxOptions {
   // daemon is idle waits for its poller's park to end (up to 1 ms), and the poller keeps
   // waking every millisecond while this client is attached.
   bool kick = true;
+  // Frames from GPU memory: the queue has a device region (and, for header-data split, a host
+  // header region). TxBuffer::data is then the host header buffer (empty without a split), and
+  // the GPU buffer of the same index holds the rest: TxStream::gpu_memory() says where, and
+  // daqiri/gpu_tx_buffers.hpp (libdaqiri_gpu) maps it.
+  bool gpu = false;
+};
+
+// A GPU TX stream's GPU buffers: the CUDA VMM fd to import (valid while the stream is
+// attached) and the layout (daqiri_gpu_ring_info: `size` buffers of `slot_size` bytes from
+// payload_offset; header_size bytes of each frame in the host buffer).
+struct TxGpuMemory {
+  int fd = -1;
+  daqiri_gpu_ring_info info{};
 };
 
 struct Packet {
@@ -244,7 +257,7 @@ class RxStream {
 
 struct TxBuffer {
   uint32_t index = 0;
-  std::span<std::byte> data;  // the whole buffer, writable
+  std::span<std::byte> data;  // the whole buffer, writable (GPU TX: the header buffer)
   uint32_t length = 0;        // bytes of frame to send (RDMA: of message, or to READ)
   // RDMA queues only (other queues cut a client that sets them): the operation, the
   // connection (as Packet::stream names it; 0: the first connected) and the slot of the
@@ -275,7 +288,10 @@ class TxStream {
   // Buffers that came back without their work done, since the stream was attached: frames the
   // kernel refused; RDMA operations with no such connection, window or slot, or that failed.
   [[nodiscard]] uint64_t failed() const;
+  // The longest frame a buffer takes (GPU TX: header and GPU buffer together).
   [[nodiscard]] uint32_t buf_size() const;
+  // TxOptions::gpu: the GPU buffers; nullptr otherwise.
+  [[nodiscard]] const TxGpuMemory* gpu_memory() const;
   [[nodiscard]] bool detached() const;
   [[nodiscard]] uint64_t id() const;
 

@@ -759,6 +759,37 @@ TEST(Config, HeaderDataSplitRegionsAreHeadersThenDevicePayloads) {
               HasSubstr("the first region takes the headers: host, huge or pinned, not device"));
 }
 
+// A TX queue sends from GPU memory when its region is a device region: whole frames there, or
+// with a host header region first (header-data split) the payloads. A tcp queue's messages
+// have no headers to split, and a frame must fit what the backend's buffers take.
+TEST(Config, TxQueuesSendFromGpuMemoryWholeOrSplit) {
+  std::string text = with_interface(
+      "    tx:\n"
+      "      queues:\n"
+      "        - {name: split, regions: [h, p]}\n"
+      "        - {name: whole, regions: [p]}\n");
+  text.replace(text.find("memory_regions:\n"), 16,
+               "memory_regions:\n"
+               "  - {name: h, kind: host, buf_size: 64, num_bufs: 64}\n"
+               "  - {name: p, kind: device, buf_size: 1064, num_bufs: 4096}\n");
+  auto p = parse(text);
+  ASSERT_TRUE(p.config) << p.diags.render();
+  EXPECT_EQ(p.config->interfaces[0].tx_queues[0].regions, (std::vector<std::string>{"h", "p"}));
+
+  std::string tcp = text;
+  tcp.replace(tcp.find("{name: whole, regions: [p]}"), 27,
+              "{name: whole, regions: [p], tx_policy: tcp}");
+  EXPECT_THAT(only_error(tcp), HasSubstr("tx.queues[1].regions: a tcp TX queue sends from the host "
+                                         "memory of its one region: region \"p\" is device "
+                                         "memory"));
+  std::string big = on_dpdk(text);
+  big.replace(big.find("buf_size: 1064"), 14, "buf_size: 65500");
+  EXPECT_THAT(parse(big).diags.render(),
+              HasSubstr("tx.queues[0].regions: frames sent from GPU memory on TX queue \"split\" "
+                        "are 65564 bytes (headers and payload buffers), more than its buffers "
+                        "hold (65535)"));
+}
+
 // A DAQIRI socket-stream file with one interface: `socket` is its socket_config body, `extra`
 // more interface keys (roce_config), `tx` whether it has a TX queue.
 std::string daqiri_socket_file(const std::string& socket, const std::string& extra = "",

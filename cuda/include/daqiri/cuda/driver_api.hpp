@@ -61,6 +61,10 @@ inline Error driver_error(const DriverApi& api, CUresult r, const std::string& w
 
 // A retained primary context of a device: it lives (with every mapping made in it) as long as
 // this object does.
+// The ordinal of the GPU whose UUID is `uuid` (16 bytes), as this process numbers devices: how
+// a client finds the GPU holding memory the daemon shares.
+Result<int> device_with_uuid(const DriverApi& api, const uint8_t* uuid);
+
 class PrimaryContext {
  public:
   static Result<PrimaryContext> retain(const DriverApi& api, CUdevice device);
