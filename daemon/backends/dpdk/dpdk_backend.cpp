@@ -87,8 +87,23 @@ Result<std::unique_ptr<HardwareRule>> DpdkBackend::steer(const core::Flow& flow,
                                                          std::span<const uint16_t> queues) {
   std::unique_ptr<HardwareRule> rule;
   std::string why_software = "its first queue's rule was refused";
-  if (!flow.match.any && !queues.empty()) {
-    auto r = HardwareRule::install(queue.port(), flow.match, queues, flow.id);
+  // A flex match needs its item in the NIC's flex parser first.
+  rte_flow_item_flex_handle* flex = nullptr;
+  if (flow.match.flex && !queues.empty()) {
+    auto h = port(flow.interface)->flex_items().handle(*flow.match.flex);
+    if (h) {
+      flex = *h;
+    } else {
+      why_software = h.error().message;
+    }
+  }
+  if (!flow.match.any && !queues.empty() && (!flow.match.flex || flex != nullptr)) {
+    auto r = HardwareRule::install(queue.port(), flow.match, queues, flow.id, flex);
+    if (r && flex != nullptr) {
+      if (auto routed = port(flow.interface)->flex_items().route(); !routed) {
+        r = std::unexpected(routed.error());  // the rule goes: no frame would reach it
+      }
+    }
     if (r) {
       rule = std::move(*r);
     } else {

@@ -326,6 +326,7 @@ void Port::encapsulate_in_nic(const config::InterfaceConfig& itf, const std::str
 
 Port::~Port() {
   egress_.clear();  // while the port is there to take the rules off
+  flex_.reset();    // after the flows' rules that matched its items (gone with the flows)
   if (started_) rte_eth_dev_stop(id_);
   rte_eth_dev_close(id_);
 }

@@ -35,6 +35,8 @@ class Port {
   [[nodiscard]] const std::map<std::string, std::unique_ptr<DpdkTxQueue>>& tx_queues() const {
     return tx_;
   }
+  // Its flex items in the NIC's flex parser (made by the flows that match them).
+  [[nodiscard]] FlexItems& flex_items() const { return *flex_; }
   [[nodiscard]] dataplane::NicStats stats() const;
   [[nodiscard]] std::string link_state() const;
 
@@ -48,7 +50,10 @@ class Port {
   // TX queues then send frames as written), or none (the poller encapsulates). Logs which.
   void encapsulate_in_nic(const config::InterfaceConfig& itf, const std::string& where);
   Port(std::string name, uint16_t id, std::string driver)
-      : name_(std::move(name)), id_(id), driver_(std::move(driver)) {}
+      : name_(std::move(name)),
+        id_(id),
+        driver_(std::move(driver)),
+        flex_(std::make_unique<FlexItems>(id)) {}
   std::string name_;
   uint16_t id_;
   std::string driver_;
@@ -56,6 +61,7 @@ class Port {
   std::map<std::string, std::unique_ptr<DpdkRxQueue>> rx_;
   std::map<std::string, std::unique_ptr<DpdkTxQueue>> tx_;
   std::vector<std::unique_ptr<HardwareRule>> egress_;  // the TX flows' rules, destroyed first
+  std::unique_ptr<FlexItems> flex_;                    // released before the port closes
 };
 
 }  // namespace daqiri::backends::dpdk

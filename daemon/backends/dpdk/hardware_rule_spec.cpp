@@ -220,6 +220,25 @@ void packet_items(HardwareRuleSpec& s, const core::FlowMatch& match, Pattern& p)
   }
 }
 
+// eth / ipv4 / udp to the item's port / the item's 32 bits, which the matcher reads in the
+// host's little-endian order (FlexMatch::matches): their bytes as they are in the frame.
+void flex_items(HardwareRuleSpec& s, const core::FlexMatch& f, rte_flow_item_flex_handle* handle,
+                Pattern& p) {
+  s.attr.group = kFlexGroup;
+  p.add(RTE_FLOW_ITEM_TYPE_ETH);
+  p.add(RTE_FLOW_ITEM_TYPE_IPV4);
+  s.udp_spec.hdr.dst_port = rte_cpu_to_be_16(f.udp_dst_port);
+  s.udp_mask.hdr.dst_port = 0xffff;
+  p.add(RTE_FLOW_ITEM_TYPE_UDP, &s.udp_spec, &s.udp_mask);
+  for (size_t i = 0; i < 4; ++i) {
+    s.flex_value.at(i) = static_cast<uint8_t>(f.value >> (8 * i));
+    s.flex_bits.at(i) = static_cast<uint8_t>(f.mask >> (8 * i));
+  }
+  s.flex_spec = {handle, static_cast<uint32_t>(s.flex_value.size()), s.flex_value.data()};
+  s.flex_mask = {handle, static_cast<uint32_t>(s.flex_bits.size()), s.flex_bits.data()};
+  p.add(RTE_FLOW_ITEM_TYPE_FLEX, &s.flex_spec, &s.flex_mask);
+}
+
 bool has_inner_fields(const core::FlowMatch& m) {
   return m.udp_src || m.udp_dst || m.ipv4_src || m.ipv4_dst || m.tcp_dst || m.ipv4_length;
 }
@@ -320,13 +339,48 @@ Result<std::unique_ptr<HardwareRuleSpec>> build_egress_rule(const core::TxFlow& 
   return s;
 }
 
+std::unique_ptr<FlexItemSpec> build_flex_item(const core::FlexMatch& flex) {
+  auto s = std::make_unique<FlexItemSpec>();
+  s->conf.tunnel = FLEX_TUNNEL_MODE_SINGLE;
+  s->conf.next_header.field_mode = FIELD_MODE_FIXED;
+  s->conf.next_header.field_base = kFlexHeaderBits;
+  s->sample.field_mode = FIELD_MODE_FIXED;
+  s->sample.field_size = 32;
+  s->sample.field_base = int32_t{flex.offset} * 8;
+  s->conf.sample_data = &s->sample;
+  s->conf.nb_samples = 1;
+  s->udp_spec.hdr.dst_port = rte_cpu_to_be_16(flex.udp_dst_port);
+  s->udp_mask.hdr.dst_port = 0xffff;
+  s->input.item.type = RTE_FLOW_ITEM_TYPE_UDP;
+  s->input.item.spec = &s->udp_spec;
+  s->input.item.mask = &s->udp_mask;
+  s->conf.input_link = &s->input;
+  s->conf.nb_inputs = 1;
+  return s;
+}
+
+std::unique_ptr<HardwareRuleSpec> build_jump_rule(uint32_t group) {
+  auto s = std::make_unique<HardwareRuleSpec>();
+  s->attr.ingress = 1;
+  s->attr.priority = 1;
+  Pattern p(*s);
+  p.add(RTE_FLOW_ITEM_TYPE_ETH);
+  p.add(RTE_FLOW_ITEM_TYPE_END);
+  s->jump.group = group;
+  s->actions.at(0).type = RTE_FLOW_ACTION_TYPE_JUMP;
+  s->actions.at(0).conf = &s->jump;
+  s->actions.at(1).type = RTE_FLOW_ACTION_TYPE_END;
+  return s;
+}
+
 Result<std::unique_ptr<HardwareRuleSpec>> build_hardware_rule(const core::FlowMatch& match,
                                                               std::span<const uint16_t> queues,
-                                                              uint32_t mark) {
+                                                              uint32_t mark,
+                                                              rte_flow_item_flex_handle* flex) {
   if (queues.empty()) return fail(ErrorCode::kInvalidArgument, "a rule needs a queue");
   if (match.any)
     return fail(ErrorCode::kFailedPrecondition, "a catch-all has no rule: it takes the rest");
-  if (match.flex) {
+  if (match.flex && flex == nullptr) {
     return fail(ErrorCode::kFailedPrecondition,
                 "a flex item needs the NIC's flex parser: the poller matches it");
   }
@@ -341,7 +395,9 @@ Result<std::unique_ptr<HardwareRuleSpec>> build_hardware_rule(const core::FlowMa
   strip_actions[0].type = RTE_FLOW_ACTION_TYPE_VOID;
   strip_actions[1].type = RTE_FLOW_ACTION_TYPE_VOID;
   bool tunnel = false;
-  if (match.ecpri) {
+  if (match.flex) {
+    flex_items(*s, *match.flex, flex, p);
+  } else if (match.ecpri) {
     ecpri_items(*s, *match.ecpri, p);
   } else {
     bool inner_ethernet = true;

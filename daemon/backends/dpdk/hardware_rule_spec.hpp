@@ -5,7 +5,9 @@
 // strips them in the NIC (OF_POP_VLAN, VXLAN_DECAP, NVGRE_DECAP, or RAW_DECAP, with RAW_ENCAP of
 // the outer MAC addresses and the carried type for a GRE tunnel of an L3 protocol), so frames
 // land as the poller would deliver them. eCPRI: eth type 0xAEFE / ecpri (type, PC_ID or
-// RTC_ID). Flex items have none (they need the NIC's flex parser): the poller matches them.
+// RTC_ID). A flex item, as DAQIRI asks mlx5's flex parser: eth / ipv4 / udp dst port / flex
+// (the 32 bits the item samples, value and mask), in group kFlexGroup, which a rule of group 0
+// that takes every frame no other rule there takes jumps to.
 // The actions: MARK with the flow's id, then QUEUE, or RSS (Toeplitz over the IPv4/UDP 4-tuple
 // with core::kRssKey, the inner tuple for tunnels) over several queues.
 #pragma once
@@ -52,6 +54,9 @@ struct HardwareRuleSpec {
   rte_flow_item_udp udp_spec{}, udp_last{}, udp_mask{};
   rte_flow_item_tcp tcp_spec{}, tcp_last{}, tcp_mask{};
   rte_flow_item_ecpri ecpri_spec{}, ecpri_mask{};
+  rte_flow_item_flex flex_spec{}, flex_mask{};
+  std::array<uint8_t, 4> flex_value{}, flex_bits{};
+  rte_flow_action_jump jump{};
   rte_flow_action_mark marking{};
   rte_flow_action_queue to_queue{};
   rte_flow_action_rss spread{};
@@ -70,11 +75,34 @@ struct HardwareRuleSpec {
   rte_flow_action_nvgre_encap nvgre_encap{};
 };
 
+// The group flex item rules go in: mlx5 matches flex items outside the root table only.
+inline constexpr uint32_t kFlexGroup = 1;
+
+// A flex item as the NIC's flex parser is told it (rte_flow_flex_item_create): a 32-byte header
+// after UDP datagrams to the item's port, sampled 32 bits at its offset. Fields point into it.
+struct FlexItemSpec {
+  FlexItemSpec() = default;
+  FlexItemSpec(const FlexItemSpec&) = delete;
+  FlexItemSpec& operator=(const FlexItemSpec&) = delete;
+  rte_flow_item_flex_conf conf{};
+  rte_flow_item_flex_field sample{};
+  rte_flow_item_flex_link input{};
+  rte_flow_item_udp udp_spec{}, udp_mask{};
+};
+// The bytes of the header the item covers (DAQIRI's), its offset within them in bits.
+inline constexpr int32_t kFlexHeaderBits = 32 * 8;
+std::unique_ptr<FlexItemSpec> build_flex_item(const core::FlexMatch& flex);
+
 // The rule for `match` onto `queues` (one: QUEUE; several: RSS, in their order), marked `mark`.
-// Refused: a catch-all (it takes what no rule does) and flex matches.
-Result<std::unique_ptr<HardwareRuleSpec>> build_hardware_rule(const core::FlowMatch& match,
-                                                              std::span<const uint16_t> queues,
-                                                              uint32_t mark);
+// A flex match needs `flex`, the port's handle of its item (from build_flex_item's conf).
+// Refused: a catch-all (it takes what no rule does), and a flex match without a handle.
+Result<std::unique_ptr<HardwareRuleSpec>> build_hardware_rule(
+    const core::FlowMatch& match, std::span<const uint16_t> queues, uint32_t mark,
+    rte_flow_item_flex_handle* flex = nullptr);
+
+// Group 0's rule that sends every frame no other rule there takes (priority 1, after theirs)
+// on to `group`.
+std::unique_ptr<HardwareRuleSpec> build_jump_rule(uint32_t group);
 
 // The egress rule of a TX flow: eth / ipv4 / udp or tcp as its match, and the NIC pushes its tag
 // (OF_PUSH_VLAN, OF_SET_VLAN_VID, OF_SET_VLAN_PCP) or puts its VXLAN or NVGRE tunnel around the

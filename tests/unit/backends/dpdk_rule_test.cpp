@@ -205,7 +205,7 @@ TEST(HardwareRule, EcpriMatchesItsTypeAndIdOnTheWire) {
             "eCPRI frames have no IPv4/UDP tuple to spread: the poller spreads them");
 }
 
-TEST(HardwareRule, CatchAllsAndFlexItemsAreThePollers) {
+TEST(HardwareRule, CatchAllsAndFlexItemsWithoutAFlexParserAreThePollers) {
   core::FlowMatch any;
   any.any = true;
   EXPECT_EQ(build_hardware_rule(any, kQueue, 1).error().message,
@@ -214,6 +214,57 @@ TEST(HardwareRule, CatchAllsAndFlexItemsAreThePollers) {
   flex.flex = core::FlexMatch{};
   EXPECT_EQ(build_hardware_rule(flex, kQueue, 1).error().message,
             "a flex item needs the NIC's flex parser: the poller matches it");
+}
+
+// DAQIRI's flex item on mlx5: the parser samples 32 bits at the item's offset into the 32-byte
+// header after UDP datagrams to its port; the rule (in the flex group, which group 0 jumps to
+// for what its own rules leave) matches those bits as they are in the frame, where the poller
+// reads them as a little-endian word.
+TEST(HardwareRule, AFlexItemIsTheParsersSampleOfTheItemsDatagrams) {
+  core::FlexMatch f{7, 4791, 12, 0x11223344, 0xffff00ff};
+  auto item = build_flex_item(f);
+  EXPECT_EQ(item->conf.tunnel, FLEX_TUNNEL_MODE_SINGLE);
+  EXPECT_EQ(item->conf.next_header.field_mode, FIELD_MODE_FIXED);
+  EXPECT_EQ(item->conf.next_header.field_base, 256);
+  ASSERT_EQ(item->conf.nb_samples, 1u);
+  EXPECT_EQ(item->conf.sample_data->field_mode, FIELD_MODE_FIXED);
+  EXPECT_EQ(item->conf.sample_data->field_size, 32u);
+  EXPECT_EQ(item->conf.sample_data->field_base, 96);
+  ASSERT_EQ(item->conf.nb_inputs, 1u);
+  EXPECT_EQ(item->conf.input_link->item.type, RTE_FLOW_ITEM_TYPE_UDP);
+  const auto* udp = static_cast<const rte_flow_item_udp*>(item->conf.input_link->item.spec);
+  EXPECT_EQ(rte_be_to_cpu_16(udp->hdr.dst_port), 4791);
+  EXPECT_EQ(item->conf.nb_outputs, 0u);
+
+  core::FlowMatch m;
+  m.flex = f;
+  auto* handle = reinterpret_cast<rte_flow_item_flex_handle*>(&m);  // any address: opaque
+  auto s = build_hardware_rule(m, kQueue, 9, handle);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ((*s)->attr.group, kFlexGroup);
+  EXPECT_EQ(items(**s),
+            (std::vector{RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_IPV4, RTE_FLOW_ITEM_TYPE_UDP,
+                         RTE_FLOW_ITEM_TYPE_FLEX, RTE_FLOW_ITEM_TYPE_END}));
+  EXPECT_EQ(actions(**s), (std::vector{RTE_FLOW_ACTION_TYPE_MARK, RTE_FLOW_ACTION_TYPE_QUEUE,
+                                       RTE_FLOW_ACTION_TYPE_END}));
+  EXPECT_EQ(rte_be_to_cpu_16(spec_of<rte_flow_item_udp>(**s, 2).hdr.dst_port), 4791);
+  const auto& flex = spec_of<rte_flow_item_flex>(**s, 3);
+  const auto& mask = *static_cast<const rte_flow_item_flex*>((*s)->pattern[3].mask);
+  EXPECT_EQ(flex.handle, handle);
+  EXPECT_EQ(mask.handle, handle);
+  ASSERT_EQ(flex.length, 4u);
+  ASSERT_EQ(mask.length, 4u);
+  EXPECT_EQ(std::vector<uint8_t>(flex.pattern, flex.pattern + 4),
+            (std::vector<uint8_t>{0x44, 0x33, 0x22, 0x11}));
+  EXPECT_EQ(std::vector<uint8_t>(mask.pattern, mask.pattern + 4),
+            (std::vector<uint8_t>{0xff, 0x00, 0xff, 0xff}));
+
+  auto jump = build_jump_rule(kFlexGroup);
+  EXPECT_EQ(jump->attr.group, 0u);
+  EXPECT_EQ(jump->attr.priority, 1u);  // after group 0's own rules
+  EXPECT_EQ(items(*jump), (std::vector{RTE_FLOW_ITEM_TYPE_ETH, RTE_FLOW_ITEM_TYPE_END}));
+  EXPECT_EQ(actions(*jump), (std::vector{RTE_FLOW_ACTION_TYPE_JUMP, RTE_FLOW_ACTION_TYPE_END}));
+  EXPECT_EQ(jump->jump.group, kFlexGroup);
 }
 
 core::TxFlow tx_flow(Decap::Kind kind) {
