@@ -621,6 +621,22 @@ void raise_small_regions(const YamlNode& cfg, Config& config) {
   }
 }
 
+// A TX queue of a device region sends from GPU memory as DAQIRI's does, by another way: the
+// warning says which.
+void note_gpu_tx(const YamlNode& cfg, const Config& config) {
+  for (const auto& itf : config.interfaces) {
+    for (const auto& q : itf.tx_queues) {
+      const MemoryRegionConfig* r =
+          q.regions.empty() ? nullptr : find_region(config, q.regions.back());
+      if (r == nullptr || r->kind != RegionKind::kDevice) continue;
+      cfg.diags().warning(q.where.at("memory_regions"),
+                          "frames from GPU memory: daqirid's GPU engine copies each frame's GPU "
+                          "bytes into host memory of its own, and the queue sends that copy; "
+                          "DAQIRI's NIC reads them in GPU memory (GPUDirect)");
+    }
+  }
+}
+
 }  // namespace
 
 void read_daqiri_schema(const YamlNode& cfg_node, Config& config) {
@@ -700,6 +716,7 @@ void read_daqiri_schema(const YamlNode& cfg_node, Config& config) {
   fit_rdma_rings(config);
   map_dpdk_buffers(config);
   raise_small_regions(cfg_node, config);
+  note_gpu_tx(cfg_node, config);
   cfg.finish();
 }
 

@@ -1057,6 +1057,25 @@ TEST(DaqiriConfig, SoftwareLoopbackLoopsAnInterfaceThroughARingDevice) {
   EXPECT_EQ(off.config->interfaces[0].address, "0000:17:00.0");
 }
 
+// DAQIRI's raw_tx_rx_hds shape: TX headers in host buffers, payloads in GPU buffers. Taken,
+// with a warning that says the frames cross host memory here.
+TEST(DaqiriConfig, TxHeaderDataSplitFromGpuMemoryIsTakenAndSaysHow) {
+  std::string text = daqiri_loopback_file("sw", "loopback");
+  auto swap = [&](const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+  };
+  swap("    - {name: R, kind: host",
+       "    - {name: H, kind: host, num_bufs: 64, buf_size: 64}\n"
+       "    - {name: G, kind: device, num_bufs: 4096, buf_size: 1984}\n    - {name: R, kind: host");
+  swap("memory_regions: [R]}\n      rx:", "memory_regions: [H, G]}\n      rx:");
+  auto p = parse_daqiri(text);
+  ASSERT_TRUE(p.config) << p.diags.render();
+  EXPECT_EQ(p.config->interfaces[0].tx_queues[0].regions, (std::vector<std::string>{"H", "G"}));
+  EXPECT_THAT(p.diags.render(),
+              HasSubstr("tx.queues[0].memory_regions: frames from GPU memory: daqirid's GPU "
+                        "engine copies each frame's GPU bytes into host memory of its own"));
+}
+
 TEST(DaqiriConfig, SoftwareLoopbackRefusesWhatDaqiriRefuses) {
   EXPECT_THAT(only_daqiri_error(daqiri_loopback_file("hw", "loopback")),
               HasSubstr("loopback is \"sw\" or \"\" (off), not \"hw\""));
