@@ -215,17 +215,26 @@ cudaError_t GpuTxTask::enqueue_copies(const daqiri_tx_desc* descs, uint32_t n,
       ++k;
       continue;
     }
-    // A run of consecutive buffers goes as one pitched copy, each row as wide as the widest
-    // (both sides have the room: a frame buffer holds a header and a GPU buffer).
+    // A run of consecutive buffers, rising or falling (a client that reuses the buffers that
+    // came back last hands them out in reverse), goes as one pitched copy from its lowest
+    // buffer, each row as wide as the widest (both sides have the room: a frame buffer holds a
+    // header and a GPU buffer). Every buffer of the run is the burst's: no other is written.
     uint32_t e = k + 1;
-    while (e < n && descs[e].buffer == descs[e - 1].buffer + 1 && gpu_bytes(descs[e]) != 0) {
+    int64_t step = 0;
+    if (e < n && gpu_bytes(descs[e]) != 0) {
+      int64_t d = int64_t{descs[e].buffer} - int64_t{descs[k].buffer};
+      step = d == 1 || d == -1 ? d : 0;
+    }
+    while (step != 0 && e < n && gpu_bytes(descs[e]) != 0 &&
+           int64_t{descs[e].buffer} - int64_t{descs[e - 1].buffer} == step) {
       width = std::max<uint64_t>(width, gpu_bytes(descs[e]));
       ++e;
     }
+    const uint32_t first = step < 0 ? descs[e - 1].buffer : descs[k].buffer;
     // NOLINTNEXTLINE(performance-no-int-to-ptr): the driver API's device addresses are integers
-    const auto* src = reinterpret_cast<const std::byte*>(payloads_.ptr() + info_.payload_offset +
-                                                         descs[k].buffer * slot);
-    std::byte* dst = frames + uint64_t{descs[k].buffer} * frame_size_ + header_size;
+    const auto* src =
+        reinterpret_cast<const std::byte*>(payloads_.ptr() + info_.payload_offset + first * slot);
+    std::byte* dst = frames + uint64_t{first} * frame_size_ + header_size;
     uint32_t rows = e - k;
     cudaError_t err = rows == 1 ? cudaMemcpyAsync(dst, src, width, cudaMemcpyDeviceToHost, stream)
                                 : cudaMemcpy2DAsync(dst, frame_size_, src, slot, width, rows,
