@@ -231,9 +231,9 @@ cudaError_t GpuTxTask::enqueue_copies(const daqiri_tx_desc* descs, uint32_t n,
       ++e;
     }
     const uint32_t first = step < 0 ? descs[e - 1].buffer : descs[k].buffer;
+    const CUdeviceptr at = payloads_.ptr() + info_.payload_offset + first * slot;
     // NOLINTNEXTLINE(performance-no-int-to-ptr): the driver API's device addresses are integers
-    const auto* src =
-        reinterpret_cast<const std::byte*>(payloads_.ptr() + info_.payload_offset + first * slot);
+    const auto* src = reinterpret_cast<const std::byte*>(at);
     std::byte* dst = frames + uint64_t{first} * frame_size_ + header_size;
     uint32_t rows = e - k;
     cudaError_t err = rows == 1 ? cudaMemcpyAsync(dst, src, width, cudaMemcpyDeviceToHost, stream)
