@@ -38,6 +38,9 @@ struct GpuCopyCounters {
   std::atomic<uint64_t> direct_frames{0};
   std::atomic<uint64_t> staged_frames{0};
   std::atomic<uint64_t> copies{0};
+  // TX: times the engine woke the queue's sleeping TX poller (its client's kicks, of the
+  // engine's poller, are the attachment's).
+  std::atomic<uint64_t> kicks{0};
   // Per burst: from the copy's launch to the engine seeing its event complete (host clock).
   dataplane::LatencyHistogram latency;
 };

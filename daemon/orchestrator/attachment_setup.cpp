@@ -374,7 +374,8 @@ Result<> DataPlane::install(Attachment& a) {
     return fail(ErrorCode::kResourceExhausted, "a flow of the attachment is full");
   }
   Poller& poller = *a.tx_queue->home.poller;
-  poller.watch(a.tx->kick_fd(), &a.tx->counters.kicks);
+  // From GPU memory the queue's poller is kicked by the engine, its engine's by the client.
+  poller.watch(a.tx->kick_fd(), a.gpu ? &a.gpu->counters.kicks : &a.tx->counters.kicks);
   Result<> ok = a.tx_queue->task->add(a.tx.get(), poller.epoch());
   if (!ok) {
     a.await(poller.unwatch(a.tx->kick_fd()));
@@ -382,7 +383,7 @@ Result<> DataPlane::install(Attachment& a) {
   }
   if (a.gpu) {
     // The client kicks the copy task, which submits to the queue's poller in turn.
-    a.gpu_poller->watch(a.gpu->kick_fd(), &a.tx->counters.kicks);
+    a.gpu_poller->watch(a.gpu->kick_fd(), &a.tx->counters.kicks);  // one writer each
     a.gpu_poller->add_task(a.gpu.get(), {a.gpu->wake_fd()});
   }
   return ok;
