@@ -28,7 +28,8 @@ struct QueueHome {
   const config::QueueConfig* queue = nullptr;
   // The pools' geometry: the queue's region, or with header-data split its second (payload).
   const config::MemoryRegionConfig* region = nullptr;
-  const config::MemoryRegionConfig* headers = nullptr;  // RX header-data split: header slots
+  // Header-data split on RX, or on TX from a gpudirect region: the header region.
+  const config::MemoryRegionConfig* headers = nullptr;
   [[nodiscard]] std::string key() const { return itf->name + "/" + queue->name; }
 };
 

@@ -219,13 +219,21 @@ class Validator {
         if (!header_slots) users_[name].push_back(&q);
         if (itf.backend != Backend::kRdma && !tcp) frame_users_.insert(name);
         user_names_[&q] = itf.name + "/" + q.name;
-        if (regions_.at(name)->gpudirect &&
-            (itf.backend == Backend::kSocket || itf.backend == Backend::kXdp ||
-             std::string_view(dir) != "RX")) {
+        bool rx = std::string_view(dir) == "RX";
+        if (regions_.at(name)->gpudirect && rx &&
+            (itf.backend == Backend::kSocket || itf.backend == Backend::kXdp)) {
           error(q.where.at(regions_key),
                 "region \"" + name + "\" is gpudirect, which this daqirid drives on RX queues of " +
-                    "rdma and dpdk interfaces only (the NIC writes into GPU memory); use it " +
+                    "rdma and dpdk interfaces (the NIC writes into GPU memory) and on dpdk TX " +
+                    "queues with header-data split (the NIC reads the payloads); use it " +
                     "without gpudirect to stage through host memory");
+        } else if (regions_.at(name)->gpudirect && !rx &&
+                   (itf.backend != Backend::kDpdk || q.regions.size() != 2 || header_slots)) {
+          error(q.where.at(regions_key),
+                "region \"" + name + "\" is gpudirect: on TX the NIC reads payloads in GPU " +
+                    "memory behind headers the daemon copies, which needs a dpdk interface and " +
+                    "header-data split (a host header region first, then the gpudirect one); " +
+                    "use it without gpudirect to stage through host memory");
         }
         if (regions_.at(name)->share_pages &&
             (itf.backend == Backend::kDpdk || itf.backend == Backend::kXdp) &&

@@ -632,7 +632,8 @@ void note_gpu_tx(const YamlNode& cfg, const Config& config) {
       cfg.diags().warning(q.where.at("memory_regions"),
                           "frames from GPU memory: daqirid's GPU engine copies each frame's GPU "
                           "bytes into host memory of its own, and the queue sends that copy; "
-                          "DAQIRI's NIC reads them in GPU memory (GPUDirect)");
+                          "DAQIRI's NIC reads them in GPU memory (GPUDirect), which daqirid does "
+                          "for a daqirid file's gpudirect payload region on a NIC");
     }
   }
 }

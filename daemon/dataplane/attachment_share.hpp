@@ -8,6 +8,7 @@
 #include "daqiri/abi.h"
 #include "daqiri/common/result.hpp"
 #include "daqiri/common/unique_fd.hpp"
+#include "dataplane/tx_attachment.hpp"
 
 namespace daqiri::dataplane {
 
@@ -37,5 +38,9 @@ struct AttachmentShare {
 
 // A duplicate of one of the daemon's fds for a client (close-on-exec), or why there is none.
 Result<UniqueFd> dup_for_client(int fd, const char* what);
+
+// A TX attachment as its client maps it: rings, eventfd, kick, and its buffer region; a GPU TX
+// client's (TxAttachment::gpu_buffers) its header buffers, if any, and its GPU buffers instead.
+Result<AttachmentShare> share_tx(TxAttachment& a, uint64_t id);
 
 }  // namespace daqiri::dataplane

@@ -15,6 +15,7 @@
 #include "dataplane/attachment_state.hpp"
 #include "dataplane/tx_pacer.hpp"
 #include "memory/buffer_pool.hpp"
+#include "memory/device_memory.hpp"
 
 namespace daqiri::dataplane {
 
@@ -33,6 +34,15 @@ struct TxRules {
   // The longest frame a descriptor may name; 0: the buffer size. (Frames sent from GPU memory
   // are longer than the host header buffers their clients write.)
   uint32_t max_length = 0;
+};
+
+// The GPU buffers a GPU TX client writes its frames (or, with header-data split, their
+// payloads) into, as the gpu engine made them: buffer i at memory.base + i * info.slot_size,
+// the VMM fd the client maps them through, and what the client is told of them.
+struct GpuTxBuffers {
+  memory::DeviceMemory memory;
+  int vmm_fd = -1;  // owned by memory.owner
+  daqiri_gpu_ring_info info{};
 };
 
 class TxAttachment {
@@ -63,6 +73,12 @@ class TxAttachment {
   // Whether its client said it kicks: then an idle client needs no timed poll.
   [[nodiscard]] bool client_kicks() const { return client_kicks_; }
   [[nodiscard]] const abi::RingView& tx_ring() const { return tx_; }
+  // A GPU TX client's: frame i is the first buf_size() bytes in host buffer i (none without a
+  // header region) and the rest in GPU buffer i. Set once, before the attachment is shared.
+  void send_from_gpu(GpuTxBuffers buffers) { gpu_ = std::move(buffers); }
+  [[nodiscard]] const GpuTxBuffers* gpu_buffers() const {
+    return gpu_.memory.base != nullptr ? &gpu_ : nullptr;
+  }
   AttachmentLifecycle lifecycle;
   AttachmentCounters counters;
 
@@ -116,6 +132,7 @@ class TxAttachment {
   uint32_t num_bufs_;
   TxRules rules_;
   bool client_kicks_;
+  GpuTxBuffers gpu_;
   std::vector<uint8_t> with_daemon_;  // 1 while a buffer is submitted and not yet completed
   uint32_t tx_cons_ = 0;
   uint32_t comp_prod_ = 0;

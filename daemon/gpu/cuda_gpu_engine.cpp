@@ -4,6 +4,7 @@
 
 #include "gpu/device_pool_memory.hpp"
 #include "gpu/gpu_rx_task.hpp"
+#include "gpu/gpu_tx_buffers.hpp"
 #include "gpu/gpu_tx_task.hpp"
 
 namespace daqiri::gpu {
@@ -58,12 +59,20 @@ Result<std::unique_ptr<GpuRing>> CudaGpuEngine::create_ring(
   return std::unique_ptr<GpuRing>(std::move(*task));
 }
 
-Result<std::unique_ptr<GpuRing>> CudaGpuEngine::create_tx(
-    std::unique_ptr<dataplane::TxAttachment> client, dataplane::TxAttachment& internal,
-    const config::MemoryRegionConfig& region, uint32_t header_size, bool busy_poll) {
+Result<dataplane::GpuTxBuffers> CudaGpuEngine::tx_buffers(const config::MemoryRegionConfig& region,
+                                                          uint32_t count, uint32_t header_size,
+                                                          bool nic_reads) {
   auto dev = gpu_of(region);
   if (!dev) return std::unexpected(dev.error());
-  auto task = GpuTxTask::create(**dev, std::move(client), internal, region.buf_size, header_size);
+  return make_gpu_tx_buffers(**dev, count, region.buf_size, header_size, nic_reads);
+}
+
+Result<std::unique_ptr<GpuRing>> CudaGpuEngine::create_tx(
+    std::unique_ptr<dataplane::TxAttachment> client, dataplane::TxAttachment& internal,
+    const config::MemoryRegionConfig& region, bool busy_poll) {
+  auto dev = gpu_of(region);
+  if (!dev) return std::unexpected(dev.error());
+  auto task = GpuTxTask::create(**dev, std::move(client), internal);
   if (!task) return std::unexpected(task.error());
   if (busy_poll) (*task)->spin_while_attached();
   return std::unique_ptr<GpuRing>(std::move(*task));

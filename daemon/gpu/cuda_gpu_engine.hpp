@@ -21,10 +21,13 @@ class CudaGpuEngine final : public GpuEngine {
                                                const config::MemoryRegionConfig& region,
                                                uint32_t slots, uint32_t header_size, bool cuda_ipc,
                                                bool busy_poll) override;
+  Result<dataplane::GpuTxBuffers> tx_buffers(const config::MemoryRegionConfig& region,
+                                             uint32_t count, uint32_t header_size,
+                                             bool nic_reads) override;
   Result<std::unique_ptr<GpuRing>> create_tx(std::unique_ptr<dataplane::TxAttachment> client,
                                              dataplane::TxAttachment& internal,
                                              const config::MemoryRegionConfig& region,
-                                             uint32_t header_size, bool busy_poll) override;
+                                             bool busy_poll) override;
   void forget_pool(const memory::BufferPool* pool) override;
   // Empty without a GPU or a driver (cudaErrorNoDevice / InsufficientDriver).
   [[nodiscard]] std::vector<GpuInfo> devices() const override;

@@ -83,13 +83,19 @@ class GpuEngine {
                                                        const config::MemoryRegionConfig& region,
                                                        uint32_t slots, uint32_t header_size,
                                                        bool cuda_ipc, bool busy_poll) = 0;
-  // A GPU TX attachment's copy task: `client` is the ring its client submits on (its host
-  // buffers the headers, of `header_size` bytes, or none), `internal` the attachment the TX
-  // queue sends from, buffers of `header_size` + the region's buf_size bytes, as many as the
-  // region's. The task makes the GPU buffers, owns `client`, and pins `internal`'s buffers.
+  // GPU buffers for a GPU TX client: `count` of the region's buf_size, on its GPU; each frame's
+  // first `header_size` bytes (header-data split) are in the client's host buffers instead.
+  // `nic_reads`: memory the NIC may read payloads from in place (a gpudirect region).
+  virtual Result<dataplane::GpuTxBuffers> tx_buffers(const config::MemoryRegionConfig& region,
+                                                     uint32_t count, uint32_t header_size,
+                                                     bool nic_reads) = 0;
+  // A GPU TX attachment's copy task: `client` is the ring its client submits on, with its GPU
+  // buffers (tx_buffers), `internal` the attachment the TX queue sends from, whole frames in
+  // host buffers paired with the client's one to one. The task owns `client` and pins
+  // `internal`'s buffers.
   virtual Result<std::unique_ptr<GpuRing>> create_tx(
       std::unique_ptr<dataplane::TxAttachment> client, dataplane::TxAttachment& internal,
-      const config::MemoryRegionConfig& region, uint32_t header_size, bool busy_poll) = 0;
+      const config::MemoryRegionConfig& region, bool busy_poll) = 0;
   // `pool` is about to be freed (its flow is gone): unpinned, if it was. Null: every pool.
   virtual void forget_pool(const memory::BufferPool* pool) = 0;
   // The GPUs this host has.

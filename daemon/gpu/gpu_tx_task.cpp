@@ -5,44 +5,25 @@
 #include <algorithm>
 #include <cstring>
 
-#include "daqiri/cuda/device_scope.hpp"
 #include "dataplane/clock.hpp"
 
 namespace daqiri::gpu {
 Result<std::unique_ptr<GpuTxTask>> GpuTxTask::create(
     const GpuDevice& gpu, std::unique_ptr<dataplane::TxAttachment> client,
-    dataplane::TxAttachment& internal, uint32_t payload_size, uint32_t header_size) {
-  if (auto ok = gpu.make_current(); !ok) return std::unexpected(ok.error());
-  daqiri_gpu_ring_info info{};
-  std::memcpy(info.device_uuid, gpu.uuid().data(), sizeof info.device_uuid);
-  info.size = internal.num_bufs();
-  // The region's buf_size exactly: a frame is at most a header and a GPU buffer, as the
-  // client reads it (TxStream::buf_size()) and the daemon checks it.
-  info.slot_size = payload_size;
-  info.gpu = static_cast<uint32_t>(gpu.ordinal());
-  info.header_size = header_size;
-  auto scope = cuda::ContextScope::enter(gpu.api(), gpu.context());
-  if (!scope) return std::unexpected(scope.error());
-  auto payloads =
-      cuda::VmmAllocation::create(gpu.api(), gpu.device(), uint64_t{info.size} * info.slot_size);
-  if (!payloads) return std::unexpected(payloads.error());
-  info.alloc_size = payloads->size();
-  // NOLINTNEXTLINE(performance-no-int-to-ptr): the driver API's device addresses are integers
-  if (cudaError_t e = cudaMemset(reinterpret_cast<void*>(payloads->ptr()), 0, payloads->size());
-      e != cudaSuccess) {
-    return std::unexpected(runtime_error(e, "cudaMemset of GPU TX buffers"));
+    dataplane::TxAttachment& internal) {
+  if (client->gpu_buffers() == nullptr) {
+    return fail(ErrorCode::kInternal, "a GPU TX client without GPU buffers");
   }
+  if (auto ok = gpu.make_current(); !ok) return std::unexpected(ok.error());
   auto pinned = HostRegistration::create(internal.buffers().data(), internal.buffers().size());
   if (!pinned) return std::unexpected(pinned.error());
-  std::unique_ptr<GpuTxTask> t(new GpuTxTask(gpu, std::move(client), internal, std::move(*payloads),
-                                             info, std::move(*pinned)));
+  std::unique_ptr<GpuTxTask> t(new GpuTxTask(gpu, std::move(client), internal, std::move(*pinned)));
   if (auto ok = t->streams_.create(gpu); !ok) return std::unexpected(ok.error());
   return t;
 }
 
 GpuTxTask::GpuTxTask(const GpuDevice& gpu, std::unique_ptr<dataplane::TxAttachment> client,
-                     dataplane::TxAttachment& internal, cuda::VmmAllocation payloads,
-                     daqiri_gpu_ring_info info, HostRegistration pinned)
+                     dataplane::TxAttachment& internal, HostRegistration pinned)
     : gpu_(gpu),
       client_(std::move(client)),
       internal_(internal),
@@ -51,8 +32,8 @@ GpuTxTask::GpuTxTask(const GpuDevice& gpu, std::unique_ptr<dataplane::TxAttachme
           *abi::RingView::open(internal.rings().data() + internal.completion_offset(),
                                internal.rings().size() - internal.completion_offset(),
                                DAQIRI_RING_COMPLETION, sizeof(uint32_t))),
-      payloads_(std::move(payloads)),
-      info_(info),
+      payloads_(*client_->gpu_buffers()),
+      info_(payloads_.info),
       pinned_(std::move(pinned)),
       frame_size_(internal.buf_size()),
       descs_(size_t{kMaxInflight} * kMaxLaunch),
@@ -231,7 +212,8 @@ cudaError_t GpuTxTask::enqueue_copies(const daqiri_tx_desc* descs, uint32_t n,
       ++e;
     }
     const uint32_t first = step < 0 ? descs[e - 1].buffer : descs[k].buffer;
-    const CUdeviceptr at = payloads_.ptr() + info_.payload_offset + first * slot;
+    const CUdeviceptr at =
+        reinterpret_cast<uintptr_t>(payloads_.memory.base) + info_.payload_offset + first * slot;
     // NOLINTNEXTLINE(performance-no-int-to-ptr): the driver API's device addresses are integers
     const auto* src = reinterpret_cast<const std::byte*>(at);
     std::byte* dst = frames + uint64_t{first} * frame_size_ + header_size;
@@ -248,31 +230,7 @@ cudaError_t GpuTxTask::enqueue_copies(const daqiri_tx_desc* descs, uint32_t n,
 }
 
 Result<dataplane::AttachmentShare> GpuTxTask::share(uint64_t id) const {
-  dataplane::AttachmentShare share;
-  share.id = id;
-  share.rx = false;
-  auto rings = client_->rings().shared_fd();
-  if (!rings) return std::unexpected(rings.error());
-  share.rings_fd = std::move(*rings);
-  share.rings_size = client_->rings().size();
-  share.completion_offset = client_->completion_offset();
-  auto event = dataplane::dup_for_client(client_->eventfd(), "eventfd");
-  if (!event) return std::unexpected(event.error());
-  share.event_fd = std::move(*event);
-  auto kick = dataplane::dup_for_client(client_->kick_fd(), "kick eventfd");
-  if (!kick) return std::unexpected(kick.error());
-  share.kick_fd = std::move(*kick);
-  if (info_.header_size != 0) {
-    auto headers = client_->buffers().shared_fd();
-    if (!headers) return std::unexpected(headers.error());
-    share.regions.push_back(
-        {std::move(*headers), client_->buffers().size(), info_.header_size, info_.size, true});
-  }
-  auto vmm = payloads_.export_fd();
-  if (!vmm) return std::unexpected(vmm.error());
-  share.gpu_fd = std::move(*vmm);
-  share.gpu = info_;
-  return share;
+  return dataplane::share_tx(*client_, id);
 }
 
 Result<std::string> GpuTxTask::ipc_handle() const {

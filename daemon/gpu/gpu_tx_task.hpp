@@ -15,7 +15,6 @@
 #include <optional>
 #include <vector>
 
-#include "daqiri/cuda/vmm_allocation.hpp"
 #include "daqiri/ring.hpp"
 #include "dataplane/tx_attachment.hpp"
 #include "gpu/copy_streams.hpp"
@@ -27,12 +26,11 @@ namespace daqiri::gpu {
 
 class GpuTxTask final : public GpuRing {
  public:
-  // `client`'s buffers (its descriptors' indices) pair with `internal`'s one to one; `internal`
-  // must outlive the task, and its buffers hold header_size + payload_size bytes.
+  // `client`'s buffers, host and GPU (TxAttachment::send_from_gpu), pair with `internal`'s one
+  // to one; `internal` must outlive the task, and its buffers hold a whole frame each.
   static Result<std::unique_ptr<GpuTxTask>> create(const GpuDevice& gpu,
                                                    std::unique_ptr<dataplane::TxAttachment> client,
-                                                   dataplane::TxAttachment& internal,
-                                                   uint32_t payload_size, uint32_t header_size);
+                                                   dataplane::TxAttachment& internal);
   ~GpuTxTask() override;
   GpuTxTask(const GpuTxTask&) = delete;
   GpuTxTask& operator=(const GpuTxTask&) = delete;
@@ -70,8 +68,7 @@ class GpuTxTask final : public GpuRing {
   };
 
   GpuTxTask(const GpuDevice& gpu, std::unique_ptr<dataplane::TxAttachment> client,
-            dataplane::TxAttachment& internal, cuda::VmmAllocation payloads,
-            daqiri_gpu_ring_info info, HostRegistration pinned);
+            dataplane::TxAttachment& internal, HostRegistration pinned);
   // Internal completions back to the client.
   bool complete();
   // Completed copies, oldest first, submitted on the internal attachment.
@@ -87,8 +84,8 @@ class GpuTxTask final : public GpuRing {
   dataplane::TxAttachment& internal_;
   abi::RingView internal_tx_;
   abi::RingView internal_completion_;
-  cuda::VmmAllocation payloads_;
-  daqiri_gpu_ring_info info_{};
+  const dataplane::GpuTxBuffers& payloads_;  // client_'s
+  const daqiri_gpu_ring_info& info_;
   HostRegistration pinned_;  // internal_'s buffers, for the copy engines to write into
   uint32_t frame_size_ = 0;  // internal_'s buffers
   bool spin_ = false;

@@ -266,40 +266,60 @@ Result<uint64_t> DataPlane::create_tx(std::string_view interface, std::string_vi
   const uint32_t num_bufs = home.region->num_bufs;
   const uint32_t header_size = tx->gpu_headers ? tx->gpu_headers->buf_size : 0;
   if (reserve) {
-    MemoryCost cost{dataplane::TxAttachment::footprint(home.region->buf_size, num_bufs, ring), 0};
-    if (tx->gpu_payloads) {
-      // The client's ring and header buffers beside the frames the queue sends; its GPU buffers.
-      cost.host += dataplane::TxAttachment::footprint(header_size, num_bufs, ring);
+    MemoryCost cost{dataplane::TxAttachment::footprint(header_size, num_bufs, ring), 0};
+    if (!tx->gpu_payloads) {
+      cost.host = dataplane::TxAttachment::footprint(home.region->buf_size, num_bufs, ring);
+    } else {
+      // The client's ring and header buffers, its GPU buffers, and staged, the frames the
+      // queue sends.
       cost.gpu = uint64_t{tx->gpu_payloads->buf_size} * num_bufs;
+      if (!tx->gpu_in_place) {
+        cost.host += dataplane::TxAttachment::footprint(home.region->buf_size, num_bufs, ring);
+      }
     }
     if (auto ok = reserve(cost); !ok) return std::unexpected(ok.error());
   }
   uint64_t id = next_id_++;
-  // From GPU memory, the queue sends the gpu engine's copies, submitted as a client that kicks.
-  auto attachment = dataplane::TxAttachment::create(
-      id, home.region->buf_size, num_bufs, ring, home.region->kind == config::RegionKind::kHuge,
-      tx->task->rules(), options.client_kicks || tx->gpu_payloads);
-  if (!attachment) return std::unexpected(attachment.error());
   Attachment a;
-  a.tx = std::move(*attachment);
   a.tx_queue = tx;
-  if (tx->gpu_payloads) {
-    // The client's own ring: frames of header and GPU bytes; send times go through to the
-    // queue's attachment, which holds each frame till then.
-    dataplane::TxRules rules = tx->task->rules();
-    rules.max_length = home.region->buf_size;
-    rules.nic_schedules = true;
-    auto client = dataplane::TxAttachment::create(id, header_size, num_bufs, ring, false, rules,
-                                                  options.client_kicks);
-    if (!client) return std::unexpected(client.error());
-    auto copies = gpu_engine_->create_tx(std::move(*client), *a.tx, *tx->gpu_payloads, header_size,
-                                         home.queue->busy_poll);
-    if (!copies) return std::unexpected(copies.error());
-    auto poller = gpu_poller((*copies)->gpu());
-    if (!poller) return std::unexpected(poller.error());
-    a.gpu = std::move(*copies);
-    a.gpu_poller = *poller;
+  if (!tx->gpu_payloads) {
+    auto attachment = dataplane::TxAttachment::create(
+        id, home.region->buf_size, num_bufs, ring, home.region->kind == config::RegionKind::kHuge,
+        tx->task->rules(), options.client_kicks);
+    if (!attachment) return std::unexpected(attachment.error());
+    a.tx = std::move(*attachment);
+    attachments_.emplace(id, std::move(a));
+    return id;
   }
+  // From GPU memory the client's own ring takes frames of header and GPU bytes. Staged, its
+  // send times go through to the queue's attachment, which holds each frame till then.
+  dataplane::TxRules rules = tx->task->rules();
+  rules.max_length = header_size + tx->gpu_payloads->buf_size;
+  if (!tx->gpu_in_place) rules.nic_schedules = true;
+  auto client = dataplane::TxAttachment::create(id, header_size, num_bufs, ring, false, rules,
+                                                options.client_kicks);
+  if (!client) return std::unexpected(client.error());
+  auto buffers =
+      gpu_engine_->tx_buffers(*tx->gpu_payloads, num_bufs, header_size, tx->gpu_in_place);
+  if (!buffers) return std::unexpected(buffers.error());
+  (*client)->send_from_gpu(std::move(*buffers));
+  if (tx->gpu_in_place) {
+    a.tx = std::move(*client);  // the queue sends from it: headers copied, payloads in place
+    attachments_.emplace(id, std::move(a));
+    return id;
+  }
+  // Staged: the queue sends the gpu engine's copies, submitted as a client that kicks.
+  auto frames = dataplane::TxAttachment::create(id, home.region->buf_size, num_bufs, ring, false,
+                                                tx->task->rules(), true);
+  if (!frames) return std::unexpected(frames.error());
+  a.tx = std::move(*frames);
+  auto copies =
+      gpu_engine_->create_tx(std::move(*client), *a.tx, *tx->gpu_payloads, home.queue->busy_poll);
+  if (!copies) return std::unexpected(copies.error());
+  auto poller = gpu_poller((*copies)->gpu());
+  if (!poller) return std::unexpected(poller.error());
+  a.gpu = std::move(*copies);
+  a.gpu_poller = *poller;
   attachments_.emplace(id, std::move(a));
   return id;
 }
@@ -405,36 +425,27 @@ Result<AttachmentShare> DataPlane::prepare_activation(uint64_t id, const Attachm
 
 Result<AttachmentShare> DataPlane::share_of(uint64_t id, const Attachment& a) const {
   if (a.gpu) return a.gpu->share(id);
+  if (a.tx) return dataplane::share_tx(*a.tx, id);
   AttachmentShare share;
   share.id = id;
-  share.rx = a.rx != nullptr;
-  memory::SharedMemory& rings = a.rx ? a.rx->rings() : a.tx->rings();
+  share.rx = true;
+  memory::SharedMemory& rings = a.rx->rings();
   auto rings_fd = rings.shared_fd();
   if (!rings_fd) return std::unexpected(rings_fd.error());
   share.rings_fd = std::move(*rings_fd);
   share.rings_size = rings.size();
-  const int event_fd = a.rx ? a.rx->eventfd() : a.tx->eventfd();
-  const int kick_fd = a.rx ? a.rx->kick_fd() : a.tx->kick_fd();
-  auto event = dataplane::dup_for_client(event_fd, "eventfd");
+  auto event = dataplane::dup_for_client(a.rx->eventfd(), "eventfd");
   if (!event) return std::unexpected(event.error());
   share.event_fd = std::move(*event);
-  auto kick = dataplane::dup_for_client(kick_fd, "kick eventfd");
+  auto kick = dataplane::dup_for_client(a.rx->kick_fd(), "kick eventfd");
   if (!kick) return std::unexpected(kick.error());
   share.kick_fd = std::move(*kick);
-  if (a.rx) {
-    for (memory::BufferPool* pool : a.rx->pools()) {
-      auto ro = pool->memory().read_only_fd();
-      if (!ro) return std::unexpected(ro.error());
-      share.regions.push_back(
-          {std::move(*ro), pool->memory().size(), pool->buf_size(), pool->num_bufs(), false});
-    }
-    return share;
+  for (memory::BufferPool* pool : a.rx->pools()) {
+    auto ro = pool->memory().read_only_fd();
+    if (!ro) return std::unexpected(ro.error());
+    share.regions.push_back(
+        {std::move(*ro), pool->memory().size(), pool->buf_size(), pool->num_bufs(), false});
   }
-  share.completion_offset = a.tx->completion_offset();
-  auto buf_fd = a.tx->buffers().shared_fd();
-  if (!buf_fd) return std::unexpected(buf_fd.error());
-  share.regions.push_back(
-      {std::move(*buf_fd), a.tx->buffers().size(), a.tx->buf_size(), a.tx->num_bufs(), true});
   return share;
 }
 

@@ -60,9 +60,10 @@ Result<> DataPlane::open_queues(const config::InterfaceConfig& itf, backends::Ba
     const config::MemoryRegionConfig* region = config::find_region(config_, q.regions.back());
     const config::MemoryRegionConfig* headers =
         q.regions.size() == 2 ? config::find_region(config_, q.regions[0]) : nullptr;
-    if (!rx && region->kind == config::RegionKind::kDevice) {
+    if (!rx && region->kind == config::RegionKind::kDevice && !region->gpudirect) {
       // Sent from GPU memory: the backend sends the gpu engine's copies, host buffers that
-      // hold a whole frame (headers and payload) each.
+      // hold a whole frame (headers and payload) each. (From a gpudirect region the NIC reads
+      // the client's payloads where they are.)
       config::MemoryRegionConfig& frames = gpu_tx_frames_.emplace_back(*region);
       frames.name = region->name + ".frames";
       frames.kind = config::RegionKind::kHost;
@@ -73,7 +74,8 @@ Result<> DataPlane::open_queues(const config::InterfaceConfig& itf, backends::Ba
     auto poller = backend.queue_poller(itf, q, rx);
     if (!poller) return std::unexpected(poller.error());
     if (q.busy_poll) (*poller)->spin_always();
-    return backends::QueueHome{*poller, &itf, &q, region, rx ? headers : nullptr};
+    return backends::QueueHome{*poller, &itf, &q, region,
+                               rx || region->gpudirect ? headers : nullptr};
   };
   for (const auto& q : itf.rx_queues) {
     auto home = home_of(q, true);
@@ -90,6 +92,7 @@ Result<> DataPlane::open_queues(const config::InterfaceConfig& itf, backends::Ba
     TxQueue& tx = tx_queues_[home->key()] = {*home, &backend, *task};
     if (last->kind == config::RegionKind::kDevice) {
       tx.gpu_payloads = last;
+      tx.gpu_in_place = last->gpudirect;
       if (q.regions.size() == 2) tx.gpu_headers = config::find_region(config_, q.regions[0]);
     }
   }

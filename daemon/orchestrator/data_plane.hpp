@@ -206,9 +206,11 @@ class DataPlane {
     backends::Backend* backend = nullptr;
     dataplane::TxQueueTask* task = nullptr;  // the backend's
     // Sent from GPU memory: the payload (or whole-frame) region on the GPU, and with
-    // header-data split the header region; home.region is then the frames the backend sends.
+    // header-data split the header region. Staged, home.region is the host frames the backend
+    // sends; in place (a gpudirect region), the NIC reads the clients' GPU buffers.
     const config::MemoryRegionConfig* gpu_payloads = nullptr;
     const config::MemoryRegionConfig* gpu_headers = nullptr;
+    bool gpu_in_place = false;
   };
   struct FlowEntry {
     std::unique_ptr<dataplane::RxFlowTask> flow;

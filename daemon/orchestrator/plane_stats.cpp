@@ -87,6 +87,7 @@ std::vector<AttachmentStats> DataPlane::attachment_stats() const {
     s.violated = a.lifecycle().violated.load(std::memory_order_relaxed);
     s.claimed = a.active;
     const abi::RingView* ring = a.rx ? &a.rx->ring() : &a.tx->tx_ring();
+    s.gpu = a.tx && a.tx->gpu_buffers() != nullptr;  // in place, the NIC reads them: no copies
     if (a.gpu) {
       s.gpu = true;
       s.gpu_packets = a.gpu->counters.packets.load(std::memory_order_relaxed);

@@ -944,5 +944,58 @@ TEST_F(DpdkTest, GpudirectQueueWithoutAGpuSaysWhy) {
       << r.out << r.err;
 }
 
+// A gpudirect TX queue: the NIC reads each frame's payload in GPU memory, chained behind the
+// headers the daemon copied. A vdev whose PMD reads frames (net_pcap writes them to a file)
+// cannot, and daqirid does not start; net_null frees them unread, as a NIC's DMA would leave
+// the CPU out, and takes it. With a GPU, tests/gpu's GpuTxTest sends through such a queue.
+TEST_F(DpdkTest, GpudirectTxQueueNeedsADeviceThatLeavesPayloadsToTheNic) {
+  if (run({daqirid_path(), "--version"}).out.find("cuda: yes") == std::string::npos) {
+    GTEST_SKIP() << "this daqirid is built without CUDA (the sanitizer builds): device regions "
+                    "are refused before any of this";
+  }
+  auto yaml_for = [&](const std::string& address) {
+    std::string yaml = config(dir_.file("d.sock"), port("null0", address),
+                              "  - {name: a, interface: null0, match: {any: true}}\n");
+    std::string tx = "  - {name: tx, kind: host, buf_size: 2048, num_bufs: 2048}\n";
+    yaml.replace(yaml.find(tx), tx.size(),
+                 "  - {name: h, kind: host, buf_size: 64, num_bufs: 64}\n"
+                 "  - {name: tx, kind: device, gpudirect: true, buf_size: 1400, num_bufs: 2048}\n");
+    yaml.replace(yaml.find("regions: [tx]"), 13, "regions: [h, tx]");
+    return yaml;
+  };
+  auto pcap = run({daqirid_path(), "--config",
+                   dir_.write("p.yaml", yaml_for("net_pcap0,tx_pcap=" + dir_.file("o.pcap")))});
+  EXPECT_NE(pcap.exit_code, 0);
+  EXPECT_THAT(pcap.out + pcap.err,
+              HasSubstr("TX queue tx0 sends payloads from a gpudirect region, which the NIC reads "
+                        "in GPU memory behind each frame's headers: net_pcap is a virtual device, "
+                        "whose PMD reads frames with the CPU, which cannot read GPU memory"))
+      << pcap.out << pcap.err;
+  auto copying =
+      run({daqirid_path(), "--config", dir_.write("c.yaml", yaml_for("net_null0,copy=1"))});
+  EXPECT_NE(copying.exit_code, 0);
+  EXPECT_THAT(copying.out + copying.err, HasSubstr("net_null is a virtual device, whose PMD reads"))
+      << copying.out << copying.err;
+
+  start(yaml_for("net_null0"));
+  if (HasFatalFailure()) return;
+  EXPECT_THAT(daemon_->log(),
+              HasSubstr("TX queue tx0: headers copied, payloads read by the NIC in GPU memory"));
+  auto host = run({test_client_path(), "tx-idle", socket_, "null0", "1"});
+  EXPECT_NE(host.exit_code, 0);
+  EXPECT_THAT(
+      host.out + host.err,
+      HasSubstr("TX queue null0/tx0 sends from GPU memory (region \"tx\"): attach with gpu"));
+  auto gpu = run({test_client_path(), "tx-gpu-attach", socket_, "null0", "tx0"});
+  if (std::filesystem::exists("/dev/nvidia0")) {
+    EXPECT_EQ(gpu.exit_code, 0) << gpu.out << gpu.err;
+    EXPECT_THAT(gpu.out, HasSubstr("attached: frames up to 1464 bytes, 64 header bytes"));
+  } else {
+    EXPECT_EQ(gpu.exit_code, 3) << gpu.out << gpu.err;
+    EXPECT_THAT(gpu.out, HasSubstr("attach failed: no GPU")) << gpu.out;
+  }
+  EXPECT_EQ(stats().attachments_size(), 0) << stats().DebugString();
+}
+
 }  // namespace
 }  // namespace daqiri::test

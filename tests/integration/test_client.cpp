@@ -46,7 +46,8 @@
 //                                 once packets come again)
 //   hostile SOCKET FLOW KIND      break the protocol with the raw ABI: consumer-index,
 //                                 tx-descriptor, garbage-message; gpu-tx-length and
-//                                 gpu-tx-buffer on lo's TX queue FLOW (GPU buffers)
+//                                 gpu-tx-buffer on TX queue FLOW (GPU buffers): IF/Q, or
+//                                 lo's Q
 // Prints what happened on stdout (flushed per line); exit codes say whether it went as meant.
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
@@ -845,14 +846,16 @@ int hostile(const std::string& socket, const std::string& flow, const std::strin
     return expect_cut(r);
   }
   daqiri::v1::AttachRequest req;
-  // gpu-tx-*: `flow` names a TX queue of lo that sends from GPU memory.
+  // gpu-tx-*: `flow` names a TX queue that sends from GPU memory: "IF/Q", or Q of lo.
   const bool gpu_tx = kind.starts_with("gpu-tx-");
   if (kind == "consumer-index") {
     req.set_flow(flow);
   } else {
-    req.mutable_tx_queue()->set_interface("lo");
+    const size_t slash = flow.find('/');
+    req.mutable_tx_queue()->set_interface(
+        gpu_tx && slash != std::string::npos ? flow.substr(0, slash) : std::string("lo"));
     if (gpu_tx) {
-      req.mutable_tx_queue()->set_queue(flow);
+      req.mutable_tx_queue()->set_queue(slash == std::string::npos ? flow : flow.substr(slash + 1));
       req.set_gpu(true);
     }
   }

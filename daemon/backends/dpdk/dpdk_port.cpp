@@ -23,6 +23,20 @@ Result<> check(int rc, const std::string& what) {
   return fail(ErrorCode::kFailedPrecondition, what + ": " + rte_strerror(-rc));
 }
 
+// A PMD that frees what it is given unread: DPDK's null PMD unless its `copy` devarg is set.
+// It takes payloads in GPU memory as a NIC would (nothing on the CPU touches them), which is
+// how that path runs where there is no NIC.
+bool discards_unread(const std::string& driver, const std::string& args) {
+  if (driver != "net_null") return false;
+  for (size_t at = args.find("copy="); at != std::string::npos; at = args.find("copy=", at + 1)) {
+    if ((at == 0 || args[at - 1] == ',') && args.compare(at + 5, 2, "0,") != 0 &&
+        args.substr(at + 5) != "0") {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
@@ -117,6 +131,29 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
   });
   bool multi_segment = (any_checked_tx || !itf.tx_flows.empty()) &&
                        (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
+  // A gpudirect TX queue: its frames' payloads stay in GPU memory, chained behind the headers,
+  // for the NIC to read there; only a PCI NIC does (a vdev's PMD reads frames with the CPU),
+  // or a PMD that reads nothing.
+  const bool discards = !address->pci && discards_unread(port->driver_, address->args);
+  for (const auto& q : itf.tx_queues) {
+    if (!config::find_region(c, q.regions.back())->gpudirect || discards) continue;
+    std::string why;
+    if (!address->pci) {
+      why = port->driver_ +
+            " is a virtual device, whose PMD reads frames with the CPU, which cannot read GPU "
+            "memory";
+    } else if ((info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) == 0) {
+      why = port->driver_ + " offers no multi-segment TX (RTE_ETH_TX_OFFLOAD_MULTI_SEGS)";
+    }
+    if (!why.empty()) {
+      return fail(ErrorCode::kFailedPrecondition,
+                  where + ": TX queue " + q.name +
+                      " sends payloads from a gpudirect region, which the NIC reads in GPU "
+                      "memory behind each frame's headers: " +
+                      why + "; use the region without gpudirect to stage through host memory");
+    }
+    multi_segment = true;
+  }
   if (multi_segment) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
   // accurate_send: the NIC holds each timed frame till its time where its PMD schedules sends
   // (SEND_ON_TIMESTAMP, what DAQIRI asks for); elsewhere the TX poller holds them.
@@ -240,9 +277,16 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
     setup.multi_segment = multi_segment;
     setup.pacing_mbps = q.pacing_mbps;
     setup.send_times = q.accurate_send;
+    if (config::find_region(c, q.regions.back())->gpudirect) {
+      setup.split_header = config::find_region(c, q.regions.front())->buf_size;
+      setup.multi_segment = true;  // chained always (a PMD that reads nothing takes any chain)
+    }
     // DAQIRI's TX flows come with DAQIRI files, whose TX queues are raw.
     if (setup.policy == config::TxPolicy::kRaw) setup.flows = itf.tx_flows;
-    if (setup.policy == config::TxPolicy::kChecked) {
+    if (setup.split_header != 0) {
+      spdlog::info("{}: TX queue {}: headers copied, payloads read by the NIC in GPU memory", where,
+                   q.name);
+    } else if (setup.policy == config::TxPolicy::kChecked) {
       spdlog::info("{}: TX queue {} checked: {}", where, q.name,
                    multi_segment ? "headers copied, payloads sent zero-copy"
                                  : "frames copied whole (the port has no multi-segment TX)");

@@ -155,8 +155,6 @@ struct RxQueueSetup {
 class DpdkRxQueue final : public dataplane::PollTask, public memory::BufferPool::Owner {
  public:
   static constexpr uint32_t kMaxBatch = 512;
-  // GPU pages, as the NIC's peer-memory driver pins them (DPDK's gpudev uses the same).
-  static constexpr size_t kGpuPageSize = size_t{1} << 16;
   // The pool's memory becomes DPDK external memory.
   static Result<std::unique_ptr<DpdkRxQueue>> create(const RxQueueSetup& setup);
 

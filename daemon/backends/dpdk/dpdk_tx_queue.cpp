@@ -14,15 +14,17 @@ namespace daqiri::backends::dpdk {
 namespace {
 
 // Checked: the bytes copied into the daemon's mbuf (the headers where the port chains the rest
-// behind them, else the whole frame). Raw: none.
+// behind them, else the whole frame). Split (gpudirect): the host part. Raw: none.
 uint32_t copy_length_of(const TxQueueSetup& s) {
+  if (s.split_header != 0) return s.split_header;
   if (s.policy == config::TxPolicy::kRaw) return 0;
   return s.multi_segment ? uint32_t{dataplane::kCheckedHeaders} : s.max_frame;
 }
 
-// The most mbufs one frame takes: two where a checked frame's payload is chained, or where TX
-// flows put headers in front of a raw frame.
+// The most mbufs one frame takes: two where a checked or split frame's payload is chained, or
+// where TX flows put headers in front of a raw frame; three for both.
 uint32_t mbufs_per_frame_of(const TxQueueSetup& s) {
+  if (s.split_header != 0) return s.flows.empty() ? 2 : 3;
   if (copy_length_of(s) != 0) return s.multi_segment ? 2 : 1;
   return s.flows.empty() ? 1 : 2;
 }
@@ -31,6 +33,9 @@ uint32_t mbufs_per_frame_of(const TxQueueSetup& s) {
 // where the port cannot chain, the frame behind them).
 uint32_t room_of(const TxQueueSetup& s) {
   uint32_t copy = copy_length_of(s);
+  if (s.split_header != 0 && !s.flows.empty()) {
+    return RTE_PKTMBUF_HEADROOM + std::max<uint32_t>(copy, core::Encap::kMaxHeaders);
+  }
   if (copy != 0) return RTE_PKTMBUF_HEADROOM + copy;
   if (s.flows.empty()) return 0;
   return RTE_PKTMBUF_HEADROOM + core::Encap::kMaxHeaders + (s.multi_segment ? 0 : s.max_frame);
@@ -69,6 +74,7 @@ DpdkTxQueue::DpdkTxQueue(const TxQueueSetup& setup, rte_mempool* headers)
       source_ipv4_(setup.source_ipv4),
       mac_(setup.mac),
       copy_length_(copy_length_of(setup)),
+      split_header_(setup.split_header),
       mbufs_per_frame_(mbufs_per_frame_of(setup)),
       multi_segment_(setup.multi_segment),
       flows_(setup.flows),
@@ -84,8 +90,7 @@ DpdkTxQueue::~DpdkTxQueue() {
 void DpdkTxQueue::on_freed(void* addr, void* opaque) {
   auto* b = static_cast<Binding*>(opaque);
   const std::byte* base = b->memory->base();
-  auto index = static_cast<uint32_t>((static_cast<const std::byte*>(addr) - base) /
-                                     b->attachment->buf_size());
+  auto index = static_cast<uint32_t>((static_cast<const std::byte*>(addr) - base) / b->stride);
   b->done.push(index);
 }
 
@@ -161,8 +166,7 @@ bool DpdkTxQueue::send(Binding& b) {
       a.complete(&d, 1, true);
       continue;
     }
-    rte_mbuf* m =
-        policy_ == config::TxPolicy::kRaw ? zero_copy(b, d) : checked_copy(b, d, done_now);
+    rte_mbuf* m = copy_length_ == 0 ? zero_copy(b, d) : copy_headers(b, d, done_now);
     if (m == nullptr) continue;
     if (flow != nullptr) m = encapsulate(*flow, m);
     if (send_time_offset_ >= 0 && (d.flags & DAQIRI_TX_AT) != 0) stamp(m, d, now);
@@ -193,13 +197,12 @@ void DpdkTxQueue::stamp(rte_mbuf* m, const daqiri_tx_desc& d, uint64_t& now) {
 
 void DpdkTxQueue::attach(Binding& b, const daqiri_tx_desc& d, rte_mbuf* m, uint16_t offset,
                          uint32_t length) {
-  dataplane::TxAttachment& a = *b.attachment;
   rte_mbuf_ext_shared_info* sh = &b.shinfo[d.buffer];
   sh->free_cb = &DpdkTxQueue::on_freed;
   sh->fcb_opaque = &b;
   rte_mbuf_ext_refcnt_set(sh, 1);
-  auto* buf = const_cast<std::byte*>(b.memory->base() + uint64_t{d.buffer} * a.buf_size());
-  rte_pktmbuf_attach_extbuf(m, buf, b.memory->iova(buf), static_cast<uint16_t>(a.buf_size()), sh);
+  std::byte* buf = b.memory->base() + uint64_t{d.buffer} * b.stride;
+  rte_pktmbuf_attach_extbuf(m, buf, b.memory->iova(buf), static_cast<uint16_t>(b.stride), sh);
   m->data_off = offset;
   m->data_len = static_cast<uint16_t>(length);
   m->pkt_len = length;
@@ -212,30 +215,34 @@ rte_mbuf* DpdkTxQueue::zero_copy(Binding& b, const daqiri_tx_desc& d) {
   return m;
 }
 
-rte_mbuf* DpdkTxQueue::checked_copy(Binding& b, const daqiri_tx_desc& d, uint32_t& done_now) {
+rte_mbuf* DpdkTxQueue::copy_headers(Binding& b, const daqiri_tx_desc& d, uint32_t& done_now) {
   dataplane::TxAttachment& a = *b.attachment;
   rte_mbuf* h = stash_[--stash_count_];
   auto* head = rte_pktmbuf_mtod(h, std::byte*);
   uint32_t copied = std::min(d.length, copy_length_);
   std::memcpy(head, a.buffer(d.buffer), copied);
-  auto verdict = dataplane::check_tx_frame({head, copied}, d.length, source_ipv4_, policy_);
-  if (verdict.refused != nullptr) {
-    stash_[stash_count_++] = h;
-    dataplane::bump(a.counters.refused, 1);
-    a.complete(&d, 1, true);
-    return nullptr;
+  uint32_t wire = d.length;
+  if (policy_ != config::TxPolicy::kRaw) {
+    auto verdict = dataplane::check_tx_frame({head, copied}, d.length, source_ipv4_, policy_);
+    if (verdict.refused != nullptr) {
+      stash_[stash_count_++] = h;
+      dataplane::bump(a.counters.refused, 1);
+      a.complete(&d, 1, true);
+      return nullptr;
+    }
+    std::memcpy(head + 6, mac_.addr_bytes, RTE_ETHER_ADDR_LEN);
+    // What is sent ends with the IP packet: Ethernet padding the client wrote is not.
+    wire = frame::kEthHeader + verdict.ip_length;
   }
-  std::memcpy(head + 6, mac_.addr_bytes, RTE_ETHER_ADDR_LEN);
-  // What is sent ends with the IP packet: Ethernet padding the client wrote is not.
-  uint32_t wire = frame::kEthHeader + verdict.ip_length;
   if (wire <= copied) {
     h->data_len = static_cast<uint16_t>(wire);
     h->pkt_len = wire;
     descs_[done_now++] = d;  // done_now <= the index of `d`: a slot already read
     return h;
   }
+  // The rest: in the same buffer behind the copied bytes, or split, from its GPU buffer's start.
   rte_mbuf* payload = stash_[--stash_count_];
-  attach(b, d, payload, static_cast<uint16_t>(copied), wire - copied);
+  attach(b, d, payload, static_cast<uint16_t>(copied - split_header_), wire - copied);
   h->data_len = static_cast<uint16_t>(copied);
   h->pkt_len = wire;
   h->next = payload;
@@ -245,7 +252,9 @@ rte_mbuf* DpdkTxQueue::checked_copy(Binding& b, const daqiri_tx_desc& d, uint32_
 
 const core::TxFlow* DpdkTxQueue::match_flow(const Binding& b, const daqiri_tx_desc& d) {
   // Once, into the daemon's memory: the match and a raw frame's new headers come from this copy.
-  head_length_ = std::min<uint32_t>(d.length, head_.size());
+  // (Split, the host buffer holds only the headers' part.)
+  head_length_ =
+      std::min({d.length, static_cast<uint32_t>(head_.size()), b.attachment->buf_size()});
   std::memcpy(head_.data(), b.attachment->buffer(d.buffer), head_length_);
   if (head_length_ < frame::kEthHeader) return nullptr;  // no Ethernet frame to put headers on
   auto fields =
@@ -335,11 +344,20 @@ dataplane::NicQueueStats DpdkTxQueue::stats(const std::string& name) const {
 }
 
 Result<> DpdkTxQueue::add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) {
-  auto ext = ExternalMemory::register_memory(a->buffers(), dma_device_);
+  const dataplane::GpuTxBuffers* gpu = a->gpu_buffers();
+  if ((gpu != nullptr) != (split_header_ != 0)) {
+    return fail(ErrorCode::kInternal, gpu ? "GPU buffers on a queue that sends host memory"
+                                          : "host buffers on a queue that sends GPU memory");
+  }
+  // Split, only the GPU buffers are chained (the headers are copied): the NIC reads them.
+  auto ext = gpu ? ExternalMemory::register_range(gpu->memory.base, gpu->memory.bytes, kGpuPageSize,
+                                                  dma_device_)
+                 : ExternalMemory::register_memory(a->buffers(), dma_device_);
   if (!ext) return std::unexpected(ext.error());
   auto b = std::make_unique<Binding>(a->num_bufs());
   b->attachment = a;
   b->memory = std::move(*ext);
+  b->stride = gpu ? gpu->info.slot_size : a->buf_size();
   bindings_.add(a, std::move(b), epoch);
   return {};
 }

@@ -8,6 +8,9 @@
 // runs dry the queue asks the PMD to clean up its done descriptors and takes no new frames
 // until mbufs return, and frames the PMD did not accept stay pending and are offered first
 // next time: the TX path never waits on itself (DAQIRI's dry-pool stall).
+// A gpudirect queue's clients write each frame's first `split_header` bytes into a host buffer
+// and the rest into a GPU buffer of theirs: the headers are copied (and checked) as above, and
+// the GPU bytes chained behind them for the NIC to read in place.
 // On a raw queue, the interface's TX flows (core/encap.hpp, DAQIRI's tx.flows) are matched on
 // the daemon's own copy of each frame's first bytes; a frame one matches leaves with that flow's
 // headers in front, written into an mbuf of the queue's own chained in front of the client's
@@ -59,6 +62,7 @@ struct TxQueueSetup {
   bool multi_segment = false;       // the port takes chained mbufs (RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
   uint32_t pacing_mbps = 0;         // the queue's rate cap in megabits of frames a second; 0: none
   bool send_times = false;          // accurate_send: frames may name a time to leave at
+  uint32_t split_header = 0;        // gpudirect: bytes of a frame in its client's host buffer
   std::vector<core::TxFlow> flows;  // raw queues: the interface's TX flows
 };
 
@@ -106,7 +110,10 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
  private:
   struct Binding {
     dataplane::TxAttachment* attachment = nullptr;
+    // The buffers chained into frames (the client's host buffers, or on a gpudirect queue
+    // its GPU buffers), `stride` bytes apart.
     std::unique_ptr<ExternalMemory> memory;
+    uint32_t stride = 0;
     std::vector<rte_mbuf_ext_shared_info> shinfo;  // one per buffer: daemon memory only
     CompletionQueue done;
     uint32_t in_flight = 0;  // attached to an mbuf and not yet freed by DPDK
@@ -125,12 +132,14 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
   bool send(Binding& b);
   // The mbuf that carries frame `d` of `b`, or null when it is refused or already complete.
   rte_mbuf* zero_copy(Binding& b, const daqiri_tx_desc& d);
-  rte_mbuf* checked_copy(Binding& b, const daqiri_tx_desc& d, uint32_t& done_now);
+  // Checked, or split: the frame's headers copied into an mbuf of the queue's own (checked
+  // there), the rest chained behind them zero-copy.
+  rte_mbuf* copy_headers(Binding& b, const daqiri_tx_desc& d, uint32_t& done_now);
   // The TX flow that takes frame `d`, read once into head_, or null.
   const core::TxFlow* match_flow(const Binding& b, const daqiri_tx_desc& d);
   // Raw frame `m` (the client's buffer) with `flow`'s headers in front: the mbuf to send.
   rte_mbuf* encapsulate(const core::TxFlow& flow, rte_mbuf* m);
-  // Attaches frame bytes [offset, offset + length) of `d`'s buffer to `m`, zero-copy.
+  // Attaches bytes [offset, offset + length) of `d`'s chained buffer to `m`, zero-copy.
   void attach(Binding& b, const daqiri_tx_desc& d, rte_mbuf* m, uint16_t offset, uint32_t length);
   // Tops the stash up to a batch from the header pool, with what is left when that is less.
   void refill_stash();
@@ -150,8 +159,9 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
   rte_ether_addr mac_;
   // Checked: bytes copied into the daemon's mbuf (the headers, or the whole frame where the
   // port cannot chain); a frame longer than that has its payload chained behind, zero-copy.
-  // Raw: 0.
+  // Split: split_header_. Raw: 0.
   uint32_t copy_length_;
+  uint32_t split_header_;
   uint32_t mbufs_per_frame_;  // at most: 2 where checked frames chain their payload, or flows
                               // put headers in front of raw ones
   bool multi_segment_;

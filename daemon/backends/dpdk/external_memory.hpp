@@ -1,4 +1,4 @@
-// Daemon memory (a client-shared memfd mapping, or GPU memory for gpudirect queues) made known
+// Daemon memory (a client-shared memfd mapping, or GPU memory of gpudirect queues) made known
 // to DPDK: registered as external memory, DMA-mapped for a PCI device when there is one, and
 // optionally cut into a pktmbuf pool whose mbufs carry their data in that memory
 // (rte_pktmbuf_pool_create_extbuf): what a NIC writes there is what a client maps, or what the
@@ -15,6 +15,9 @@
 #include "memory/shared_memory.hpp"
 
 namespace daqiri::backends::dpdk {
+
+// GPU pages, as the NIC's peer-memory driver pins them (DPDK's gpudev uses the same).
+inline constexpr size_t kGpuPageSize = size_t{1} << 16;
 
 class ExternalMemory {
  public:

@@ -727,7 +727,8 @@ TEST(Config, GpudirectRegionsAreDeviceRegionsOnRdmaAndDpdkReceiveQueues) {
   socket.replace(socket.find("kind: host"), 10, "kind: device, gpudirect: true");
   EXPECT_THAT(only_error(socket),
               HasSubstr("interfaces[0].rx.queues[0].regions: region \"r\" is gpudirect, which "
-                        "this daqirid drives on RX queues of rdma and dpdk interfaces only"));
+                        "this daqirid drives on RX queues of rdma and dpdk interfaces (the NIC "
+                        "writes into GPU memory) and on dpdk TX queues with header-data split"));
 
   auto d = parse(on_dpdk(socket));
   ASSERT_TRUE(d.config) << d.diags.render();
@@ -788,6 +789,32 @@ TEST(Config, TxQueuesSendFromGpuMemoryWholeOrSplit) {
               HasSubstr("tx.queues[0].regions: frames sent from GPU memory on TX queue \"split\" "
                         "are 65564 bytes (headers and payload buffers), more than its buffers "
                         "hold (65535)"));
+}
+
+// A gpudirect payload region on TX: the NIC reads the payloads in place, behind headers the
+// daemon copies (a header buffer holds at least the 42 bytes a checked queue checks), so only
+// a dpdk queue with header-data split takes one.
+TEST(Config, GpudirectTxQueuesSplitHeadersOnDpdk) {
+  std::string text = with_interface(
+      "    tx:\n"
+      "      queues:\n"
+      "        - {name: split, regions: [h, p]}\n");
+  text.replace(text.find("memory_regions:\n"), 16,
+               "memory_regions:\n"
+               "  - {name: h, kind: host, buf_size: 64, num_bufs: 64}\n"
+               "  - {name: p, kind: device, gpudirect: true, buf_size: 1064, num_bufs: 4096}\n");
+  text.replace(text.find("    rx:"), 0, "    source_ipv4: 10.0.0.1\n");
+  auto d = parse(on_dpdk(text));
+  ASSERT_TRUE(d.config) << d.diags.render();
+  EXPECT_EQ(d.config->interfaces[0].tx_queues[0].regions, (std::vector<std::string>{"h", "p"}));
+
+  EXPECT_THAT(parse(text).diags.render(),
+              HasSubstr("tx.queues[0].regions: region \"p\" is gpudirect: on TX the NIC reads "
+                        "payloads in GPU memory behind headers the daemon copies, which needs a "
+                        "dpdk interface and header-data split"));
+  std::string whole = on_dpdk(text);
+  whole.replace(whole.find("regions: [h, p]"), 15, "regions: [p]");
+  EXPECT_THAT(only_error(whole), HasSubstr("tx.queues[0].regions: region \"p\" is gpudirect"));
 }
 
 // A DAQIRI socket-stream file with one interface: `socket` is its socket_config body, `extra`
