@@ -156,9 +156,10 @@ Result<std::unique_ptr<Port>> Port::open(const config::InterfaceConfig& itf,
   }
   if (multi_segment) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
   // accurate_send: the NIC holds each timed frame till its time where its PMD schedules sends
-  // (SEND_ON_TIMESTAMP, what DAQIRI asks for); elsewhere the TX poller holds them.
+  // (SEND_ON_TIMESTAMP, what DAQIRI asks for); elsewhere the TX poller holds them. The same
+  // scheduling meters paced queues, as DAQIRI paces; elsewhere the TX poller does.
   bool any_timed = std::any_of(itf.tx_queues.begin(), itf.tx_queues.end(),
-                               [](const auto& q) { return q.accurate_send; });
+                               [](const auto& q) { return q.accurate_send || q.pacing_mbps > 0; });
   int send_time_offset = -1;
   uint64_t send_time_flag = 0;
   if (any_timed && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP) != 0) {
@@ -334,19 +335,35 @@ void Port::schedule_sends(const config::InterfaceConfig& itf, int offset, uint64
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
   std::string why = offset < 0 ? driver_ + " offers no send scheduling (SEND_ON_TIMESTAMP)"
                                : driver_ + " does not read its clock (rte_eth_read_clock)";
+  uint64_t tps = ticks_per_second(second - first, static_cast<uint64_t>(span.count()));
   for (const auto& q : itf.tx_queues) {
-    if (!q.accurate_send) continue;
+    if (!q.accurate_send && q.pacing_mbps == 0) continue;
     if (!clock) {
-      spdlog::info("{}: TX queue {}: accurate_send: the TX poller holds each timed frame ({})",
-                   where, q.name, why);
+      if (q.accurate_send) {
+        spdlog::info("{}: TX queue {}: accurate_send: the TX poller holds each timed frame ({})",
+                     where, q.name, why);
+      }
+      if (q.pacing_mbps > 0) {
+        spdlog::info("{}: TX queue {}: pacing_mbps: the TX poller meters the queue ({})", where,
+                     q.name, why);
+      }
       continue;
     }
-    uint64_t tps = ticks_per_second(second - first, static_cast<uint64_t>(span.count()));
-    tx_.at(q.name)->schedule_sends_in_nic(offset, flag, tps);
-    spdlog::info(
-        "{}: TX queue {}: accurate_send: the NIC holds each timed frame (its clock: {} "
-        "ticks a second)",
-        where, q.name, tps);
+    DpdkTxQueue& queue = *tx_.at(q.name);
+    queue.schedule_sends_in_nic(offset, flag, tps);
+    if (q.accurate_send) {
+      spdlog::info(
+          "{}: TX queue {}: accurate_send: the NIC holds each timed frame (its clock: {} "
+          "ticks a second)",
+          where, q.name, tps);
+    }
+    if (q.pacing_mbps > 0) {
+      queue.pace_in_nic(q.pacing_mbps);
+      spdlog::info(
+          "{}: TX queue {}: pacing_mbps: the NIC meters the queue (the first frame of each "
+          "burst leaves at its time)",
+          where, q.name);
+    }
   }
 }
 

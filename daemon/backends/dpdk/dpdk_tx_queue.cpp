@@ -174,6 +174,7 @@ bool DpdkTxQueue::send(Binding& b) {
     bytes += m->pkt_len;
   }
   if (done_now > 0) a.complete(descs_.data(), done_now);
+  if (ready > 0 && burst_pacer_.pacing()) stamp_burst(b.pending[0], bytes, now);
   uint16_t sent = rte_eth_tx_burst(port_, queue_, b.pending.data(), static_cast<uint16_t>(ready));
   b.pending_first = sent;
   b.pending_count = ready - sent;
@@ -184,15 +185,27 @@ bool DpdkTxQueue::send(Binding& b) {
   return true;
 }
 
-void DpdkTxQueue::stamp(rte_mbuf* m, const daqiri_tx_desc& d, uint64_t& now) {
-  if (now == 0) now = dataplane::ReceiveClock::now_ns();
+uint64_t DpdkTxQueue::nic_ticks(uint64_t at_ns, uint64_t now) {
   if (send_clock_.stale(now)) {
     uint64_t ticks = 0;
     if (rte_eth_read_clock(port_, &ticks) == 0) send_clock_.sync(now, ticks);
   }
+  return send_clock_.nic_ticks(at_ns);
+}
+
+void DpdkTxQueue::stamp(rte_mbuf* m, const daqiri_tx_desc& d, uint64_t& now) {
+  if (now == 0) now = dataplane::ReceiveClock::now_ns();
   *RTE_MBUF_DYNFIELD(m, send_time_offset_, uint64_t*) =
-      send_clock_.nic_ticks(daqiri_tx_desc_time(&d, now));
+      nic_ticks(daqiri_tx_desc_time(&d, now), now);
   m->ol_flags |= send_time_flag_;
+}
+
+void DpdkTxQueue::stamp_burst(rte_mbuf* first, uint64_t bytes, uint64_t& now) {
+  if (now == 0) now = dataplane::ReceiveClock::now_ns();
+  uint64_t at = nic_ticks(burst_pacer_.start(now, bytes), now);
+  auto* field = RTE_MBUF_DYNFIELD(first, send_time_offset_, uint64_t*);
+  if ((first->ol_flags & send_time_flag_) == 0 || *field < at) *field = at;
+  first->ol_flags |= send_time_flag_;
 }
 
 void DpdkTxQueue::attach(Binding& b, const daqiri_tx_desc& d, rte_mbuf* m, uint16_t offset,

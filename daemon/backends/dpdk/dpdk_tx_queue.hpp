@@ -25,6 +25,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/dpdk/burst_pacer.hpp"
 #include "backends/dpdk/completion_queue.hpp"
 #include "backends/dpdk/external_memory.hpp"
 #include "backends/dpdk/send_clock.hpp"
@@ -102,6 +103,12 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
     send_time_flag_ = flag;
     send_clock_ = SendClock(ticks_per_second);
   }
+  // After schedule_sends_in_nic, on a queue with pacing_mbps: the NIC meters it (BurstPacer)
+  // instead of the poller's token bucket, as DAQIRI paces.
+  void pace_in_nic(uint64_t mbps) {
+    pacer_ = dataplane::TxPacer(0, 0);
+    burst_pacer_ = BurstPacer(mbps);
+  }
   // add() registers the attachment's buffers with DPDK; remove() (after the attachment is
   // released) undoes it.
   Result<> add(dataplane::TxAttachment* a, const dataplane::Epoch& epoch) override;
@@ -147,6 +154,11 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
   // The NIC's send time of frame `d`, in `m` (NIC scheduling). `now`: the send's clock
   // reading, taken here on its first frame (0 until then).
   void stamp(rte_mbuf* m, const daqiri_tx_desc& d, uint64_t& now);
+  // The NIC's time a paced burst of `bytes` starting with `first` may leave, in `first`: the
+  // later of its own send time, if it has one, and the pacer's.
+  void stamp_burst(rte_mbuf* first, uint64_t bytes, uint64_t& now);
+  // The NIC's ticks of host time `at_ns`, the clocks read together again when that is stale.
+  uint64_t nic_ticks(uint64_t at_ns, uint64_t now);
 
   uint16_t port_;
   uint16_t queue_;
@@ -174,6 +186,7 @@ class DpdkTxQueue final : public dataplane::TxQueueTask {
   int send_time_offset_ = -1;  // the NIC schedules: the mbuf's send time field, else -1
   uint64_t send_time_flag_ = 0;
   SendClock send_clock_;
+  BurstPacer burst_pacer_;
   dataplane::TxBindings<Binding> bindings_;
   std::array<daqiri_tx_desc, kMaxBatch> descs_{};
   std::array<rte_mbuf*, kMaxBatch> stash_{};  // header mbufs taken from the pool, unused yet
