@@ -144,6 +144,12 @@ void read_daqiri_reorders(const YamlNode& list, const InterfaceConfig& itf, Conf
     if (map.read_string("reorder_type", type, r.where, true) && type != "cpu" && type != "gpu") {
       node.diags().error(r.where.at("reorder_type"),
                          "reorder_type \"" + type + "\": expected gpu or cpu");
+    } else if (type == "gpu") {
+      node.diags().warning(r.where.at("reorder_type"),
+                           "reorder_type gpu: daqirid places and converts the packets on the "
+                           "CPU, on its first flow's poller, and the copy engines copy each "
+                           "whole batch into its clients' GPU rings; DAQIRI places them in a GPU "
+                           "kernel");
     }
     if (auto ids = map.require("flow_ids")) {
       r.where.record("flows", ids->origin());

@@ -4,7 +4,7 @@
 // burst followed by ready()/release() as a consumer would. The peer, in the same run: one
 // cudaMemcpy (device to device) of the same sample bytes per burst.
 //   reorder-bench [PACKETS_PER_FRAME] [SAMPLE_BYTES] [BURST] [BURSTS]
-//   reorder   burst 256: 2.1 Mpps, 4.3 GB/s of samples in
+//   reorder   burst 256: 2.1 Mpps, 4.3 GB/s of samples in, 8.6 GB/s written (fp32)
 //   memcpy    burst 256: ...                      ratio ...
 #include <cuda_runtime_api.h>
 
@@ -145,10 +145,10 @@ int main(int argc, char** argv) {
 
   double in_bytes = double(packets) * sample_bytes;
   std::printf(
-      "reorder  M %u, %u sample bytes, burst %u: %.2f Mpps, %.2f GB/s of samples in "
-      "(%llu placed in the last lap)\n",
+      "reorder  M %u, %u sample bytes, burst %u: %.2f Mpps, %.2f GB/s of samples in, %.2f GB/s "
+      "written (fp32) (%llu placed in the last lap)\n",
       per_frame, sample_bytes, burst, packets / reorder_s / 1e6, in_bytes / reorder_s / 1e9,
-      c ? static_cast<unsigned long long>(c->placed) : 0ull);
+      2 * in_bytes / reorder_s / 1e9, c ? static_cast<unsigned long long>(c->placed) : 0ull);
   std::printf("memcpy   same bytes per burst: %.2f GB/s; reorder / memcpy %.2fx\n",
               in_bytes / memcpy_s / 1e9, memcpy_s / reorder_s);
   return 0;

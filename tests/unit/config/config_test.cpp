@@ -1429,6 +1429,9 @@ TEST(DaqiriConfig, ReorderConfigsBecomeReordersOfTheFlowsTheyName) {
   file.replace(file.find(rxq) + rxq.size(), 0, "timeout_us: 700, ");
   auto p = parse_daqiri(file);
   ASSERT_TRUE(p.config) << p.diags.render();
+  EXPECT_THAT(p.diags.render(),
+              HasSubstr("reorder_type: reorder_type gpu: daqirid places and converts the "
+                        "packets on the CPU"));
   ASSERT_EQ(p.config->reorders.size(), 1u);
   const ReorderConfig& r = p.config->reorders[0];
   EXPECT_EQ(r.name, "ro");
