@@ -153,11 +153,12 @@ struct FlowConfig {
   std::optional<core::Endpoint> connect;  // TCP client stream instead of a match
   core::BlockPolicy allow_block;
   std::vector<std::string> rss_queues;  // RSS: the queues it spreads over (core::FlowSpec)
+  core::FlowClients clients;
   Located where;
 
   [[nodiscard]] core::FlowSpec spec() const {
-    return {name,    interface,   queue,     match, id, core::FlowOrigin::kConfig,
-            connect, allow_block, rss_queues};
+    return {name,    interface,   queue,      match,  id, core::FlowOrigin::kConfig,
+            connect, allow_block, rss_queues, clients};
   }
 };
 

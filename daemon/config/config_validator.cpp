@@ -723,6 +723,15 @@ class Validator {
           error(r.where.at("flows"), "flow \"" + name + "\" feeds reorder \"" + it->second +
                                          "\" already; a flow feeds one reorder");
         }
+        // A reorder's batches hold its flows' packets: their clients, and only theirs.
+        const FlowConfig& first =
+            *std::find_if(c_.flows.begin(), c_.flows.end(),
+                          [&](const auto& c) { return c.name == r.flows.front(); });
+        if (first.clients.uids != f->clients.uids || first.clients.gids != f->clients.gids) {
+          error(r.where.at("flows"), "flows \"" + first.name + "\" and \"" + name +
+                                         "\" admit different clients: a reorder's batches go to "
+                                         "the clients its flows admit, the same for each");
+        }
         for (const auto& q : itf->rx_queues) {
           if (q.name != f->queue && !(f->queue.empty() && &q == &itf->rx_queues.front())) continue;
           if (auto reg = regions_.find(q.regions.back()); reg != regions_.end())

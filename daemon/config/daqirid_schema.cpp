@@ -225,6 +225,32 @@ FlowConfig read_flow(const YamlNode& node) {
     }
     f.where.record("allow_block", b->origin());
   }
+  if (auto c = map.get("clients")) {  // {users: [...], groups: [...]}: who may attach
+    YamlMap clients(*c);
+    if (auto users = clients.get("users")) {
+      for (const auto& u : users->items(true)) {
+        auto uid = read_user(u);
+        if (!uid) continue;
+        f.clients.users.push_back(*u.to_string());
+        f.clients.uids.push_back(*uid);
+      }
+    }
+    if (auto groups = clients.get("groups")) {
+      for (const auto& g : groups->items(true)) {
+        auto gid = read_group(g);
+        if (!gid) continue;
+        f.clients.groups.push_back(*g.to_string());
+        f.clients.gids.push_back(*gid);
+      }
+    }
+    clients.finish();
+    if (clients.valid() && !f.clients.restricted() && !c->diags().has_errors()) {
+      c->error(
+          "clients names who may attach: at least one of users and groups (leave it out "
+          "for every client)");
+    }
+    f.where.record("clients", c->origin());
+  }
   map.finish();
   return f;
 }

@@ -1,9 +1,6 @@
 #include "config/schema_common.hpp"
 
-#include <grp.h>
-#include <pwd.h>
-
-#include <vector>
+#include "config/user_ids.hpp"
 
 namespace daqiri::config {
 namespace {
@@ -21,11 +18,6 @@ std::optional<T> read_match_dim(YamlMap& map, std::string_view key,
     return std::nullopt;
   }
   return *value;
-}
-
-std::optional<uint64_t> numeric(const std::string& s) {
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  return std::stoull(s);
 }
 
 }  // namespace
@@ -55,29 +47,17 @@ core::FlowMatch read_flow_match(const YamlNode& node,
 std::optional<uid_t> read_user(const YamlNode& node) {
   auto s = node.to_string();
   if (!s) return std::nullopt;
-  if (auto n = numeric(*s)) return static_cast<uid_t>(*n);
-  std::vector<char> buf(16384);
-  passwd pw{};
-  passwd* found = nullptr;
-  if (getpwnam_r(s->c_str(), &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
-    node.error("no user named \"" + *s + "\" on this machine");
-    return std::nullopt;
-  }
-  return pw.pw_uid;
+  auto uid = user_id(*s);
+  if (!uid) node.error("no user named \"" + *s + "\" on this machine");
+  return uid;
 }
 
 std::optional<gid_t> read_group(const YamlNode& node) {
   auto s = node.to_string();
   if (!s) return std::nullopt;
-  if (auto n = numeric(*s)) return static_cast<gid_t>(*n);
-  std::vector<char> buf(65536);
-  group gr{};
-  group* found = nullptr;
-  if (getgrnam_r(s->c_str(), &gr, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
-    node.error("no group named \"" + *s + "\" on this machine");
-    return std::nullopt;
-  }
-  return gr.gr_gid;
+  auto gid = group_id(*s);
+  if (!gid) node.error("no group named \"" + *s + "\" on this machine");
+  return gid;
 }
 
 }  // namespace daqiri::config

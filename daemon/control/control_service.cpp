@@ -159,14 +159,18 @@ grpc::Status ControlService::ListQueues(grpc::ServerContext* ctx, const v1::List
 grpc::Status ControlService::ListFlows(grpc::ServerContext* ctx, const v1::ListFlowsRequest* req,
                                        v1::ListFlowsResponse* resp) {
   CallGuard guard(in_flight_);
-  if (auto peer = authorize(ctx, Role::kClient, "list flows"); !peer) {
-    return to_status(peer.error());
-  }
+  auto peer = authorize(ctx, Role::kClient, "list flows");
+  if (!peer) return to_status(peer.error());
   if (!req->interface().empty() && !model_.find_interface(req->interface())) {
     return to_status({ErrorCode::kNotFound, "no interface named \"" + req->interface() + "\"", {}});
   }
-  for (const auto& f : model_.flows(req->interface()))
-    to_proto(f, data_plane_.steering(f.name), *resp->add_flows());
+  // A client sees the flows it may attach to (a container of one flow, that one).
+  const bool admin = policy_.role_of(*peer) == Role::kAdmin;
+  const std::vector<uint32_t> groups(peer->groups.begin(), peer->groups.end());
+  for (const auto& f : model_.flows(req->interface())) {
+    if (admin || f.clients.allows(peer->uid, peer->gid, groups))
+      to_proto(f, data_plane_.steering(f.name), *resp->add_flows());
+  }
   return grpc::Status::OK;
 }
 
@@ -285,6 +289,10 @@ grpc::Status ControlService::Attach(grpc::ServerContext* ctx, const v1::AttachRe
                                      ? dataplane::Backpressure::kBlock
                                      : dataplane::Backpressure::kDropNew;
   spec.rx_options.user = peer->user;
+  spec.rx_options.uid = peer->uid;
+  spec.rx_options.gid = peer->gid;
+  spec.rx_options.groups.assign(peer->groups.begin(), peer->groups.end());
+  spec.rx_options.admin = policy_.role_of(*peer) == Role::kAdmin;
   auto grant = sessions_.attach(*peer, spec);
   if (!grant) return to_status(grant.error());
   resp->set_attachment_id(grant->attachment_id);

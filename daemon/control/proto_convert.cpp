@@ -1,5 +1,7 @@
 #include "control/proto_convert.hpp"
 
+#include "config/user_ids.hpp"
+
 namespace daqiri::control {
 namespace {
 
@@ -95,6 +97,10 @@ void to_proto(const core::Flow& flow, std::optional<dataplane::Steering> steerin
     out.add_allow_block_users(u);
   for (const auto& q : flow.rss_queues)
     out.add_queues(q);
+  for (const auto& u : flow.clients.users)
+    out.add_client_users(u);
+  for (const auto& g : flow.clients.groups)
+    out.add_client_groups(g);
 }
 
 void to_proto(const config::InterfaceConfig& itf, const std::string& state, v1::Interface& out) {
@@ -177,6 +183,22 @@ Result<core::FlowSpec> from_proto(const v1::CreateFlowRequest& request) {
   spec.allow_block.anyone = request.allow_block();
   spec.allow_block.users.assign(request.allow_block_users().begin(),
                                 request.allow_block_users().end());
+  // Resolved now: the flow admits the ids these names have while it exists.
+  for (const auto& u : request.client_users()) {
+    auto uid = config::user_id(u);
+    if (!uid)
+      return fail(ErrorCode::kInvalidArgument, "no user named \"" + u + "\"", "client_users");
+    spec.clients.users.push_back(u);
+    spec.clients.uids.push_back(*uid);
+  }
+  for (const auto& g : request.client_groups()) {
+    auto gid = config::group_id(g);
+    if (!gid) {
+      return fail(ErrorCode::kInvalidArgument, "no group named \"" + g + "\"", "client_groups");
+    }
+    spec.clients.groups.push_back(g);
+    spec.clients.gids.push_back(*gid);
+  }
   return spec;
 }
 

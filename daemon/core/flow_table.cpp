@@ -147,7 +147,8 @@ Result<Flow> FlowTable::add(FlowSpec spec) {
             spec.origin,
             spec.connect,
             spec.allow_block,
-            std::move(spec.rss_queues)};
+            std::move(spec.rss_queues),
+            std::move(spec.clients)};
   flows_.emplace(flow.name, flow);
   return flow;
 }

@@ -166,6 +166,13 @@ Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std
   uint64_t pool_bufs = 0;  // of the flows' own pools, each once
   for (const auto& name : flows) {
     auto& f = flows_.find(name)->second;
+    if (!options.admin &&
+        !f.flow->flow().clients.allows(options.uid, options.gid, options.groups)) {
+      return fail(ErrorCode::kPermissionDenied,
+                  "flow \"" + name + "\" admits only the clients its clients list names, and " +
+                      options.user + " (uid " + std::to_string(options.uid) + ") is not one",
+                  "flow");
+    }
     const core::BlockPolicy& block = f.flow->flow().allow_block;
     if (options.backpressure == Backpressure::kBlock && !block.allows(options.user)) {
       return fail(ErrorCode::kPermissionDenied,

@@ -51,6 +51,12 @@ struct RxAttachOptions {
   bool compact = false;
   // Who asks (a login name): kBlock needs each flow's allow_block to name them, or anyone.
   std::string user;
+  // Who asks, as the kernel says: a flow with a clients list admits only those it names (and
+  // admins).
+  uint32_t uid = UINT32_MAX;
+  uint32_t gid = UINT32_MAX;
+  std::vector<uint32_t> groups;
+  bool admin = false;
 };
 
 struct TxAttachOptions {

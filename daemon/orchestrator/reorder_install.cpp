@@ -78,6 +78,7 @@ Result<> DataPlane::add_reorder(const config::ReorderConfig& r) {
   flow.queue = q.queue.name;
   flow.origin = core::FlowOrigin::kConfig;
   flow.allow_block = first->flow->flow().allow_block;
+  flow.clients = first->flow->flow().clients;  // every flow's (the validator sees to it)
   auto task = reorder::ReorderFlow::create(flow, r.plan, sources, out->buf_size, out->num_bufs,
                                            out->kind == config::RegionKind::kHuge,
                                            source_home.queue->batch_size);

@@ -438,6 +438,47 @@ INSTANTIATE_TEST_SUITE_P(Pmd, AdversaryDpdkTxTest, ::testing::Values("af_packet"
 
 // A HELLO name with no NUL, a newline, quotes, a backslash, a terminal escape and UTF-8 reaches
 // the log and `daqiri-ctl sessions` as at most 63 printable ASCII bytes.
+// A flow whose clients list names one user: another client of the daemon may neither attach
+// to it nor see it in ListFlows (nor learn it from the refusal beyond its name); the user it
+// names receives every packet as ever, and the other flows serve everyone.
+TEST_F(AdversaryTest, AFlowsClientsListKeepsEveryoneElseOut) {
+  if (!is_root()) GTEST_SKIP() << "needs root for throwaway users";
+  std::string users = two_users();
+  const std::string stream0 = "  - name: stream0\n";
+  start_with(stream0, stream0 + "    clients: {users: [" + trudy_->name() + "]}\n", users);
+  if (HasFatalFailure()) return;
+  const TempUser& mallory = *mallory_;
+  const TempUser& trudy = *trudy_;
+
+  auto listed = run({ctl_path(), "--socket", socket_, "flows", "list"}, mallory.ids());
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_THAT(listed.out, Not(HasSubstr("stream0")));
+  EXPECT_THAT(listed.out, HasSubstr("stream1"));
+  auto own = run({ctl_path(), "--socket", socket_, "flows", "list"}, trudy.ids());
+  EXPECT_THAT(own.out, HasSubstr("user:" + trudy.name()));
+  auto admin = run({ctl_path(), "--socket", socket_, "flows", "list"});
+  EXPECT_THAT(admin.out, HasSubstr("stream0"));
+
+  // The daemon refuses the Attach itself (any client would be), naming the flow alone.
+  auto refused = run(tap("stream0", 1), mallory.ids());
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(
+      refused.out + refused.err,
+      HasSubstr("flow \"stream0\" admits only the clients its clients list names, and " +
+                mallory.name() + " (uid " + std::to_string(mallory.uid()) + ") is not one"));
+
+  Spawned rx(dir_, tap("stream0", 500), trudy.ids());
+  Spawned other(dir_, tap("stream1", 300), mallory.ids());
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 2; }));
+  ASSERT_EQ(gen(4096, 500, 700).exit_code, 0);
+  ASSERT_EQ(gen(4097, 300, 200).exit_code, 0);
+  ASSERT_EQ(rx.wait(), 0) << rx.output();
+  ASSERT_EQ(other.wait(), 0) << other.output();
+  EXPECT_THAT(rx.output(), HasSubstr("received 500 packets, 350000 payload bytes"));
+  EXPECT_THAT(other.output(), HasSubstr("received 300 packets, 60000 payload bytes"));
+  EXPECT_TRUE(healthy());
+}
+
 TEST_F(AdversaryTest, ASessionsNameIsBoundedAndPrintable) {
   start();
   Spawned c(dir_, adversary({"hello-name"}));

@@ -47,9 +47,9 @@ TEST_F(CtlTest, PrintsAlignedTables) {
   auto r = ctl({"flows", "list"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
-            "NAME     ID  INTERFACE  QUEUE  MATCH         ORIGIN  STEERING\n"
-            "stream0  0   lo         rx0    udp_dst=4096  config  software\n"
-            "stream1  1   lo         rx0    udp_dst=4097  config  software\n");
+            "NAME     ID  INTERFACE  QUEUE  MATCH         ORIGIN  STEERING  CLIENTS\n"
+            "stream0  0   lo         rx0    udp_dst=4096  config  software  all\n"
+            "stream1  1   lo         rx0    udp_dst=4097  config  software  all\n");
   r = ctl({"queues"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,

@@ -207,7 +207,7 @@ int run_flows_list(ControlClient& client, const Options& opts, const std::string
     print_json(resp);
     return kOk;
   }
-  Table t({"NAME", "ID", "INTERFACE", "QUEUE", "MATCH", "ORIGIN", "STEERING"});
+  Table t({"NAME", "ID", "INTERFACE", "QUEUE", "MATCH", "ORIGIN", "STEERING", "CLIENTS"});
   for (const auto& f : resp.flows()) {
     std::string queues = f.queue();
     if (f.queues_size() > 0) {
@@ -215,10 +215,17 @@ int run_flows_list(ControlClient& client, const Options& opts, const std::string
       for (const auto& q : f.queues())
         queues += (queues.empty() ? "" : ",") + q;
     }
+    // Who may attach: "all", or "user:NAME" and "group:NAME" entries.
+    std::string clients;
+    for (const auto& u : f.client_users())
+      clients += (clients.empty() ? "user:" : ",user:") + u;
+    for (const auto& g : f.client_groups())
+      clients += (clients.empty() ? "group:" : ",group:") + g;
     t.add({f.name(), std::to_string(f.id()), f.interface(), queues,
            f.connect().empty() ? match_text(f.match()) : "connect=" + f.connect(),
            lower_enum(v1::FlowOrigin_Name(f.origin()), "FLOW_ORIGIN_"),
-           lower_enum(v1::Steering_Name(f.steering()), "STEERING_")});
+           lower_enum(v1::Steering_Name(f.steering()), "STEERING_"),
+           clients.empty() ? "all" : clients});
   }
   t.print(std::cout);
   return kOk;
@@ -268,6 +275,10 @@ int run_flows_add(ControlClient& client, const Options& opts, const FlowAddArgs&
   req.set_allow_block(args.allow_block);
   for (const auto& u : args.block_users)
     req.add_allow_block_users(u);
+  for (const auto& u : args.client_users)
+    req.add_client_users(u);
+  for (const auto& g : args.client_groups)
+    req.add_client_groups(g);
   v1::Flow flow;
   auto ctx = client.context();
   auto status = client.control().CreateFlow(ctx.get(), req, &flow);

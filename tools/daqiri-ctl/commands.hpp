@@ -24,11 +24,13 @@ struct FlowAddArgs {
   std::string udp_dst;
   std::string ipv4_src;  // "10.0.0.1" or "10.0.0.0/24"
   std::string ipv4_dst;
-  std::string tcp_dst;                   // TCP streams accepted on this port
-  std::string connect;                   // a TCP endpoint the daemon connects to
-  bool any = false;                      // DPDK: the queue's catch-all
-  bool allow_block = false;              // any client may attach with block backpressure
-  std::vector<std::string> block_users;  // or these users
+  std::string tcp_dst;                    // TCP streams accepted on this port
+  std::string connect;                    // a TCP endpoint the daemon connects to
+  bool any = false;                       // DPDK: the queue's catch-all
+  bool allow_block = false;               // any client may attach with block backpressure
+  std::vector<std::string> block_users;   // or these users
+  std::vector<std::string> client_users;  // who may attach (with client_groups); none: all
+  std::vector<std::string> client_groups;
 };
 
 int run_info(ControlClient& client, const Options& opts);

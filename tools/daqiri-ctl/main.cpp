@@ -72,6 +72,12 @@ int main(int argc, char** argv) {
                  "any client may attach with block backpressure (the flow then waits for it)");
   fadd->add_option("--allow-block-user", add.block_users,
                    "this user may attach with block backpressure (repeat for more)");
+  fadd->add_option("--client-user", add.client_users,
+                   "only this user (and admins, and --client-group's members) may attach; "
+                   "repeat for more");
+  fadd->add_option("--client-group", add.client_groups,
+                   "only this group's members (and admins, and --client-user) may attach; "
+                   "repeat for more");
   fadd->callback([&] { action = [&](ControlClient& c) { return run_flows_add(c, opts, add); }; });
   std::string del_name;
   auto* fdel = flows->add_subcommand("del", "delete a flow (admin)");

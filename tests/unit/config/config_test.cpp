@@ -763,6 +763,32 @@ TEST(Config, HeaderDataSplitRegionsAreHeadersThenDevicePayloads) {
 // A TX queue sends from GPU memory when its region is a device region: whole frames there, or
 // with a host header region first (header-data split) the payloads. A tcp queue's messages
 // have no headers to split, and a frame must fit what the backend's buffers take.
+// A flow's clients: users and groups by name or number, kept as given and as ids; an empty
+// list (nobody but admins, by accident) and an unknown name are errors.
+TEST(Config, AFlowsClientsAreUsersAndGroupsByNameOrId) {
+  auto p = parse(with_interface(
+      "",
+      "flows:\n  - {name: a, interface: lo, match: {udp_dst: 9}, clients: {users: [root, "
+      "4242], groups: [root]}}\n"));
+  ASSERT_TRUE(p.config) << p.diags.render();
+  const core::FlowClients& c = p.config->flows[0].clients;
+  EXPECT_EQ(c.users, (std::vector<std::string>{"root", "4242"}));
+  EXPECT_EQ(c.uids, (std::vector<uint32_t>{0, 4242}));
+  EXPECT_EQ(c.gids, (std::vector<uint32_t>{0}));
+  EXPECT_TRUE(c.allows(4242, 100, {}));
+  EXPECT_TRUE(c.allows(1000, 1000, {7, 0}));  // a member of group 0
+  EXPECT_FALSE(c.allows(1000, 1000, {7}));
+  EXPECT_TRUE(core::FlowClients{}.allows(1000, 1000, {}));  // no list: every client
+
+  EXPECT_THAT(only_error(with_interface(
+                  "", "flows:\n  - {name: a, interface: lo, match: {udp_dst: 9}, clients: {}}\n")),
+              HasSubstr("clients names who may attach: at least one of users and groups"));
+  EXPECT_THAT(only_error(with_interface("",
+                                        "flows:\n  - {name: a, interface: lo, match: "
+                                        "{udp_dst: 9}, clients: {users: [no-such-user-x]}}\n")),
+              HasSubstr("no user named \"no-such-user-x\" on this machine"));
+}
+
 TEST(Config, TxQueuesSendFromGpuMemoryWholeOrSplit) {
   std::string text = with_interface(
       "    tx:\n"

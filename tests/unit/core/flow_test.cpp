@@ -60,38 +60,40 @@ class FlowTableTest : public ::testing::Test {
 };
 
 TEST_F(FlowTableTest, AssignsLowestFreeIdsAndDefaultsTheQueue) {
-  auto a = table.add({"a", "lo", "", dst(1, 1), std::nullopt, FlowOrigin::kApi, {}, {}, {}});
+  auto a = table.add({"a", "lo", "", dst(1, 1), std::nullopt, FlowOrigin::kApi, {}, {}, {}, {}});
   ASSERT_TRUE(a);
   EXPECT_EQ(a->id, 0u);
   EXPECT_EQ(a->queue, "rx0");
-  auto b = table.add({"b", "lo", "rx1", dst(2, 2), 5u, FlowOrigin::kApi, {}, {}, {}});
+  auto b = table.add({"b", "lo", "rx1", dst(2, 2), 5u, FlowOrigin::kApi, {}, {}, {}, {}});
   ASSERT_TRUE(b);
   EXPECT_EQ(b->id, 5u);
-  auto c = table.add({"c", "lo", "", dst(3, 3), std::nullopt, FlowOrigin::kApi, {}, {}, {}});
+  auto c = table.add({"c", "lo", "", dst(3, 3), std::nullopt, FlowOrigin::kApi, {}, {}, {}, {}});
   EXPECT_EQ(c->id, 1u);
   ASSERT_TRUE(table.remove("a"));
-  auto d = table.add({"d", "lo", "", dst(4, 4), std::nullopt, FlowOrigin::kApi, {}, {}, {}});
+  auto d = table.add({"d", "lo", "", dst(4, 4), std::nullopt, FlowOrigin::kApi, {}, {}, {}, {}});
   EXPECT_EQ(d->id, 0u);  // freed ids are reused
 }
 
 TEST_F(FlowTableTest, EachRuleHasItsCodeAndField) {
-  ASSERT_TRUE(table.add({"a", "lo", "", dst(10, 20), 1u, FlowOrigin::kApi, {}, {}, {}}));
+  ASSERT_TRUE(table.add({"a", "lo", "", dst(10, 20), 1u, FlowOrigin::kApi, {}, {}, {}, {}}));
   auto expect = [&](FlowSpec spec, ErrorCode code, const std::string& field) {
     auto r = table.add(std::move(spec));
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, code) << r.error().message;
     EXPECT_EQ(r.error().field, field) << r.error().message;
   };
-  expect({"a", "lo", "", dst(30, 30), {}, {}, {}, {}, {}}, ErrorCode::kAlreadyExists, "name");
-  expect({"", "lo", "", dst(30, 30), {}, {}, {}, {}, {}}, ErrorCode::kInvalidArgument, "name");
-  expect({"x/y", "lo", "", dst(30, 30), {}, {}, {}, {}, {}}, ErrorCode::kInvalidArgument, "name");
-  expect({"b", "eth0", "", dst(30, 30), {}, {}, {}, {}, {}}, ErrorCode::kNotFound, "interface");
-  expect({"b", "tx_only", "", dst(30, 30), {}, {}, {}, {}, {}}, ErrorCode::kFailedPrecondition,
+  expect({"a", "lo", "", dst(30, 30), {}, {}, {}, {}, {}, {}}, ErrorCode::kAlreadyExists, "name");
+  expect({"", "lo", "", dst(30, 30), {}, {}, {}, {}, {}, {}}, ErrorCode::kInvalidArgument, "name");
+  expect({"x/y", "lo", "", dst(30, 30), {}, {}, {}, {}, {}, {}}, ErrorCode::kInvalidArgument,
+         "name");
+  expect({"b", "eth0", "", dst(30, 30), {}, {}, {}, {}, {}, {}}, ErrorCode::kNotFound, "interface");
+  expect({"b", "tx_only", "", dst(30, 30), {}, {}, {}, {}, {}, {}}, ErrorCode::kFailedPrecondition,
          "interface");
-  expect({"b", "lo", "rx9", dst(30, 30), {}, {}, {}, {}, {}}, ErrorCode::kNotFound, "queue");
-  expect({"b", "lo", "", FlowMatch{}, {}, {}, {}, {}, {}}, ErrorCode::kInvalidArgument, "match");
-  expect({"b", "lo", "", dst(15, 30), {}, {}, {}, {}, {}}, ErrorCode::kAlreadyExists, "match");
-  expect({"b", "lo", "", dst(30, 30), 1u, {}, {}, {}, {}}, ErrorCode::kAlreadyExists, "id");
+  expect({"b", "lo", "rx9", dst(30, 30), {}, {}, {}, {}, {}, {}}, ErrorCode::kNotFound, "queue");
+  expect({"b", "lo", "", FlowMatch{}, {}, {}, {}, {}, {}, {}}, ErrorCode::kInvalidArgument,
+         "match");
+  expect({"b", "lo", "", dst(15, 30), {}, {}, {}, {}, {}, {}}, ErrorCode::kAlreadyExists, "match");
+  expect({"b", "lo", "", dst(30, 30), 1u, {}, {}, {}, {}, {}}, ErrorCode::kAlreadyExists, "id");
   EXPECT_EQ(table.flows().size(), 1u);  // nothing rejected was kept
 }
 
