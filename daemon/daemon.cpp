@@ -120,9 +120,13 @@ Result<std::unique_ptr<Daemon>> Daemon::start(config::Config config) {
     control_options.interceptors.push_back(d->metrics_->interceptor_factory());
     spdlog::info("metrics on http://{}/metrics", kept.metrics_address);
   }
+  if (!kept.cdi_spec.empty()) {
+    d->cdi_ = std::make_unique<control::CdiWriter>(kept.cdi_spec, kept.socket_path, *d->model_);
+    spdlog::info("CDI spec of the flows at {}", kept.cdi_spec);
+  }
   auto control = control::ControlServer::start(
       std::move(control_options),
-      {*d->model_, *d->policy_, *d->data_plane_, *d->sessions_, *d->captures_});
+      {*d->model_, *d->policy_, *d->data_plane_, *d->sessions_, *d->captures_, d->cdi_.get()});
   if (!control) return std::unexpected(control.error());
   d->control_ = std::move(*control);
   return d;
@@ -195,6 +199,7 @@ int Daemon::run() {
   notifier_.stopping();
   control_->shutdown(std::chrono::seconds(2));
   control_.reset();
+  cdi_.reset();  // no container is handed this daemon's flows from here on
   metrics_.reset();
   captures_.reset();  // captures close their files and their attachments
   sessions_.reset();  // every client's attachments end; their rings say DETACHED

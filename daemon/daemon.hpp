@@ -37,6 +37,7 @@ class Daemon {
   std::unique_ptr<session::SessionServer> sessions_;
   std::unique_ptr<capture_service::CaptureRegistry> captures_;  // before data_plane_ goes
   std::unique_ptr<metrics::MetricsServer> metrics_;             // null when daemon.metrics is off
+  std::unique_ptr<control::CdiWriter> cdi_;  // null when daemon.cdi_spec is not given
   std::unique_ptr<control::ControlServer> control_;
 };
 

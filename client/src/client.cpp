@@ -63,6 +63,15 @@ constexpr size_t kCudaIpcHandleBytes = 64;  // CU_IPC_HANDLE_SIZE
 // The most descriptor lines next_burst() prefetches: about what a core keeps in flight.
 constexpr uint32_t kPrefetchLines = 16;
 
+// No flow and no queue given: the flow the environment names (DAQIRI_FLOW, which a container
+// given one flow through CDI has), else none.
+RxOptions with_environment_flow(RxOptions o) {
+  if (o.flow.empty() && o.interface.empty() && o.queue.empty()) {
+    if (const char* env = std::getenv("DAQIRI_FLOW")) o.flow = env;
+  }
+  return o;
+}
+
 v1::AttachRequest rx_request(const RxOptions& o) {
   v1::AttachRequest req;
   if (!o.flow.empty()) {
@@ -518,7 +527,8 @@ Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options) {
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
-Result<RxStream*> Client::attach_rx(const RxOptions& options) {
+Result<RxStream*> Client::attach_rx(const RxOptions& given) {
+  const RxOptions options = with_environment_flow(given);
   auto a = impl_->attach(rx_request(options));
   if (!a) return std::unexpected(a.error());
   auto state = std::make_unique<RxStream::State>();
@@ -540,7 +550,8 @@ Result<TxStream*> Client::attach_tx(const TxOptions& options) {
   return impl_->tx.back().get();
 }
 
-Result<GpuRingFds> Client::attach_gpu_rx_fds(const RxOptions& options) {
+Result<GpuRingFds> Client::attach_gpu_rx_fds(const RxOptions& given) {
+  const RxOptions options = with_environment_flow(given);
   if (options.flow.empty()) {
     return fail(ErrorCode::kInvalidArgument, "a GPU ring takes one flow", "flow");
   }

@@ -78,6 +78,8 @@ struct DaemonConfig {
   // Where StartCapture may write (absolute folders; files go inside, never through a link).
   std::vector<std::string> capture_dirs{"/var/lib/daqiri/captures"};
   ClientLimitsConfig limits;
+  // Where the daemon keeps a CDI spec of its flows (absolute); empty: none.
+  std::string cdi_spec;
   Located where;
 };
 

@@ -84,6 +84,11 @@ class Validator {
             "the socket path is longer than a Unix socket address allows "
             "(100 characters)");
     }
+    if (!d.cdi_spec.empty() && (d.cdi_spec.front() != '/' || d.cdi_spec.back() == '/')) {
+      error(d.where.at("cdi_spec"),
+            "cdi_spec is the absolute path of a file (such as /var/run/cdi/daqiri.yaml), got \"" +
+                d.cdi_spec + "\"");
+    }
     for (int core : d.control_cores)
       check_core(core, d.where.at("control_cores"));
     for (const auto& dir : d.capture_dirs) {

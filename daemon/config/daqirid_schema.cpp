@@ -61,6 +61,7 @@ void read_daemon(const YamlNode& node, DaemonConfig& d) {
   std::string group;
   if (map.read_string("socket_group", group, d.where)) d.socket_group = group;
   map.read_string("metrics", d.metrics_address, d.where);
+  map.read_string("cdi_spec", d.cdi_spec, d.where);
   if (d.metrics_address == "off") d.metrics_address.clear();
   map.read_choice("log_level", d.log_level, log_level_names(), d.where);
   if (auto cores = map.get("control_cores")) {

@@ -37,6 +37,7 @@ ControlService::ControlService(const ControlTargets& targets, const ConnectionRe
       data_plane_(targets.data_plane),
       sessions_(targets.sessions),
       captures_(targets.captures),
+      cdi_(targets.cdi),
       connections_(connections) {}
 
 Result<PeerIdentity> ControlService::authorize(grpc::ServerContext* ctx, Role need,
@@ -211,6 +212,7 @@ grpc::Status ControlService::CreateFlow(grpc::ServerContext* ctx, const v1::Crea
   spdlog::info("flow {} created by {}: {} -> {}/{}", flow->name, peer->describe(),
                flow->match.to_string(), flow->interface, flow->queue);
   to_proto(*flow, data_plane_.steering(flow->name), *resp);
+  if (cdi_) cdi_->refresh();
   return grpc::Status::OK;
 }
 
@@ -226,6 +228,7 @@ grpc::Status ControlService::DeleteFlow(grpc::ServerContext* ctx, const v1::Dele
       req->name(), [this](const core::Flow& f) { return data_plane_.remove_flow(f.name); });
   if (!ok) return to_status(ok.error());
   spdlog::info("flow {} deleted by {}", req->name(), peer->describe());
+  if (cdi_) cdi_->refresh();
   return grpc::Status::OK;
 }
 

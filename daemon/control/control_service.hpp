@@ -7,6 +7,7 @@
 
 #include "capture/capture_registry.hpp"
 #include "control/access_policy.hpp"
+#include "control/cdi_writer.hpp"
 #include "control/connection_registry.hpp"
 #include "core/model.hpp"
 #include "daqiri/v1/control.grpc.pb.h"
@@ -24,6 +25,7 @@ struct ControlTargets {
   orchestrator::DataPlane& data_plane;
   session::SessionServer& sessions;
   capture_service::CaptureRegistry& captures;
+  CdiWriter* cdi = nullptr;  // daemon.cdi_spec: refreshed after each flow change
 };
 
 class ControlService final : public v1::Control::Service {
@@ -70,6 +72,7 @@ class ControlService final : public v1::Control::Service {
   orchestrator::DataPlane& data_plane_;
   session::SessionServer& sessions_;
   capture_service::CaptureRegistry& captures_;
+  CdiWriter* cdi_;
   const ConnectionRegistry& connections_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::atomic<int> in_flight_{0};

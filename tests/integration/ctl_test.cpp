@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "harness.hpp"
@@ -284,6 +286,42 @@ TEST(CtlCompletion, OffersSubcommandsAndOptionsFromTheProgramsOwnHelp) {
   auto after_stats = completions("daqiri-ctl stats --");
   EXPECT_THAT(after_stats, Contains("--watch"));
   EXPECT_THAT(after_stats, Contains("--json"));
+}
+
+// The CDI spec of the flows: daqiri-ctl writes it on demand, and a daemon with cdi_spec keeps
+// its own current through flow changes and takes it away when it stops.
+TEST_F(CtlTest, CdiSpecsFollowTheFlows) {
+  std::string spec_path = dir_.file("cdi/daqiri.yaml");
+  start("  cdi_spec: " + spec_path + "\n");
+  auto read = [&](const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  std::string own = read(spec_path);
+  EXPECT_THAT(own, HasSubstr("kind: \"daqiri.io/flow\""));
+  EXPECT_THAT(own, HasSubstr("\"DAQIRI_SOCKET=" + socket_ + "\""));
+  EXPECT_THAT(own, HasSubstr("- name: \"stream0\""));
+  EXPECT_THAT(own, HasSubstr("\"DAQIRI_FLOW=stream1\""));
+
+  auto add = ctl({"flows", "add", "radio", "-i", "lo", "--udp-dst", "5000"});
+  ASSERT_EQ(add.exit_code, 0) << add.err;
+  EXPECT_THAT(read(spec_path), HasSubstr("\"DAQIRI_FLOW=radio\""));
+  auto generated = ctl({"cdi", "generate", "-o", "-", "--kind", "example.com/flow"});
+  ASSERT_EQ(generated.exit_code, 0) << generated.err;
+  EXPECT_THAT(generated.out, HasSubstr("kind: \"example.com/flow\""));
+  EXPECT_THAT(generated.out, HasSubstr("\"DAQIRI_FLOW=radio\""));
+  auto written = ctl({"cdi", "generate", "-o", dir_.file("by-hand.yaml")});
+  ASSERT_EQ(written.exit_code, 0) << written.err;
+  EXPECT_EQ(written.out, "wrote " + dir_.file("by-hand.yaml") +
+                             ": daqiri.io/flow=all, daqiri.io/flow=radio, "
+                             "daqiri.io/flow=stream0, daqiri.io/flow=stream1\n");
+  EXPECT_EQ(read(dir_.file("by-hand.yaml")), read(spec_path));
+
+  ASSERT_EQ(ctl({"flows", "del", "radio"}).exit_code, 0);
+  EXPECT_THAT(read(spec_path), ::testing::Not(HasSubstr("radio")));
+  EXPECT_EQ(daemon_->stop(), 0) << daemon_->log();
+  daemon_.reset();
+  EXPECT_FALSE(std::filesystem::exists(spec_path));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "capture_commands.hpp"
+#include "cdi_command.hpp"
 #include "commands.hpp"
 #include "tap.hpp"
 
@@ -45,6 +46,17 @@ int main(int argc, char** argv) {
   queues->callback(
       [&] { action = [&](ControlClient& c) { return run_queues(c, opts, queue_itf); }; });
 
+  CdiArgs cdi_args;
+  auto* cdi = app.add_subcommand("cdi", "Container Device Interface specs of the flows");
+  cdi->require_subcommand(1);
+  auto* cdi_gen = cdi->add_subcommand(
+      "generate", "write a CDI spec: a device per flow you may see, and KIND=all");
+  cdi_gen->add_option("-o,--output", cdi_args.output,
+                      "where (default /var/run/cdi/daqiri.yaml; - for standard output)");
+  cdi_gen->add_option("--kind", cdi_args.kind,
+                      "the devices' vendor/class (default daqiri.io/flow)");
+  cdi_gen->callback(
+      [&] { action = [&](ControlClient& c) { return run_cdi_generate(c, opts, cdi_args); }; });
   auto* flows = app.add_subcommand("flows", "list, add or delete flows");
   flows->require_subcommand(1);
   std::string flow_itf;
@@ -92,7 +104,8 @@ int main(int argc, char** argv) {
   TapArgs tap;
   auto* tap_cmd =
       app.add_subcommand("tap", "receive a flow as a client: print, count, verify, record");
-  tap_cmd->add_option("flow", tap.flow, "flow name")->required();
+  if (const char* env = std::getenv("DAQIRI_FLOW")) tap.flow = env;
+  tap_cmd->add_option("flow", tap.flow, "flow name (default: env DAQIRI_FLOW)");
   tap_cmd->add_option("-n,--count", tap.count, "stop after N packets; exit 1 if fewer arrive");
   tap_cmd->add_option("-t,--timeout", tap.timeout, "give up after SECONDS");
   tap_cmd->add_flag(

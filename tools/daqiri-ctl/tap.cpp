@@ -114,6 +114,10 @@ void print_tap_detached() {
 }
 
 int run_tap(const Options& opts, const TapArgs& args) {
+  if (args.flow.empty()) {
+    std::cerr << "daqiri-ctl tap: name a flow (or set DAQIRI_FLOW)\n";
+    return kUsage;
+  }
   if (args.gpu) return run_tap_gpu(opts, args);
   auto client = connect_tap(opts);
   if (!client) {

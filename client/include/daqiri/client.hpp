@@ -41,7 +41,9 @@ struct ClientOptions {
 };
 
 struct RxOptions {
-  std::string flow;       // one flow; or, when empty, every flow of `interface`/`queue`
+  // One flow; or, when empty, every flow of `interface`/`queue`; all three empty: the flow
+  // $DAQIRI_FLOW names (a container given one flow through CDI).
+  std::string flow;
   std::string interface;  // with `queue`: an RX queue, up to 4 flows in one ring
   std::string queue;
   uint32_t ring_size = 0;  // 0: the queue's ring_size
