@@ -17,7 +17,7 @@ TEST(CdiSpec, GivesEachFlowADeviceThatNamesItAndTheSocket) {
   spec.socket = "/run/daqiri \"x\"/daqiri.sock";
   spec.flows = {"stream0", "radio.ch-1:a", "has space", "all", "-dash"};
   YAML::Node y = YAML::Load(to_yaml(spec));
-  EXPECT_EQ(y["cdiVersion"].as<std::string>(), "0.6.0");
+  EXPECT_EQ(y["cdiVersion"].as<std::string>(), "0.5.0");
   EXPECT_EQ(y["kind"].as<std::string>(), "daqiri.io/flow");
   const YAML::Node edits = y["containerEdits"];
   EXPECT_EQ(edits["env"][0].as<std::string>(), "DAQIRI_SOCKET=/run/daqiri \"x\"/daqiri.sock");

@@ -1,10 +1,10 @@
-// A Container Device Interface spec (CDI 0.6.0, what podman, containerd and CRI-O read from
-// /etc/cdi or /var/run/cdi) that hands containers daqirid's flows: a device per flow
+// A Container Device Interface spec that hands containers daqirid's flows: a device per flow
 // (KIND=NAME) and one for every flow (KIND=all). Each mounts the directory of the daemon's
 // sockets, read-only (a client connects to a socket there; it writes nothing), and sets
 // DAQIRI_SOCKET; a flow's device also sets DAQIRI_FLOW, which the client libraries read when
 // given no flow. Nothing privileged: no device node, capability or hook. Whether the
 // container's process may then attach is the daemon's access policy, by its uid and groups.
+// cdiVersion 0.5.0: podman 4.3 (Debian 12) reads no later one, newer runtimes read it too.
 // Shared by daqiri-ctl (cdi generate) and the daemon (daemon.cdi_spec).
 #pragma once
 
@@ -57,7 +57,7 @@ inline std::string to_yaml(const Spec& spec) {
   std::string dir = spec.socket.substr(0, spec.socket.find_last_of('/'));
   if (dir.empty()) dir = "/";
   std::string y = "# Written by daqirid's tools: containers given these devices reach daqirid.\n";
-  y += "cdiVersion: \"0.6.0\"\nkind: " + yaml_quoted(spec.kind) + "\n";
+  y += "cdiVersion: \"0.5.0\"\nkind: " + yaml_quoted(spec.kind) + "\n";
   y += "containerEdits:\n  env:\n    - " + yaml_quoted("DAQIRI_SOCKET=" + spec.socket) + "\n";
   y += "  mounts:\n    - hostPath: " + yaml_quoted(dir) +
        "\n      containerPath: " + yaml_quoted(dir) + "\n      options: [\"bind\", \"ro\"]\n";

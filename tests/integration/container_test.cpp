@@ -1,0 +1,138 @@
+// Clients in real containers: rootful podman (runc, the cgroupfs manager, rlimits below the
+// host's, as this machine needs) runs daqiri-ctl in an unprivileged container (a throwaway
+// uid, no capabilities, no network) whose only way to the daemon is the CDI device it is
+// given. The daemon sees the container's process by the uid and groups the host kernel knows
+// (no user namespace), which its access policy and the flows' clients lists check. Skips
+// where podman is not installed (tools/install-deps installs it).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "dataplane_fixture.hpp"
+
+namespace daqiri::test {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Where `program` is on PATH, or "".
+std::string path_of(const std::string& program) {
+  auto r = run({"/bin/sh", "-c", "command -v " + program});
+  return r.exit_code == 0 ? r.out.substr(0, r.out.find('\n')) : "";
+}
+
+class ContainerTest : public DataPlaneTest {
+ protected:
+  void SetUp() override {
+    if (!is_root()) GTEST_SKIP() << "rootful podman needs root";
+    podman_ = path_of("podman");
+    if (podman_.empty() || path_of("runc").empty()) {
+      GTEST_SKIP() << "podman and runc are not installed";
+    }
+    group_.emplace();
+    alice_.emplace(group_->name());
+    bob_.emplace(group_->name());
+    // stream0 is alice's, stream1 bob's; both may use the daemon.
+    std::string text =
+        test_config(dir_.file("d.sock"), "  socket_group: " + group_->name() +
+                                             "\n  access:\n    clients:\n      users: [" +
+                                             alice_->name() + ", " + bob_->name() + "]\n");
+    for (auto [flow, user] : {std::pair{"stream0", &*alice_}, std::pair{"stream1", &*bob_}}) {
+      std::string line = std::string("  - name: ") + flow + "\n";
+      text.replace(text.find(line), line.size(),
+                   line + "    clients: {users: [" + user->name() + "]}\n");
+    }
+    socket_ = dir_.file("d.sock");
+    start_config(text);
+    if (HasFatalFailure()) return;
+    make_rootfs();
+    // A kind of this test's own, so that its devices meet no other spec on the machine.
+    kind_ = "t" + std::to_string(::getpid()) + ".daqiri.io/flow";
+    spec_ = "/var/run/cdi/daqiri-test-" + std::to_string(::getpid()) + ".yaml";
+    auto gen =
+        run({ctl_path(), "--socket", socket_, "cdi", "generate", "-o", spec_, "--kind", kind_});
+    ASSERT_EQ(gen.exit_code, 0) << gen.out << gen.err;
+  }
+  void TearDown() override {
+    if (!spec_.empty()) fs::remove(spec_);
+    DataPlaneTest::TearDown();
+  }
+
+  // daqiri-ctl and the libraries it links, nothing else: the container's whole file system.
+  void make_rootfs() {
+    rootfs_ = dir_.file("rootfs");
+    fs::create_directories(rootfs_ + "/usr/bin");
+    fs::copy_file(ctl_path(), rootfs_ + "/usr/bin/daqiri-ctl");
+    auto libs = run({"/bin/sh", "-c", "ldd " + ctl_path() + " | awk '/\\// {print $(NF-1)}'"});
+    std::istringstream in(libs.out);
+    for (std::string lib; in >> lib;) {
+      fs::path target = rootfs_ + lib;
+      fs::create_directories(target.parent_path());
+      fs::copy_file(fs::canonical(lib), target, fs::copy_options::overwrite_existing);
+    }
+  }
+
+  // podman run of daqiri-ctl ARGS as `user`, given `devices` (flow names of this test's kind).
+  std::vector<std::string> container(const TempUser& user, const std::vector<std::string>& devices,
+                                     const std::vector<std::string>& args) {
+    std::vector<std::string> argv{
+        podman_, "--runtime", "runc", "--cgroup-manager", "cgroupfs", "run", "--rm", "--ulimit",
+        "nofile=1000:1000", "--ulimit", "nproc=1000:1000", "--network", "none", "--user",
+        std::to_string(user.uid()) + ":" + std::to_string(user.gid()),
+        // The socket's group: the container knows no /etc/group to take it from.
+        "--group-add", std::to_string(group_->gid()), "--cap-drop", "all", "--security-opt",
+        "no-new-privileges"};
+    for (const auto& d : devices) {
+      argv.push_back("--device");
+      argv.push_back(kind_ + "=" + d);
+    }
+    argv.insert(argv.end(), {"--rootfs", rootfs_, "/usr/bin/daqiri-ctl"});
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+
+  std::optional<TempGroup> group_;  // outlives its members
+  std::optional<TempUser> alice_, bob_;
+  std::string podman_, rootfs_, kind_, spec_;
+};
+
+// alice's container, given stream0, finds the daemon and its flow from the device alone and
+// receives daqiri-gen's packets byte-exact.
+TEST_F(ContainerTest, AnUnprivilegedContainerReceivesItsFlowThroughCdi) {
+  Spawned rx(dir_, container(*alice_, {"stream0"},
+                             {"tap", "--count", "500", "--quiet", "--verify", "--timeout", "30"}));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }, 30s))
+      << rx.output() << daemon_->log();
+  ASSERT_EQ(gen(4096, 500, 700).exit_code, 0);
+  ASSERT_EQ(rx.wait(), 0) << rx.output() << daemon_->log();
+  EXPECT_THAT(rx.output(), HasSubstr("received 500 packets, 350000 payload bytes"));
+  EXPECT_THAT(rx.output(),
+              HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+  // The daemon knew the container's process by its uid on the host.
+  EXPECT_THAT(daemon_->log(), HasSubstr("uid " + std::to_string(alice_->uid())));
+}
+
+// bob's container, given stream1, sees only stream1 and is refused stream0 by the daemon; a
+// container without a device has no way to the daemon at all.
+TEST_F(ContainerTest, AContainerReachesOnlyTheFlowsItIsGiven) {
+  auto listed = run(container(*bob_, {"stream1"}, {"flows", "list"}));
+  ASSERT_EQ(listed.exit_code, 0) << listed.out << listed.err;
+  EXPECT_THAT(listed.out, HasSubstr("stream1"));
+  EXPECT_THAT(listed.out, Not(HasSubstr("stream0")));
+  auto other = run(container(*bob_, {"stream1"}, {"tap", "stream0", "--count", "1"}));
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_THAT(other.out + other.err,
+              HasSubstr("flow \"stream0\" admits only the clients its clients list names"));
+  auto none = run(container(*bob_, {}, {"flows", "list"}));
+  EXPECT_EQ(none.exit_code, 3) << none.out << none.err;  // no daemon: no socket in there
+  EXPECT_TRUE(healthy());
+}
+
+}  // namespace
+}  // namespace daqiri::test
