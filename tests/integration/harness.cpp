@@ -357,6 +357,10 @@ std::string test_client_path() {
 std::string adversary_path() {
   return built_program(DAQIRI_TEST_ADVERSARY);
 }
+
+std::string k8s_plugin_path() {
+  return built_program(DAQIRI_TEST_K8S_PLUGIN);
+}
 std::string source_dir() {
   return DAQIRI_TEST_SOURCE_DIR;
 }

@@ -149,6 +149,7 @@ std::string ctl_path();
 std::string gen_path();
 std::string test_client_path();
 std::string adversary_path();  // daqiri-adversary: the hostile client
+std::string k8s_plugin_path();
 std::string source_dir();
 bool is_root();
 // This build runs under ASan or TSan: the daemon and its clients are several times slower, so

@@ -9,7 +9,8 @@ cpack --config "$build/CPackConfig.cmake" -B "$out" >"$out/cpack.log" 2>&1 ||
   { echo "cpack failed:"; cat "$out/cpack.log"; exit 1; }
 deb=$(ls "$out"/daqiri_*.deb)
 contents=$(dpkg-deb -c "$deb" | awk '{print $6}')
-for want in ./usr/sbin/daqirid ./usr/bin/daqiri-ctl ./usr/lib/systemd/system/daqirid.service \
+for want in ./usr/sbin/daqirid ./usr/bin/daqiri-ctl ./usr/bin/daqiri-k8s-plugin \
+    ./usr/share/daqiri/kubernetes/daemonset.yaml ./usr/lib/systemd/system/daqirid.service \
     ./usr/lib/sysusers.d/daqiri.conf ./usr/lib/tmpfiles.d/daqiri.conf \
     ./usr/share/daqiri/examples/default.yaml ./usr/share/daqiri/proto/daqiri/v1/control.proto \
     ./usr/share/doc/daqiri/configuration.md ./usr/share/man/man8/daqirid.8 \

@@ -1,0 +1,165 @@
+#include "flow_resource.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "resource_names.hpp"
+
+namespace daqiri::k8s {
+namespace {
+
+constexpr auto kKubeletDeadline = std::chrono::seconds(5);
+// A watcher looks at its stream this often even without a change (a cancelled stream ends).
+constexpr auto kWatchTick = std::chrono::milliseconds(500);
+
+std::string socket_name(const std::string& flow) {
+  return "daqiri-" + flow + ".sock";
+}
+
+}  // namespace
+
+FlowResource::FlowResource(const PluginSettings& settings, std::string flow, std::string resource)
+    : settings_(settings),
+      flow_(std::move(flow)),
+      resource_(std::move(resource)),
+      socket_(settings.plugin_dir + "/" + socket_name(flow_)) {}
+
+Result<std::unique_ptr<FlowResource>> FlowResource::start(const PluginSettings& settings,
+                                                          const std::string& flow,
+                                                          const std::string& resource) {
+  std::unique_ptr<FlowResource> r(new FlowResource(settings, flow, resource));
+  std::error_code ec;
+  std::filesystem::remove(r->socket_, ec);  // one left by an earlier run
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + r->socket_, grpc::InsecureServerCredentials());
+  builder.RegisterService(r.get());
+  r->server_ = builder.BuildAndStart();
+  if (!r->server_) {
+    return fail(ErrorCode::kUnavailable, "cannot serve the device plugin on " + r->socket_);
+  }
+  if (auto ok = r->register_with_kubelet(); !ok) return std::unexpected(ok.error());
+  spdlog::info("flow {}: registered {} ({} devices) on {}", flow, resource, settings.capacity,
+               r->socket_);
+  return r;
+}
+
+FlowResource::~FlowResource() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  std::error_code ec;
+  std::filesystem::remove(socket_, ec);
+}
+
+Result<> FlowResource::register_with_kubelet() const {
+  auto channel = grpc::CreateChannel("unix:" + settings_.plugin_dir + "/kubelet.sock",
+                                     grpc::InsecureChannelCredentials());
+  auto stub = v1beta1::Registration::NewStub(channel);
+  v1beta1::RegisterRequest req;
+  req.set_version("v1beta1");
+  req.set_endpoint(socket_name(flow_));  // relative to the plugin folder
+  req.set_resource_name(resource_);
+  v1beta1::Empty resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + kKubeletDeadline);
+  grpc::Status status = stub->Register(&ctx, req, &resp);
+  if (!status.ok()) {
+    return fail(ErrorCode::kUnavailable,
+                "the kubelet refused " + resource_ + ": " + status.error_message());
+  }
+  return {};
+}
+
+void FlowResource::set_healthy(bool healthy) {
+  {
+    std::lock_guard lock(mutex_);
+    if (healthy_ == healthy) return;
+    healthy_ = healthy;
+    ++generation_;
+  }
+  changed_.notify_all();
+}
+
+bool FlowResource::socket_present() const {
+  std::error_code ec;
+  return std::filesystem::is_socket(socket_, ec);
+}
+
+v1beta1::ListAndWatchResponse FlowResource::devices(bool healthy) const {
+  v1beta1::ListAndWatchResponse resp;
+  for (uint32_t i = 0; i < settings_.capacity; ++i) {
+    v1beta1::Device* d = resp.add_devices();
+    d->set_id(device_id(flow_, i));
+    d->set_health(healthy ? "Healthy" : "Unhealthy");
+  }
+  return resp;
+}
+
+grpc::Status FlowResource::GetDevicePluginOptions(grpc::ServerContext*, const v1beta1::Empty*,
+                                                  v1beta1::DevicePluginOptions*) {
+  return grpc::Status::OK;  // no PreStartContainer, no preferred allocation: any hold will do
+}
+
+grpc::Status FlowResource::ListAndWatch(grpc::ServerContext* ctx, const v1beta1::Empty*,
+                                        grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) {
+  // Every change is sent, the last one (a withdrawn flow's unhealthy devices) before the
+  // stream ends with the resource.
+  uint64_t sent = UINT64_MAX;
+  std::unique_lock lock(mutex_);
+  while (!ctx->IsCancelled()) {
+    if (sent != generation_) {
+      sent = generation_;
+      v1beta1::ListAndWatchResponse resp = devices(healthy_);
+      lock.unlock();
+      if (!writer->Write(resp)) return grpc::Status::OK;  // the kubelet went away
+      lock.lock();
+      continue;
+    }
+    if (stopping_) break;
+    changed_.wait_for(lock, kWatchTick);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status FlowResource::GetPreferredAllocation(grpc::ServerContext*,
+                                                  const v1beta1::PreferredAllocationRequest*,
+                                                  v1beta1::PreferredAllocationResponse*) {
+  return {grpc::StatusCode::UNIMPLEMENTED, "any devices will do"};
+}
+
+grpc::Status FlowResource::Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* req,
+                                    v1beta1::AllocateResponse* resp) {
+  const std::string dir =
+      settings_.daqiri_socket.substr(0, settings_.daqiri_socket.find_last_of('/'));
+  for (const auto& c : req->container_requests()) {
+    for (const auto& id : c.devices_ids()) {
+      if (!is_device_of(id, flow_, settings_.capacity)) {
+        return {grpc::StatusCode::INVALID_ARGUMENT,
+                "device \"" + id + "\" is not one of " + resource_ + "'s"};
+      }
+    }
+    v1beta1::ContainerAllocateResponse* out = resp->add_container_responses();
+    out->add_cdi_devices()->set_name(settings_.cdi_kind + "=" + flow_);
+    // The same without CDI (a kubelet or runtime that does not pass CDI devices on).
+    (*out->mutable_envs())["DAQIRI_SOCKET"] = settings_.daqiri_socket;
+    (*out->mutable_envs())["DAQIRI_FLOW"] = flow_;
+    v1beta1::Mount* m = out->add_mounts();
+    m->set_host_path(dir.empty() ? "/" : dir);
+    m->set_container_path(dir.empty() ? "/" : dir);
+    m->set_read_only(true);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status FlowResource::PreStartContainer(grpc::ServerContext*,
+                                             const v1beta1::PreStartContainerRequest*,
+                                             v1beta1::PreStartContainerResponse*) {
+  return grpc::Status::OK;
+}
+
+}  // namespace daqiri::k8s
