@@ -25,6 +25,18 @@ def test_every_packet_arrives_exactly_once_in_order(daemon, compact):
         assert (st.packets, st.bytes, st.buffers_on_loan) == (3000, 3000 * 1042, 0)
 
 
+def test_the_flow_comes_from_the_environment_when_none_is_given(daemon, monkeypatch):
+    # A container given a flow through CDI has DAQIRI_FLOW; a flow or queue given wins.
+    monkeypatch.setenv("DAQIRI_FLOW", "stream1")
+    with daemon.client() as client, client.attach_rx(block=True) as rx:
+        rows, _ = stream(rx, 4097, 300, 100)
+        assert_sequences(rows, 4097, 300)
+        assert client.flow_stats("stream1").attachments == 1
+    monkeypatch.delenv("DAQIRI_FLOW")
+    with daemon.client() as client, pytest.raises(daqiri.InvalidArgument):
+        client.attach_rx()
+
+
 def test_views_are_zero_copy_and_read_only(daemon):
     with daemon.client() as client, client.attach_rx("stream0", block=True) as rx:
         gen(4096, 64, 200)
