@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <set>
+
 #include "backends/registry.hpp"
 #include "build_info.hpp"
 #include "control/proto_convert.hpp"
@@ -157,6 +159,19 @@ grpc::Status ControlService::ListQueues(grpc::ServerContext* ctx, const v1::List
   return grpc::Status::OK;
 }
 
+std::set<std::string> ControlService::hidden_flows(const PeerIdentity& peer) const {
+  std::set<std::string> hidden;
+  if (policy_.role_of(peer) == Role::kAdmin) return hidden;
+  const std::vector<uint32_t> groups(peer.groups.begin(), peer.groups.end());
+  for (const auto& f : model_.flows()) {
+    if (!f.clients.allows(peer.uid, peer.gid, groups)) hidden.insert(f.name);
+  }
+  for (const auto& r : model_.config().reorders) {
+    if (!r.flows.empty() && hidden.contains(r.flows.front())) hidden.insert(r.name);
+  }
+  return hidden;
+}
+
 grpc::Status ControlService::ListFlows(grpc::ServerContext* ctx, const v1::ListFlowsRequest* req,
                                        v1::ListFlowsResponse* resp) {
   CallGuard guard(in_flight_);
@@ -166,11 +181,9 @@ grpc::Status ControlService::ListFlows(grpc::ServerContext* ctx, const v1::ListF
     return to_status({ErrorCode::kNotFound, "no interface named \"" + req->interface() + "\"", {}});
   }
   // A client sees the flows it may attach to (a container of one flow, that one).
-  const bool admin = policy_.role_of(*peer) == Role::kAdmin;
-  const std::vector<uint32_t> groups(peer->groups.begin(), peer->groups.end());
+  const std::set<std::string> hidden = hidden_flows(*peer);
   for (const auto& f : model_.flows(req->interface())) {
-    if (admin || f.clients.allows(peer->uid, peer->gid, groups))
-      to_proto(f, data_plane_.steering(f.name), *resp->add_flows());
+    if (!hidden.contains(f.name)) to_proto(f, data_plane_.steering(f.name), *resp->add_flows());
   }
   return grpc::Status::OK;
 }
@@ -313,10 +326,13 @@ grpc::Status ControlService::Attach(grpc::ServerContext* ctx, const v1::AttachRe
 grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetStatsRequest*,
                                       v1::Stats* resp) {
   CallGuard guard(in_flight_);
-  if (auto peer = authorize(ctx, Role::kClient, "read statistics"); !peer) {
-    return to_status(peer.error());
-  }
+  auto peer = authorize(ctx, Role::kClient, "read statistics");
+  if (!peer) return to_status(peer.error());
+  // As in ListFlows: a client sees nothing of the flows (and their reorders) it may not
+  // attach to, nor of the attachments to them.
+  const std::set<std::string> hidden = hidden_flows(*peer);
   for (const auto& f : data_plane_.flow_stats()) {
+    if (hidden.contains(f.name)) continue;
     auto* out = resp->add_flows();
     out->set_name(f.name);
 #define DAQIRI_STATS_SET(member, field, ...) v1::stats::set_counter(*out, field, f.member);
@@ -324,6 +340,7 @@ grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
 #undef DAQIRI_STATS_SET
   }
   for (const auto& a : data_plane_.attachment_stats()) {
+    if (hidden.contains(a.target)) continue;
     auto* out = resp->add_attachments();
     out->set_id(a.id);
     out->set_session_id(sessions_.session_of(a.id));

@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <set>
+#include <string>
 
 #include "capture/capture_registry.hpp"
 #include "control/access_policy.hpp"
@@ -66,6 +68,8 @@ class ControlService final : public v1::Control::Service {
   // The caller's identity if it holds `need`, else the status to return.
   Result<PeerIdentity> authorize(grpc::ServerContext* ctx, Role need,
                                  std::string_view action) const;
+  // The flows (and reorders of them) whose clients lists do not admit `peer`; none for admins.
+  [[nodiscard]] std::set<std::string> hidden_flows(const PeerIdentity& peer) const;
 
   core::Model& model_;
   const AccessPolicy& policy_;

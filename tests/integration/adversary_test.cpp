@@ -458,6 +458,10 @@ TEST_F(AdversaryTest, AFlowsClientsListKeepsEveryoneElseOut) {
   EXPECT_THAT(own.out, HasSubstr("user:" + trudy.name()));
   auto admin = run({ctl_path(), "--socket", socket_, "flows", "list"});
   EXPECT_THAT(admin.out, HasSubstr("stream0"));
+  auto stats_seen = run({ctl_path(), "--socket", socket_, "stats"}, mallory.ids());
+  ASSERT_EQ(stats_seen.exit_code, 0) << stats_seen.err;
+  EXPECT_THAT(stats_seen.out, Not(HasSubstr("stream0")));
+  EXPECT_THAT(stats_seen.out, HasSubstr("stream1"));
 
   // The daemon refuses the Attach itself (any client would be), naming the flow alone.
   auto refused = run(tap("stream0", 1), mallory.ids());

@@ -8,9 +8,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
+#include <vector>
 
 #include "dataplane_fixture.hpp"
 
@@ -18,6 +22,9 @@ namespace daqiri::test {
 namespace {
 
 namespace fs = std::filesystem;
+
+constexpr const char* kSanitizerOptions[] = {"ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS",
+                                             "UBSAN_OPTIONS"};
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -71,10 +78,21 @@ class ContainerTest : public DataPlaneTest {
     fs::copy_file(ctl_path(), rootfs_ + "/usr/bin/daqiri-ctl");
     auto libs = run({"/bin/sh", "-c", "ldd " + ctl_path() + " | awk '/\\// {print $(NF-1)}'"});
     std::istringstream in(libs.out);
-    for (std::string lib; in >> lib;) {
-      fs::path target = rootfs_ + lib;
+    std::vector<std::string> files;
+    for (std::string lib; in >> lib;)
+      files.push_back(lib);
+    for (const char* var : kSanitizerOptions) {
+      const char* value = std::getenv(var);
+      for (std::string_view v = value ? value : ""; !v.empty();) {
+        std::string_view option = v.substr(0, v.find(':'));
+        if (option.starts_with("suppressions=")) files.emplace_back(option.substr(13));
+        v.remove_prefix(std::min(v.size(), option.size() + 1));
+      }
+    }
+    for (const auto& file : files) {
+      fs::path target = rootfs_ + file;
       fs::create_directories(target.parent_path());
-      fs::copy_file(fs::canonical(lib), target, fs::copy_options::overwrite_existing);
+      fs::copy_file(fs::canonical(file), target, fs::copy_options::overwrite_existing);
     }
   }
 
@@ -88,6 +106,14 @@ class ContainerTest : public DataPlaneTest {
         // The socket's group: the container knows no /etc/group to take it from.
         "--group-add", std::to_string(group_->gid()), "--cap-drop", "all", "--security-opt",
         "no-new-privileges"};
+    // A sanitizer build's options (and their suppression files, copied into the root file
+    // system) go in too: the container's environment is its own.
+    for (const char* var : kSanitizerOptions) {
+      if (const char* value = std::getenv(var)) {
+        argv.push_back("--env");
+        argv.push_back(std::string(var) + "=" + value);
+      }
+    }
     for (const auto& d : devices) {
       argv.push_back("--device");
       argv.push_back(kind_ + "=" + d);

@@ -113,7 +113,8 @@ TEST_F(K8sPluginTest, AdvertisesEachFlowAndHandsItOutThroughCdi) {
   req.add_container_requests()->add_devices_ids("stream0-3");
   v1beta1::AllocateResponse resp;
   grpc::ClientContext ctx;
-  ASSERT_TRUE(stub->Allocate(&ctx, req, &resp).ok());
+  grpc::Status allocated = stub->Allocate(&ctx, req, &resp);
+  ASSERT_TRUE(allocated.ok()) << allocated.error_message() << "\n" << plugin_->output();
   ASSERT_EQ(resp.container_responses_size(), 1);
   const auto& c = resp.container_responses(0);
   ASSERT_EQ(c.cdi_devices_size(), 1);
