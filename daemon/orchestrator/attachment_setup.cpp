@@ -280,7 +280,7 @@ Result<uint64_t> DataPlane::create_tx(std::string_view interface, std::string_vi
       // The client's ring and header buffers, its GPU buffers, and staged, the frames the
       // queue sends.
       cost.gpu = uint64_t{tx->gpu_payloads->buf_size} * num_bufs;
-      if (!tx->gpu_in_place) {
+      if (!tx->gpu_in_place()) {
         cost.host += dataplane::TxAttachment::footprint(home.region->buf_size, num_bufs, ring);
       }
     }
@@ -302,15 +302,15 @@ Result<uint64_t> DataPlane::create_tx(std::string_view interface, std::string_vi
   // send times go through to the queue's attachment, which holds each frame till then.
   dataplane::TxRules rules = tx->task->rules();
   rules.max_length = header_size + tx->gpu_payloads->buf_size;
-  if (!tx->gpu_in_place) rules.nic_schedules = true;
+  if (!tx->gpu_in_place()) rules.nic_schedules = true;
   auto client = dataplane::TxAttachment::create(id, header_size, num_bufs, ring, false, rules,
                                                 options.client_kicks);
   if (!client) return std::unexpected(client.error());
   auto buffers =
-      gpu_engine_->tx_buffers(*tx->gpu_payloads, num_bufs, header_size, tx->gpu_in_place);
+      gpu_engine_->tx_buffers(*tx->gpu_payloads, num_bufs, header_size, tx->gpu_in_place());
   if (!buffers) return std::unexpected(buffers.error());
   (*client)->send_from_gpu(std::move(*buffers));
-  if (tx->gpu_in_place) {
+  if (tx->gpu_in_place()) {
     a.tx = std::move(*client);  // the queue sends from it: headers copied, payloads in place
     attachments_.emplace(id, std::move(a));
     return id;

@@ -92,7 +92,6 @@ Result<> DataPlane::open_queues(const config::InterfaceConfig& itf, backends::Ba
     TxQueue& tx = tx_queues_[home->key()] = {*home, &backend, *task};
     if (last->kind == config::RegionKind::kDevice) {
       tx.gpu_payloads = last;
-      tx.gpu_in_place = last->gpudirect;
       if (q.regions.size() == 2) tx.gpu_headers = config::find_region(config_, q.regions[0]);
     }
   }

@@ -216,7 +216,7 @@ class DataPlane {
     // sends; in place (a gpudirect region), the NIC reads the clients' GPU buffers.
     const config::MemoryRegionConfig* gpu_payloads = nullptr;
     const config::MemoryRegionConfig* gpu_headers = nullptr;
-    bool gpu_in_place = false;
+    [[nodiscard]] bool gpu_in_place() const { return gpu_payloads && gpu_payloads->gpudirect; }
   };
   struct FlowEntry {
     std::unique_ptr<dataplane::RxFlowTask> flow;

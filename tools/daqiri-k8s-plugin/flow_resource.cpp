@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "daqiri/common/cdi_spec.hpp"
 #include "resource_names.hpp"
 
 namespace daqiri::k8s {
@@ -134,8 +135,7 @@ grpc::Status FlowResource::GetPreferredAllocation(grpc::ServerContext*,
 
 grpc::Status FlowResource::Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* req,
                                     v1beta1::AllocateResponse* resp) {
-  const std::string dir =
-      settings_.daqiri_socket.substr(0, settings_.daqiri_socket.find_last_of('/'));
+  const std::string dir = cdi::socket_dir(settings_.daqiri_socket);
   for (const auto& c : req->container_requests()) {
     for (const auto& id : c.devices_ids()) {
       if (!is_device_of(id, flow_, settings_.capacity)) {
@@ -149,8 +149,8 @@ grpc::Status FlowResource::Allocate(grpc::ServerContext*, const v1beta1::Allocat
     (*out->mutable_envs())["DAQIRI_SOCKET"] = settings_.daqiri_socket;
     (*out->mutable_envs())["DAQIRI_FLOW"] = flow_;
     v1beta1::Mount* m = out->add_mounts();
-    m->set_host_path(dir.empty() ? "/" : dir);
-    m->set_container_path(dir.empty() ? "/" : dir);
+    m->set_host_path(dir);
+    m->set_container_path(dir);
     m->set_read_only(true);
   }
   return grpc::Status::OK;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <string_view>
 #include <thread>
 
 #include "backends/dpdk/send_clock.hpp"
@@ -28,11 +29,11 @@ Result<> check(int rc, const std::string& what) {
 // how that path runs where there is no NIC.
 bool discards_unread(const std::string& driver, const std::string& args) {
   if (driver != "net_null") return false;
-  for (size_t at = args.find("copy="); at != std::string::npos; at = args.find("copy=", at + 1)) {
-    if ((at == 0 || args[at - 1] == ',') && args.compare(at + 5, 2, "0,") != 0 &&
-        args.substr(at + 5) != "0") {
-      return false;
-    }
+  std::string_view rest = args;
+  while (!rest.empty()) {  // devargs: key=value, comma-separated
+    std::string_view arg = rest.substr(0, rest.find(','));
+    if (arg.starts_with("copy=") && arg != "copy=0") return false;
+    rest.remove_prefix(std::min(rest.size(), arg.size() + 1));
   }
   return true;
 }

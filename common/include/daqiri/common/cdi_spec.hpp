@@ -53,9 +53,15 @@ inline std::string yaml_quoted(std::string_view s) {
   return out + "\"";
 }
 
+// The folder of the daemon's sockets (the control socket's and the session socket's), which
+// containers are given.
+inline std::string socket_dir(const std::string& socket) {
+  std::string dir = socket.substr(0, socket.find_last_of('/'));
+  return dir.empty() ? "/" : dir;
+}
+
 inline std::string to_yaml(const Spec& spec) {
-  std::string dir = spec.socket.substr(0, spec.socket.find_last_of('/'));
-  if (dir.empty()) dir = "/";
+  const std::string dir = socket_dir(spec.socket);
   std::string y = "# Written by daqirid's tools: containers given these devices reach daqirid.\n";
   y += "cdiVersion: \"0.5.0\"\nkind: " + yaml_quoted(spec.kind) + "\n";
   y += "containerEdits:\n  env:\n    - " + yaml_quoted("DAQIRI_SOCKET=" + spec.socket) + "\n";
