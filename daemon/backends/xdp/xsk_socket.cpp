@@ -45,9 +45,10 @@ Result<> XskSocket::map_tx_area(const XskSocketSetup& s) {
     return {};
   }
   // Below the pool: mmap places mappings top-down, so the range under the latest is the one
-  // most often free. MAP_FIXED_NOREPLACE never takes a range something else holds.
+  // most often free. MAP_FIXED_NOREPLACE never takes a range something else holds. Shared,
+  // as the pool's memfd is: Linux 6.18 refuses (EINVAL) a UMEM of private and shared pages.
   void* want = has_rx() ? rx_pool_->data() - tx_bytes : nullptr;
-  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE | (want ? MAP_FIXED_NOREPLACE : 0);
+  int flags = MAP_SHARED | MAP_ANONYMOUS | MAP_POPULATE | (want ? MAP_FIXED_NOREPLACE : 0);
   void* p = ::mmap(want, tx_bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (p == MAP_FAILED || (want != nullptr && p != want)) {
     if (p != MAP_FAILED) ::munmap(p, tx_bytes);  // an old kernel took the hint elsewhere
