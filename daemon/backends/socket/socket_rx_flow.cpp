@@ -79,7 +79,7 @@ Result<std::unique_ptr<SocketRxFlow>> SocketRxFlow::create(const core::Flow& flo
   auto pool = memory::BufferPool::create("flow-" + flow.name, buf_size, num_bufs, huge, arena);
   if (!pool) return std::unexpected(pool.error());
   std::unique_ptr<SocketRxFlow> f(
-      new SocketRxFlow(flow, std::move(*pool), addr, std::min(batch, kMaxBatch)));
+      new SocketRxFlow(flow, std::move(*pool), addr, std::clamp(batch, kMinRead, kMaxBatch)));
   for (uint32_t p = ports.first; p <= ports.last; ++p) {
     auto fd = bind_udp(addr, static_cast<uint16_t>(p));
     if (!fd) return std::unexpected(fd.error());  // the ones bound so far close with `f`

@@ -20,6 +20,9 @@
 namespace daqiri::backends::socket {
 
 inline constexpr uint32_t kMaxBatch = 256;
+// Datagrams a receive asks for at least, whatever the queue's batch_size: a smaller read only
+// adds syscalls (a receive returns what is there at once), as DAQIRI's socket engine knows.
+inline constexpr uint32_t kMinRead = 32;
 inline constexpr uint32_t kMaxPortsPerFlow = 64;
 // Entries of a port's receive window (SocketRxFlow::arm): room for it to move a batch up.
 inline constexpr uint32_t kPortEntries = 2 * kMaxBatch;
