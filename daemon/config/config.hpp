@@ -100,6 +100,9 @@ struct MemoryRegionConfig {
 // A TX queue's pacing_mbps at most: 1 Tb/s.
 inline constexpr uint32_t kMaxPacingMbps = 1'000'000;
 
+inline constexpr uint32_t kDefaultTxClients = 64;
+inline constexpr uint32_t kMaxTxClients = 1024;
+
 struct QueueConfig {
   std::string name;
   uint32_t id = 0;
@@ -113,6 +116,10 @@ struct QueueConfig {
   uint32_t pacing_mbps = 0;  // TX queues only: the long-run rate cap; 0: none
   // TX queues only: a frame may name a time it leaves no earlier than (DAQIRI_TX_AT).
   bool accurate_send = false;
+  // TX queues only: who may attach (empty: every client), and how many attachments it holds
+  // at once (each is a ring the poller serves in turn, and a pool).
+  core::ClientList clients;
+  uint32_t max_clients = kDefaultTxClients;
   // RX, DAQIRI's schema: the batch timeout of reorders whose first flow is on this queue.
   uint32_t timeout_us = 0;
   std::vector<std::string> regions;
@@ -155,7 +162,7 @@ struct FlowConfig {
   std::optional<core::Endpoint> connect;  // TCP client stream instead of a match
   core::BlockPolicy allow_block;
   std::vector<std::string> rss_queues;  // RSS: the queues it spreads over (core::FlowSpec)
-  core::FlowClients clients;
+  core::ClientList clients;
   Located where;
 
   [[nodiscard]] core::FlowSpec spec() const {

@@ -17,22 +17,37 @@ const std::vector<std::pair<std::string_view, Backend>> kBackends = {{"socket", 
                                                                      {"rdma", Backend::kRdma},
                                                                      {"xdp", Backend::kXdp}};
 
-void read_access_list(YamlMap& parent, std::string_view key, AccessList& out, bool* given) {
-  auto n = parent.get(key);
-  if (!n) return;
-  if (given) *given = true;
-  YamlMap map(*n);
+// `{users: [...], groups: [...]}`: names or numbers, kept as given and as ids.
+core::ClientList read_id_lists(const YamlNode& node) {
+  core::ClientList list;
+  YamlMap map(node);
   if (auto users = map.get("users")) {
     for (const auto& u : users->items(true)) {
-      if (auto uid = read_user(u)) out.uids.push_back(*uid);
+      if (auto uid = read_user(u)) {
+        list.users.push_back(*u.to_string());
+        list.uids.push_back(*uid);
+      }
     }
   }
   if (auto groups = map.get("groups")) {
     for (const auto& g : groups->items(true)) {
-      if (auto gid = read_group(g)) out.gids.push_back(*gid);
+      if (auto gid = read_group(g)) {
+        list.groups.push_back(*g.to_string());
+        list.gids.push_back(*gid);
+      }
     }
   }
   map.finish();
+  return list;
+}
+
+void read_access_list(YamlMap& parent, std::string_view key, AccessList& out, bool* given) {
+  auto n = parent.get(key);
+  if (!n) return;
+  if (given) *given = true;
+  core::ClientList list = read_id_lists(*n);
+  out.uids.insert(out.uids.end(), list.uids.begin(), list.uids.end());
+  out.gids.insert(out.gids.end(), list.gids.begin(), list.gids.end());
 }
 
 void read_tcp(const YamlNode& node, DaemonConfig& d) {
@@ -121,6 +136,17 @@ MemoryRegionConfig read_region(const YamlNode& node) {
 const std::vector<std::pair<std::string_view, TxPolicy>> kTxPolicies = {
     {"checked", TxPolicy::kChecked}, {"raw", TxPolicy::kRaw}, {"tcp", TxPolicy::kTcp}};
 
+// `clients: {users: [...], groups: [...]}` of a flow or a TX queue: who may attach.
+core::ClientList read_clients(const YamlNode& node) {
+  core::ClientList list = read_id_lists(node);
+  if (!list.restricted() && !node.diags().has_errors()) {
+    node.error(
+        "clients names who may attach: at least one of users and groups (leave it out "
+        "for every client)");
+  }
+  return list;
+}
+
 QueueConfig read_queue(const YamlNode& node, uint32_t index, bool tx) {
   QueueConfig q;
   q.id = index;
@@ -135,6 +161,11 @@ QueueConfig read_queue(const YamlNode& node, uint32_t index, bool tx) {
   if (TxPolicy p{}; tx && map.read_choice("tx_policy", p, kTxPolicies, q.where)) q.tx_policy = p;
   if (tx) map.read_uint("pacing_mbps", q.pacing_mbps, 0, kMaxPacingMbps, q.where);
   if (tx) map.read_bool("accurate_send", q.accurate_send, q.where);
+  if (tx) map.read_uint("max_clients", q.max_clients, 1, kMaxTxClients, q.where);
+  if (auto c = tx ? map.get("clients") : std::nullopt) {
+    q.clients = read_clients(*c);
+    q.where.record("clients", c->origin());
+  }
   map.read_string_list("regions", q.regions, q.where);
   if (q.regions.empty()) {
     Origin o = q.where.self;
@@ -226,30 +257,8 @@ FlowConfig read_flow(const YamlNode& node) {
     }
     f.where.record("allow_block", b->origin());
   }
-  if (auto c = map.get("clients")) {  // {users: [...], groups: [...]}: who may attach
-    YamlMap clients(*c);
-    if (auto users = clients.get("users")) {
-      for (const auto& u : users->items(true)) {
-        auto uid = read_user(u);
-        if (!uid) continue;
-        f.clients.users.push_back(*u.to_string());
-        f.clients.uids.push_back(*uid);
-      }
-    }
-    if (auto groups = clients.get("groups")) {
-      for (const auto& g : groups->items(true)) {
-        auto gid = read_group(g);
-        if (!gid) continue;
-        f.clients.groups.push_back(*g.to_string());
-        f.clients.gids.push_back(*gid);
-      }
-    }
-    clients.finish();
-    if (clients.valid() && !f.clients.restricted() && !c->diags().has_errors()) {
-      c->error(
-          "clients names who may attach: at least one of users and groups (leave it out "
-          "for every client)");
-    }
+  if (auto c = map.get("clients")) {
+    f.clients = read_clients(*c);
     f.where.record("clients", c->origin());
   }
   map.finish();

@@ -140,9 +140,11 @@ grpc::Status ControlService::ListMemoryRegions(grpc::ServerContext* ctx,
 grpc::Status ControlService::ListQueues(grpc::ServerContext* ctx, const v1::ListQueuesRequest* req,
                                         v1::ListQueuesResponse* resp) {
   CallGuard guard(in_flight_);
-  if (auto peer = authorize(ctx, Role::kClient, "list queues"); !peer) {
-    return to_status(peer.error());
-  }
+  auto peer = authorize(ctx, Role::kClient, "list queues");
+  if (!peer) return to_status(peer.error());
+  // As flows: a client sees no TX queue it may not attach to.
+  const bool admin = policy_.role_of(*peer) == Role::kAdmin;
+  const std::vector<uint32_t> groups(peer->groups.begin(), peer->groups.end());
   if (!req->interface().empty() && !model_.find_interface(req->interface())) {
     return to_status({ErrorCode::kNotFound, "no interface named \"" + req->interface() + "\"", {}});
   }
@@ -153,8 +155,10 @@ grpc::Status ControlService::ListQueues(grpc::ServerContext* ctx, const v1::List
       to_proto(itf, q, v1::DIRECTION_RX, *out);
       out->set_delivery(data_plane_.delivery(itf.name, q.name));
     }
-    for (const auto& q : itf.tx_queues)
-      to_proto(itf, q, v1::DIRECTION_TX, *resp->add_queues());
+    for (const auto& q : itf.tx_queues) {
+      if (admin || q.clients.allows(peer->uid, peer->gid, groups))
+        to_proto(itf, q, v1::DIRECTION_TX, *resp->add_queues());
+    }
   }
   return grpc::Status::OK;
 }
@@ -304,11 +308,11 @@ grpc::Status ControlService::Attach(grpc::ServerContext* ctx, const v1::AttachRe
   spec.rx_options.backpressure = req->backpressure() == v1::BACKPRESSURE_BLOCK
                                      ? dataplane::Backpressure::kBlock
                                      : dataplane::Backpressure::kDropNew;
-  spec.rx_options.user = peer->user;
-  spec.rx_options.uid = peer->uid;
-  spec.rx_options.gid = peer->gid;
-  spec.rx_options.groups.assign(peer->groups.begin(), peer->groups.end());
-  spec.rx_options.admin = policy_.role_of(*peer) == Role::kAdmin;
+  spec.rx_options.who.user = peer->user;
+  spec.rx_options.who.uid = peer->uid;
+  spec.rx_options.who.gid = peer->gid;
+  spec.rx_options.who.groups.assign(peer->groups.begin(), peer->groups.end());
+  spec.rx_options.who.admin = policy_.role_of(*peer) == Role::kAdmin;
   auto grant = sessions_.attach(*peer, spec);
   if (!grant) return to_status(grant.error());
   resp->set_attachment_id(grant->attachment_id);

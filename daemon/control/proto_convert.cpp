@@ -5,6 +5,15 @@
 namespace daqiri::control {
 namespace {
 
+// A flow's or a TX queue's clients list, as given.
+template <typename Message>
+void add_clients(const core::ClientList& clients, Message& out) {
+  for (const auto& u : clients.users)
+    out.add_client_users(u);
+  for (const auto& g : clients.groups)
+    out.add_client_groups(g);
+}
+
 void to_proto(const core::PortRange& r, v1::PortRange& out) {
   out.set_first(r.first);
   out.set_last(r.last);
@@ -97,10 +106,7 @@ void to_proto(const core::Flow& flow, std::optional<dataplane::Steering> steerin
     out.add_allow_block_users(u);
   for (const auto& q : flow.rss_queues)
     out.add_queues(q);
-  for (const auto& u : flow.clients.users)
-    out.add_client_users(u);
-  for (const auto& g : flow.clients.groups)
-    out.add_client_groups(g);
+  add_clients(flow.clients, out);
 }
 
 void to_proto(const config::InterfaceConfig& itf, const std::string& state, v1::Interface& out) {
@@ -133,6 +139,10 @@ void to_proto(const config::InterfaceConfig& itf, const config::QueueConfig& que
   out.set_ring_size(queue.ring_size);
   for (const auto& r : queue.regions)
     out.add_regions(r);
+  if (direction == v1::DIRECTION_TX) {
+    add_clients(queue.clients, out);
+    out.set_max_clients(queue.max_clients);
+  }
 }
 
 Result<core::FlowSpec> from_proto(const v1::CreateFlowRequest& request) {

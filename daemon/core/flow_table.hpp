@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/client_list.hpp"
 #include "core/flow_match.hpp"
 #include "daqiri/common/result.hpp"
 
@@ -32,25 +33,6 @@ struct BlockPolicy {
   [[nodiscard]] bool nobody() const { return !anyone && users.empty(); }
 };
 
-// Who may attach to a flow besides the daemon's admins (its `clients`): the users and groups
-// named, by the ids they had when the flow was made (a container's process is known by the
-// uid and gids the kernel reports for it); empty: every client.
-struct FlowClients {
-  std::vector<std::string> users;  // as given: names or numbers
-  std::vector<std::string> groups;
-  std::vector<uint32_t> uids;
-  std::vector<uint32_t> gids;
-  [[nodiscard]] bool restricted() const { return !uids.empty() || !gids.empty(); }
-  // A process of `uid`, primary group `gid` and supplementary groups `in`.
-  [[nodiscard]] bool allows(uint32_t uid, uint32_t gid, const std::vector<uint32_t>& in) const {
-    auto has = [](const std::vector<uint32_t>& v, uint32_t x) {
-      return std::find(v.begin(), v.end(), x) != v.end();
-    };
-    return !restricted() || has(uids, uid) || has(gids, gid) ||
-           std::any_of(in.begin(), in.end(), [&](uint32_t g) { return has(gids, g); });
-  }
-};
-
 struct FlowSpec {
   std::string name;
   std::string interface;
@@ -63,7 +45,7 @@ struct FlowSpec {
   // RSS: the queues the flow spreads over (two or more, the first in `queue` too); empty: it
   // goes to `queue` alone.
   std::vector<std::string> rss_queues;
-  FlowClients clients;
+  ClientList clients;
 };
 
 struct Flow {
@@ -76,7 +58,7 @@ struct Flow {
   std::optional<Endpoint> connect;
   BlockPolicy allow_block;
   std::vector<std::string> rss_queues;  // as in FlowSpec
-  FlowClients clients;
+  ClientList clients;
   // The RX queues it delivers to: rss_queues, or `queue` alone.
   [[nodiscard]] std::vector<std::string> queues() const {
     return rss_queues.empty() ? std::vector<std::string>{queue} : rss_queues;

@@ -7,6 +7,14 @@
 namespace daqiri::orchestrator {
 namespace {
 
+std::unexpected<Error> not_admitted(const std::string& what, const Requester& who,
+                                    const char* field) {
+  return fail(ErrorCode::kPermissionDenied,
+              what + " admits only the clients its clients list names, and " + who.user + " (uid " +
+                  std::to_string(who.uid) + ") is not one",
+              field);
+}
+
 // What the client asked for, else its queue's ring, at least the smallest an attachment takes:
 // a queue of few large buffers (RDMA messages) may have a smaller ring than that.
 uint32_t default_ring(const RxAttachOptions& options, const config::QueueConfig& queue) {
@@ -166,15 +174,11 @@ Result<uint64_t> DataPlane::create_rx_locked(std::vector<std::string> flows, std
   uint64_t pool_bufs = 0;  // of the flows' own pools, each once
   for (const auto& name : flows) {
     auto& f = flows_.find(name)->second;
-    if (!options.admin &&
-        !f.flow->flow().clients.allows(options.uid, options.gid, options.groups)) {
-      return fail(ErrorCode::kPermissionDenied,
-                  "flow \"" + name + "\" admits only the clients its clients list names, and " +
-                      options.user + " (uid " + std::to_string(options.uid) + ") is not one",
-                  "flow");
+    if (!options.who.admitted_by(f.flow->flow().clients)) {
+      return not_admitted("flow \"" + name + "\"", options.who, "flow");
     }
     const core::BlockPolicy& block = f.flow->flow().allow_block;
-    if (options.backpressure == Backpressure::kBlock && !block.allows(options.user)) {
+    if (options.backpressure == Backpressure::kBlock && !block.allows(options.who.user)) {
       return fail(ErrorCode::kPermissionDenied,
                   "flow \"" + name + "\" lets " +
                       (block.nobody() ? std::string("no client")
@@ -268,6 +272,15 @@ Result<uint64_t> DataPlane::create_tx(std::string_view interface, std::string_vi
                 "queue");
   }
   const backends::QueueHome& home = tx->home;
+  if (!options.who.admitted_by(home.queue->clients)) {
+    return not_admitted("TX queue " + home.key(), options.who, "queue");
+  }
+  // Claimed or not, as a flow's: each may be claimed later.
+  if (size_t held = tx_attachments_of(tx); held >= home.queue->max_clients) {
+    return fail(ErrorCode::kResourceExhausted, "TX queue " + home.key() + " already has " +
+                                                   std::to_string(held) +
+                                                   " attachments, its max_clients");
+  }
   if (auto ok = check_sending(*tx, options); !ok) return std::unexpected(ok.error());
   const uint32_t ring = home.queue->ring_size;
   const uint32_t num_bufs = home.region->num_bufs;
@@ -462,6 +475,12 @@ size_t DataPlane::rx_attachments_of(std::string_view flow) const {
         const Attachment& a = e.second;
         return a.rx && std::find(a.flows.begin(), a.flows.end(), flow) != a.flows.end();
       }));
+}
+
+size_t DataPlane::tx_attachments_of(const TxQueue* queue) const {
+  return static_cast<size_t>(
+      std::count_if(attachments_.begin(), attachments_.end(),
+                    [&](const auto& e) { return e.second.tx_queue == queue; }));
 }
 
 std::vector<Poller*> DataPlane::rx_pollers(const Attachment& a) const {

@@ -38,6 +38,20 @@ using dataplane::Grace;
 using dataplane::Poller;
 using dataplane::Steering;
 
+// Who asks for an attachment, as the kernel says: a flow or TX queue with a clients list
+// admits only those it names (and admins); kBlock needs each flow's allow_block to name the
+// user (a login name), or anyone.
+struct Requester {
+  std::string user;
+  uint32_t uid = UINT32_MAX;
+  uint32_t gid = UINT32_MAX;
+  std::vector<uint32_t> groups;
+  bool admin = false;
+  [[nodiscard]] bool admitted_by(const core::ClientList& list) const {
+    return admin || list.allows(uid, gid, groups);
+  }
+};
+
 struct RxAttachOptions {
   uint32_t ring_size = 0;  // 0: the queue's ring_size
   Backpressure backpressure = Backpressure::kDropNew;
@@ -49,19 +63,13 @@ struct RxAttachOptions {
   // A ring of daqiri_rx_desc_compact: no stamp, payload offset or stream (not for TCP, RDMA
   // or GPU rings).
   bool compact = false;
-  // Who asks (a login name): kBlock needs each flow's allow_block to name them, or anyone.
-  std::string user;
-  // Who asks, as the kernel says: a flow with a clients list admits only those it names (and
-  // admins).
-  uint32_t uid = UINT32_MAX;
-  uint32_t gid = UINT32_MAX;
-  std::vector<uint32_t> groups;
-  bool admin = false;
+  Requester who;
 };
 
 struct TxAttachOptions {
   bool client_kicks = false;  // the client said it kicks (TxAttachment::client_kicks)
   bool gpu = false;           // frames from GPU memory (the queue must have a device region)
+  Requester who;
 };
 
 // Memory an attachment makes the daemon take: host bytes (its rings, a TX pool, a GPU ring's
@@ -317,6 +325,8 @@ class DataPlane {
   void remove_rx(Attachment& a, size_t flows);
   // RX attachments (claimed or not) that `flow` feeds.
   [[nodiscard]] size_t rx_attachments_of(std::string_view flow) const;
+  // TX attachments (claimed or not) of a queue.
+  [[nodiscard]] size_t tx_attachments_of(const TxQueue* queue) const;
   // Of a flow's pool, the buffers its clients may hold between them.
   [[nodiscard]] uint32_t lendable(const FlowEntry& f) const;
   // Sets each claimed RX attachment's share (RxAttachment::set_share): an equal part of what

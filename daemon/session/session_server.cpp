@@ -448,8 +448,8 @@ Result<AttachGrant> SessionServer::attach(const control::PeerIdentity& caller,
       !spec.flow.empty() ? dp_.create_rx(spec.flow, spec.rx_options, reserve)
       : !spec.rx_interface.empty()
           ? dp_.create_rx_queue(spec.rx_interface, spec.rx_queue, spec.rx_options, reserve)
-          : dp_.create_tx(spec.tx_interface, spec.tx_queue, {spec.tx_kicks, spec.rx_options.gpu},
-                          reserve);
+          : dp_.create_tx(spec.tx_interface, spec.tx_queue,
+                          {spec.tx_kicks, spec.rx_options.gpu, spec.rx_options.who}, reserve);
   if (!id) {
     uncharge(caller.uid, a.memory);
     return std::unexpected(id.error());

@@ -36,8 +36,8 @@ struct AttachSpec {
   std::string rx_queue;
   std::string tx_interface;  // TX when set
   std::string tx_queue;
-  bool tx_kicks = false;  // TX: the client said it kicks
-  orchestrator::RxAttachOptions rx_options;
+  bool tx_kicks = false;                     // TX: the client said it kicks
+  orchestrator::RxAttachOptions rx_options;  // its gpu and who serve TX too
 };
 
 struct AttachGrant {

@@ -223,6 +223,69 @@ TEST_F(AdversaryTest, AUserCannotMakeTheDaemonTakeMoreMemoryThanTheCaps) {
   EXPECT_TRUE(healthy());
 }
 
+// A TX queue holds max_clients attachments at once, whoever asks and however they race: two
+// users hoarding it get 3 between them, each later one refused with the limit named; one
+// given back makes room for exactly one more.
+TEST_F(AdversaryTest, ATxQueueNeverTakesMoreAttachmentsThanItsMaxClients) {
+  if (!is_root()) GTEST_SKIP() << "needs root for throwaway users";
+  const std::string tx0 = "        - name: tx0\n";
+  start_with(tx0, tx0 + "          max_clients: 3\n", two_users());
+  if (HasFatalFailure()) return;
+  Spawned first(dir_, adversary({"tx-hoard", "10"}), mallory_->ids());
+  Spawned second(dir_, adversary({"tx-hoard", "10"}), trudy_->ids());
+  ASSERT_TRUE(first.wait_for_output("refused", 20s)) << first.output();
+  ASSERT_TRUE(second.wait_for_output("refused", 20s)) << second.output();
+  long attached = 0;
+  for (Spawned* p : {&first, &second}) {
+    EXPECT_THAT(p->output(), HasSubstr("TX queue lo/tx0 already has 3 attachments, its "
+                                       "max_clients"));
+    const std::string out = p->output();
+    for (size_t at = out.find("attached "); at != std::string::npos;
+         at = out.find("attached ", at + 1))
+      ++attached;
+  }
+  EXPECT_EQ(attached, 3);
+  EXPECT_EQ(stats().attachments_size(), 3);
+  // The one that holds some gives them back by dying.
+  Spawned& holder = first.output().find("attached 1\n") != std::string::npos ? first : second;
+  holder.kill(SIGKILL);
+  holder.wait();
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return s.attachments_size() < 3; }));
+  const int freed = 3 - stats().attachments_size();
+  Spawned third(dir_, adversary({"tx-hoard", "10"}), trudy_->ids());
+  ASSERT_TRUE(third.wait_for_output("refused", 20s)) << third.output();
+  EXPECT_THAT(third.output(), HasSubstr("attached " + std::to_string(freed) + "\n"));
+  EXPECT_THAT(third.output(), Not(HasSubstr("attached " + std::to_string(freed + 1) + "\n")));
+  EXPECT_TRUE(healthy());
+}
+
+// A TX queue whose clients list names one user: another may neither attach to it nor see it in
+// ListQueues; the user it names sends through it, and the other queues' rules are untouched.
+TEST_F(AdversaryTest, ATxQueuesClientsListKeepsEveryoneElseOut) {
+  if (!is_root()) GTEST_SKIP() << "needs root for throwaway users";
+  std::string users = two_users();
+  const std::string tx0 = "        - name: tx0\n";
+  start_with(tx0, tx0 + "          clients: {users: [" + trudy_->name() + "]}\n", users);
+  if (HasFatalFailure()) return;
+  auto listed = run({ctl_path(), "--socket", socket_, "queues"}, mallory_->ids());
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_THAT(listed.out, Not(HasSubstr("tx0")));
+  auto own = run({ctl_path(), "--socket", socket_, "queues"}, trudy_->ids());
+  EXPECT_THAT(own.out, HasSubstr("tx0"));
+
+  Spawned refused(dir_, adversary({"tx-hoard", "1"}), mallory_->ids());
+  ASSERT_TRUE(refused.wait_for_output("refused", 20s)) << refused.output();
+  EXPECT_THAT(
+      refused.output(),
+      HasSubstr("TX queue lo/tx0 admits only the clients its clients list names, and " +
+                mallory_->name() + " (uid " + std::to_string(mallory_->uid()) + ") is not one"));
+  EXPECT_EQ(stats().attachments_size(), 0);
+  Spawned allowed(dir_, adversary({"tx-hoard", "1"}), trudy_->ids());
+  ASSERT_TRUE(allowed.wait_for_output("attached 1", 20s)) << allowed.output();
+  EXPECT_EQ(stats().attachments_size(), 1);
+  EXPECT_TRUE(healthy());
+}
+
 // The RLIMIT_NOFILE that leaves a process exactly `spare` fd numbers free (holes below its
 // highest fd count: the kernel hands out the lowest free number).
 rlim_t limit_leaving(pid_t pid, int spare) {

@@ -771,14 +771,14 @@ TEST(Config, AFlowsClientsAreUsersAndGroupsByNameOrId) {
       "flows:\n  - {name: a, interface: lo, match: {udp_dst: 9}, clients: {users: [root, "
       "4242], groups: [root]}}\n"));
   ASSERT_TRUE(p.config) << p.diags.render();
-  const core::FlowClients& c = p.config->flows[0].clients;
+  const core::ClientList& c = p.config->flows[0].clients;
   EXPECT_EQ(c.users, (std::vector<std::string>{"root", "4242"}));
   EXPECT_EQ(c.uids, (std::vector<uint32_t>{0, 4242}));
   EXPECT_EQ(c.gids, (std::vector<uint32_t>{0}));
   EXPECT_TRUE(c.allows(4242, 100, {}));
   EXPECT_TRUE(c.allows(1000, 1000, {7, 0}));  // a member of group 0
   EXPECT_FALSE(c.allows(1000, 1000, {7}));
-  EXPECT_TRUE(core::FlowClients{}.allows(1000, 1000, {}));  // no list: every client
+  EXPECT_TRUE(core::ClientList{}.allows(1000, 1000, {}));  // no list: every client
 
   EXPECT_THAT(only_error(with_interface(
                   "", "flows:\n  - {name: a, interface: lo, match: {udp_dst: 9}, clients: {}}\n")),
