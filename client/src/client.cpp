@@ -72,6 +72,16 @@ RxOptions with_environment_flow(RxOptions o) {
   return o;
 }
 
+// No interface given: the TX queue the environment names (DAQIRI_TX_INTERFACE and
+// DAQIRI_TX_QUEUE, which a container given one TX queue through CDI has).
+TxOptions with_environment_queue(TxOptions o) {
+  if (o.interface.empty() && o.queue.empty()) {
+    if (const char* itf = std::getenv("DAQIRI_TX_INTERFACE")) o.interface = itf;
+    if (const char* queue = std::getenv("DAQIRI_TX_QUEUE")) o.queue = queue;
+  }
+  return o;
+}
+
 v1::AttachRequest rx_request(const RxOptions& o) {
   v1::AttachRequest req;
   if (!o.flow.empty()) {
@@ -540,7 +550,8 @@ Result<RxStream*> Client::attach_rx(const RxOptions& given) {
   return impl_->rx.back().get();
 }
 
-Result<TxStream*> Client::attach_tx(const TxOptions& options) {
+Result<TxStream*> Client::attach_tx(const TxOptions& given) {
+  const TxOptions options = with_environment_queue(given);
   auto a = impl_->attach(tx_request(options));
   if (!a) return std::unexpected(a.error());
   auto state = std::make_unique<TxStream::State>();

@@ -24,6 +24,10 @@ void CdiWriter::refresh() {
   spec.socket = socket_;
   for (const auto& f : model_.flows())
     spec.flows.push_back(f.name);
+  for (const auto& itf : model_.config().interfaces) {
+    for (const auto& q : itf.tx_queues)
+      spec.tx_queues.push_back({itf.name, q.name});
+  }
   if (auto ok = cdi::write_spec(path_, spec); !ok) {
     spdlog::warn("daemon.cdi_spec: {}", ok.error().message);
   }

@@ -302,6 +302,8 @@ TEST_F(CtlTest, CdiSpecsFollowTheFlows) {
   EXPECT_THAT(own, HasSubstr("\"DAQIRI_SOCKET=" + socket_ + "\""));
   EXPECT_THAT(own, HasSubstr("- name: \"stream0\""));
   EXPECT_THAT(own, HasSubstr("\"DAQIRI_FLOW=stream1\""));
+  EXPECT_THAT(own, HasSubstr("- name: \"tx.lo.tx0\""));  // the TX queue
+  EXPECT_THAT(own, HasSubstr("\"DAQIRI_TX_QUEUE=tx0\""));
 
   auto add = ctl({"flows", "add", "radio", "-i", "lo", "--udp-dst", "5000"});
   ASSERT_EQ(add.exit_code, 0) << add.err;
@@ -314,7 +316,8 @@ TEST_F(CtlTest, CdiSpecsFollowTheFlows) {
   ASSERT_EQ(written.exit_code, 0) << written.err;
   EXPECT_EQ(written.out, "wrote " + dir_.file("by-hand.yaml") +
                              ": daqiri.io/flow=all, daqiri.io/flow=radio, "
-                             "daqiri.io/flow=stream0, daqiri.io/flow=stream1\n");
+                             "daqiri.io/flow=stream0, daqiri.io/flow=stream1, "
+                             "daqiri.io/flow=tx.lo.tx0\n");
   EXPECT_EQ(read(dir_.file("by-hand.yaml")), read(spec_path));
 
   ASSERT_EQ(ctl({"flows", "del", "radio"}).exit_code, 0);

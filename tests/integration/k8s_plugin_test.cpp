@@ -95,7 +95,7 @@ TEST_F(K8sPluginTest, AdvertisesEachFlowAndHandsItOutThroughCdi) {
   ASSERT_TRUE(r0) << plugin_->output();
   ASSERT_TRUE(kubelet_->wait_for("daqiri.io/flow-stream1")) << plugin_->output();
   EXPECT_EQ(r0->version(), "v1beta1");
-  EXPECT_EQ(r0->endpoint(), "daqiri-stream0.sock");
+  EXPECT_EQ(r0->endpoint(), "daqiri-flow-stream0.sock");
 
   auto stub = plugin(*r0);
   grpc::ClientContext watch;
@@ -132,6 +132,40 @@ TEST_F(K8sPluginTest, AdvertisesEachFlowAndHandsItOutThroughCdi) {
   EXPECT_EQ(stub->Allocate(&ctx2, wrong, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
+// Each TX queue registers as a resource of max_clients devices (64 by default); Allocate hands
+// a container the queue's CDI device and the variables that name it to the client libraries.
+TEST_F(K8sPluginTest, AdvertisesEachTxQueueWithItsCapacity) {
+  auto r = kubelet_->wait_for("daqiri.io/tx-lo-tx0");
+  ASSERT_TRUE(r) << plugin_->output();
+  EXPECT_EQ(r->endpoint(), "daqiri-tx-lo-tx0.sock");
+  auto stub = plugin(*r);
+  grpc::ClientContext watch;
+  auto stream = stub->ListAndWatch(&watch, v1beta1::Empty{});
+  v1beta1::ListAndWatchResponse list;
+  ASSERT_TRUE(stream->Read(&list));
+  ASSERT_EQ(list.devices_size(), 64);
+  EXPECT_EQ(list.devices(63).id(), "tx.lo.tx0-63");
+  watch.TryCancel();
+
+  v1beta1::AllocateRequest req;
+  req.add_container_requests()->add_devices_ids("tx.lo.tx0-7");
+  v1beta1::AllocateResponse resp;
+  grpc::ClientContext ctx;
+  grpc::Status allocated = stub->Allocate(&ctx, req, &resp);
+  ASSERT_TRUE(allocated.ok()) << allocated.error_message() << "\n" << plugin_->output();
+  const auto& c = resp.container_responses(0);
+  ASSERT_EQ(c.cdi_devices_size(), 1);
+  EXPECT_EQ(c.cdi_devices(0).name(), "daqiri.io/flow=tx.lo.tx0");
+  EXPECT_EQ(c.envs().at("DAQIRI_TX_INTERFACE"), "lo");
+  EXPECT_EQ(c.envs().at("DAQIRI_TX_QUEUE"), "tx0");
+  EXPECT_FALSE(c.envs().contains("DAQIRI_FLOW"));
+  // A device past its capacity is none of its own.
+  v1beta1::AllocateRequest past;
+  past.add_container_requests()->add_devices_ids("tx.lo.tx0-64");
+  grpc::ClientContext ctx2;
+  EXPECT_EQ(stub->Allocate(&ctx2, past, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
 // A flow created at runtime becomes a resource; deleted, its devices turn unhealthy on the
 // kubelet's open stream, the stream ends and the socket goes. The daemon gone, every device
 // is unhealthy.
@@ -166,7 +200,7 @@ TEST_F(K8sPluginTest, FollowsTheFlowTableLive) {
   ASSERT_TRUE(stream0->Read(&list)) << plugin_->output();
   EXPECT_EQ(list.devices(0).health(), "Unhealthy");
   watch0.TryCancel();
-  EXPECT_THAT(plugin_->output(), HasSubstr("every flow's devices unhealthy"));
+  EXPECT_THAT(plugin_->output(), HasSubstr("every device unhealthy"));
 }
 
 // A restarting kubelet removes the plugins' sockets and listens anew: each resource is served

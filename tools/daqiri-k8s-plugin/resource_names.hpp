@@ -1,7 +1,8 @@
 // How daqiri-k8s-plugin names what it advertises to the kubelet: an extended resource per flow
-// (DOMAIN/flow-NAME: a DNS domain, then a qualified name of at most 63 characters, letters,
-// digits, '-', '_' and '.', starting and ending with a letter or digit), and per resource
-// `capacity` devices (NAME-0 ... NAME-(capacity-1)), each one pod container's hold on the flow.
+// (DOMAIN/flow-NAME) and per TX queue (DOMAIN/tx-INTERFACE-QUEUE): a DNS domain, then a
+// qualified name of at most 63 characters, letters, digits, '-', '_' and '.', starting and
+// ending with a letter or digit; and per resource `capacity` devices (DEVICE-0 ...
+// DEVICE-(capacity-1), after its CDI device), each one pod container's hold on it.
 // Pure functions, for the unit tests.
 #pragma once
 
@@ -31,16 +32,26 @@ inline std::optional<std::string> resource_of(std::string_view domain, std::stri
   return std::string(domain) + "/" + name;
 }
 
-// Device `i` of a flow's resource; the flow a device id belongs to is the part before its last
-// '-'.
-inline std::string device_id(std::string_view flow, uint32_t i) {
-  return std::string(flow) + "-" + std::to_string(i);
+// The resource of a TX queue, or none when its names cannot be part of one.
+inline std::optional<std::string> tx_resource_of(std::string_view domain,
+                                                 std::string_view interface,
+                                                 std::string_view queue) {
+  std::string name = "tx-" + std::string(interface) + "-" + std::string(queue);
+  if (!is_qualified_name(name)) return std::nullopt;
+  return std::string(domain) + "/" + name;
 }
 
-inline bool is_device_of(std::string_view id, std::string_view flow, uint32_t capacity) {
-  if (id.size() <= flow.size() + 1 || id.substr(0, flow.size()) != flow || id[flow.size()] != '-')
+// Device `i` of a resource whose CDI device is `device`; the CDI device a device id belongs to
+// is the part before its last '-'.
+inline std::string device_id(std::string_view device, uint32_t i) {
+  return std::string(device) + "-" + std::to_string(i);
+}
+
+inline bool is_device_of(std::string_view id, std::string_view device, uint32_t capacity) {
+  if (id.size() <= device.size() + 1 || id.substr(0, device.size()) != device ||
+      id[device.size()] != '-')
     return false;
-  std::string_view n = id.substr(flow.size() + 1);
+  std::string_view n = id.substr(device.size() + 1);
   if (n.size() > 9 || n.find_first_not_of("0123456789") != std::string_view::npos) return false;
   return std::stoul(std::string(n)) < capacity;
 }

@@ -64,6 +64,8 @@ struct RxOptions {
 };
 
 struct TxOptions {
+  // Neither given: $DAQIRI_TX_INTERFACE and $DAQIRI_TX_QUEUE (a container given one TX queue
+  // through CDI).
   std::string interface;
   std::string queue;  // empty: the interface's first TX queue
   // Wake the daemon's TX poller when it sleeps (a write to the kick eventfd in submit()); the

@@ -78,10 +78,15 @@ class Client(Control):
         self._expect(a, abi.DIRECTION_RX)
         return self._keep(RxStream(self, a, req))
 
-    def attach_tx(self, interface, queue="", *, kick=True):
-        """A TX queue of `interface` (empty `queue`: its first). Returns a TxStream. `kick`:
-        submit() wakes the daemon's TX poller when it sleeps (one os.write); False keeps
-        syscalls out of submit(), and a frame submitted to a sleeping daemon waits up to 1 ms."""
+    def attach_tx(self, interface="", queue="", *, kick=True):
+        """A TX queue of `interface` (empty `queue`: its first; neither: the queue that
+        DAQIRI_TX_INTERFACE and DAQIRI_TX_QUEUE name, as in a container given one through CDI).
+        Returns a TxStream. `kick`: submit() wakes the daemon's TX poller when it sleeps (one
+        os.write); False keeps syscalls out of submit(), and a frame submitted to a sleeping
+        daemon waits up to 1 ms."""
+        if not interface and not queue:
+            interface = os.environ.get("DAQIRI_TX_INTERFACE", "")
+            queue = os.environ.get("DAQIRI_TX_QUEUE", "")
         # kicks: submit() kicks, so the daemon need not poll for this client while it is idle.
         req = pb.AttachRequest(tx_queue=pb.TxQueueRef(interface=interface, queue=queue), kicks=kick)
         a = self._claim(req)

@@ -111,3 +111,21 @@ def test_an_rdma_operation_on_a_socket_queue_cuts_the_client(daemon):
             time.sleep(0.01)
         assert tx.detached
         assert tx.failed == 0
+
+
+def test_the_queue_comes_from_the_environment_when_none_is_given(daemon, udp_sink, monkeypatch):
+    # A container given a TX queue through CDI has DAQIRI_TX_INTERFACE and DAQIRI_TX_QUEUE.
+    monkeypatch.setenv("DAQIRI_TX_INTERFACE", "lo")
+    monkeypatch.setenv("DAQIRI_TX_QUEUE", "tx0")
+    dst = udp_sink.getsockname()
+    payload = pattern.expected(np.arange(1), 100, stream=dst[1])[0]
+    with daemon.client() as client, client.attach_tx() as tx:
+        bufs = tx.reserve(1)
+        bufs[0].length = frames.write_udp(bufs[0].data, ("127.0.0.1", 40000), dst, payload)
+        assert tx.submit(bufs) == 1
+        tx.flush(10.0)
+        got = np.frombuffer(udp_sink.recv(2048), np.uint8)
+        assert got.tobytes() == np.asarray(payload, np.uint8).tobytes()
+    monkeypatch.setenv("DAQIRI_TX_QUEUE", "nosuch")
+    with daemon.client() as client, pytest.raises(daqiri.NotFound):
+        client.attach_tx()

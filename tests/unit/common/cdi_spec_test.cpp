@@ -1,6 +1,7 @@
 // The CDI spec that hands daqirid's flows to containers: read back as YAML, as a container
 // runtime reads it, it has the CDI version and kind, one mount of the socket's folder and the
-// socket's variable for every device, a device per flow that can be one, and `all`.
+// socket's variable for every device, a device per flow and TX queue that can be one, and
+// `all`.
 #include "daqiri/common/cdi_spec.hpp"
 
 #include <gtest/gtest.h>
@@ -36,6 +37,24 @@ TEST(CdiSpec, GivesEachFlowADeviceThatNamesItAndTheSocket) {
   EXPECT_FALSE(is_device_name("has space"));
   EXPECT_FALSE(is_device_name("all"));
   EXPECT_FALSE(is_device_name("-dash"));
+}
+
+TEST(CdiSpec, GivesEachTxQueueADeviceThatNamesIt) {
+  Spec spec;
+  spec.socket = "/run/daqiri/daqiri.sock";
+  // A flow named as a TX queue's device yields to it; a queue whose names make no device
+  // name has none.
+  spec.flows = {"stream0", "tx.lo.q0"};
+  spec.tx_queues = {{"lo", "q0"}, {"eth 1", "q0"}};
+  YAML::Node y = YAML::Load(to_yaml(spec));
+  const YAML::Node devices = y["devices"];
+  ASSERT_EQ(devices.size(), 3u);  // all, stream0, tx.lo.q0
+  EXPECT_EQ(devices[1]["name"].as<std::string>(), "stream0");
+  EXPECT_EQ(devices[2]["name"].as<std::string>(), "tx.lo.q0");
+  const YAML::Node env = devices[2]["containerEdits"]["env"];
+  ASSERT_EQ(env.size(), 2u);
+  EXPECT_EQ(env[0].as<std::string>(), "DAQIRI_TX_INTERFACE=lo");
+  EXPECT_EQ(env[1].as<std::string>(), "DAQIRI_TX_QUEUE=q0");
 }
 
 TEST(CdiSpec, IsWrittenWholeReadableByAll) {

@@ -1,15 +1,18 @@
-// A Container Device Interface spec that hands containers daqirid's flows: a device per flow
-// (KIND=NAME) and one for every flow (KIND=all). Each mounts the directory of the daemon's
-// sockets, read-only (a client connects to a socket there; it writes nothing), and sets
-// DAQIRI_SOCKET; a flow's device also sets DAQIRI_FLOW, which the client libraries read when
-// given no flow. Nothing privileged: no device node, capability or hook. Whether the
-// container's process may then attach is the daemon's access policy, by its uid and groups.
+// A Container Device Interface spec that hands containers daqirid's flows and TX queues: a
+// device per flow (KIND=NAME), per TX queue (KIND=tx.INTERFACE.QUEUE) and one for every flow
+// (KIND=all). Each mounts the directory of the daemon's sockets, read-only (a client connects
+// to a socket there; it writes nothing), and sets DAQIRI_SOCKET; a flow's device also sets
+// DAQIRI_FLOW, a TX queue's DAQIRI_TX_INTERFACE and DAQIRI_TX_QUEUE, which the client
+// libraries read when given no flow or queue. Nothing privileged: no device node, capability
+// or hook. Whether the container's process may then attach is the daemon's access policy, by
+// its uid and groups.
 // cdiVersion 0.5.0: podman 4.3 (Debian 12) reads no later one, newer runtimes read it too.
 // Shared by daqiri-ctl (cdi generate) and the daemon (daemon.cdi_spec).
 #pragma once
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -23,10 +26,16 @@ namespace daqiri::cdi {
 inline constexpr std::string_view kDefaultKind = "daqiri.io/flow";
 inline constexpr std::string_view kAllDevice = "all";
 
+struct TxQueueRef {
+  std::string interface;
+  std::string queue;
+};
+
 struct Spec {
   std::string kind{kDefaultKind};  // vendor/class
   std::string socket;              // the control socket's path, on the host and in containers
   std::vector<std::string> flows;
+  std::vector<TxQueueRef> tx_queues;
 };
 
 // CDI device names: a letter or digit, then letters, digits, '_', '.', ':' and '-'. A flow whose
@@ -53,6 +62,38 @@ inline std::string yaml_quoted(std::string_view s) {
   return out + "\"";
 }
 
+// A TX queue's device: tx.INTERFACE.QUEUE (a flow of that name has no device of its own).
+inline std::string tx_device(const TxQueueRef& q) {
+  return "tx." + q.interface + "." + q.queue;
+}
+
+// The devices of a spec besides KIND=all, each with the environment it sets: a flow's
+// (DAQIRI_FLOW) and a TX queue's (DAQIRI_TX_INTERFACE, DAQIRI_TX_QUEUE). Those whose names
+// are no device names are left out.
+struct Device {
+  std::string name;
+  std::vector<std::string> env;
+};
+inline std::vector<Device> devices(const Spec& spec) {
+  std::vector<Device> out;
+  std::vector<std::string> tx_names;
+  tx_names.reserve(spec.tx_queues.size());
+  for (const auto& q : spec.tx_queues)
+    tx_names.push_back(tx_device(q));
+  for (const auto& f : spec.flows) {
+    if (!is_device_name(f) || std::find(tx_names.begin(), tx_names.end(), f) != tx_names.end())
+      continue;
+    out.push_back({f, {"DAQIRI_FLOW=" + f}});
+  }
+  for (size_t i = 0; i < spec.tx_queues.size(); ++i) {
+    const TxQueueRef& q = spec.tx_queues[i];
+    if (!is_device_name(tx_names[i])) continue;
+    out.push_back(
+        {tx_names[i], {"DAQIRI_TX_INTERFACE=" + q.interface, "DAQIRI_TX_QUEUE=" + q.queue}});
+  }
+  return out;
+}
+
 // The folder of the daemon's sockets (the control socket's and the session socket's), which
 // containers are given.
 inline std::string socket_dir(const std::string& socket) {
@@ -69,10 +110,10 @@ inline std::string to_yaml(const Spec& spec) {
        "\n      containerPath: " + yaml_quoted(dir) + "\n      options: [\"bind\", \"ro\"]\n";
   y += "devices:\n  - name: " + yaml_quoted(kAllDevice) + "\n    containerEdits:\n      env:\n" +
        "        - \"DAQIRI_FLOW=\"\n";
-  for (const auto& f : spec.flows) {
-    if (!is_device_name(f)) continue;
-    y += "  - name: " + yaml_quoted(f) + "\n    containerEdits:\n      env:\n        - " +
-         yaml_quoted("DAQIRI_FLOW=" + f) + "\n";
+  for (const auto& d : devices(spec)) {
+    y += "  - name: " + yaml_quoted(d.name) + "\n    containerEdits:\n      env:\n";
+    for (const auto& e : d.env)
+      y += "        - " + yaml_quoted(e) + "\n";
   }
   return y;
 }

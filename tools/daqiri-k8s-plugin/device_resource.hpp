@@ -1,10 +1,10 @@
-// One flow as a kubelet device-plugin resource (v1beta1): a gRPC server on a socket of its own
-// in the kubelet's device-plugin folder, registered with the kubelet under the flow's resource
-// name. Its devices are the flow's `capacity` holds; Allocate hands a container the flow: its
-// CDI device (KIND=FLOW), and for runtimes without CDI the same by hand (the sockets' folder
-// mounted read-only, DAQIRI_SOCKET and DAQIRI_FLOW). The kubelet watches the device list:
-// withdraw() marks every device unhealthy (the flow is gone), and destruction ends the streams
-// and removes the socket.
+// One flow or TX queue as a kubelet device-plugin resource (v1beta1): a gRPC server on a
+// socket of its own in the kubelet's device-plugin folder, registered with the kubelet under
+// the offer's resource name. Its devices are the offer's `capacity` holds; Allocate hands a
+// container its CDI device (KIND=NAME), and for runtimes without CDI the same by hand (the
+// sockets' folder mounted read-only, DAQIRI_SOCKET and the device's environment). The kubelet
+// watches the device list: set_healthy(false) marks every device unhealthy (the flow is gone),
+// and destruction ends the streams and removes the socket.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 
+#include "daqiri/common/cdi_spec.hpp"
 #include "daqiri/common/result.hpp"
 #include "k8s/deviceplugin/v1beta1/api.grpc.pb.h"
 
@@ -28,15 +29,23 @@ struct PluginSettings {
   uint32_t capacity = 16;  // containers that may hold a flow at once (the daemon's 16 a flow)
 };
 
-class FlowResource final : public v1beta1::DevicePlugin::Service {
+// What one resource offers: for the logs, `what` ("flow NAME", "TX queue IF/Q"); the CDI
+// device a container gets and its environment; the resource's name (DOMAIN/NAME) and devices.
+struct Offer {
+  std::string what;
+  cdi::Device device;
+  std::string resource;
+  uint32_t capacity = 0;
+};
+
+class DeviceResource final : public v1beta1::DevicePlugin::Service {
  public:
-  // Serves the flow's resource and registers it with the kubelet (a failure of either: error).
-  static Result<std::unique_ptr<FlowResource>> start(const PluginSettings& settings,
-                                                     const std::string& flow,
-                                                     const std::string& resource);
-  ~FlowResource() override;
-  FlowResource(const FlowResource&) = delete;
-  FlowResource& operator=(const FlowResource&) = delete;
+  // Serves the offer's resource and registers it with the kubelet (a failure of either:
+  // error).
+  static Result<std::unique_ptr<DeviceResource>> start(const PluginSettings& settings, Offer offer);
+  ~DeviceResource() override;
+  DeviceResource(const DeviceResource&) = delete;
+  DeviceResource& operator=(const DeviceResource&) = delete;
 
   // The flow is gone (or the daemon cannot be reached): every device unhealthy, or healthy
   // again.
@@ -44,7 +53,7 @@ class FlowResource final : public v1beta1::DevicePlugin::Service {
   // False once the kubelet removed the socket (it does when it restarts): serve and register
   // again.
   [[nodiscard]] bool socket_present() const;
-  [[nodiscard]] const std::string& resource() const { return resource_; }
+  [[nodiscard]] const Offer& offer() const { return offer_; }
 
   grpc::Status GetDevicePluginOptions(grpc::ServerContext* ctx, const v1beta1::Empty* req,
                                       v1beta1::DevicePluginOptions* resp) override;
@@ -60,13 +69,12 @@ class FlowResource final : public v1beta1::DevicePlugin::Service {
                                  v1beta1::PreStartContainerResponse* resp) override;
 
  private:
-  FlowResource(const PluginSettings& settings, std::string flow, std::string resource);
+  DeviceResource(const PluginSettings& settings, Offer offer);
   Result<> register_with_kubelet() const;
   [[nodiscard]] v1beta1::ListAndWatchResponse devices(bool healthy) const;
 
   PluginSettings settings_;
-  std::string flow_;
-  std::string resource_;
+  Offer offer_;
   std::string socket_;  // ours, in the plugin folder
   std::mutex mutex_;
   std::condition_variable changed_;
