@@ -55,6 +55,10 @@ class ContainerTest : public DataPlaneTest {
       text.replace(text.find(line), line.size(),
                    line + "    clients: {users: [" + user->name() + "]}\n");
     }
+    // tx0 is alice's alone.
+    std::string tx_line = "        - name: tx0\n";
+    text.replace(text.find(tx_line), tx_line.size(),
+                 tx_line + "          clients: {users: [" + alice_->name() + "]}\n");
     socket_ = dir_.file("d.sock");
     start_config(text);
     if (HasFatalFailure()) return;
@@ -96,7 +100,8 @@ class ContainerTest : public DataPlaneTest {
     }
   }
 
-  // podman run of daqiri-ctl ARGS as `user`, given `devices` (flow names of this test's kind).
+  // podman run of daqiri-ctl ARGS as `user`, given `devices` (names of this test's kind: a
+  // flow's, or tx.INTERFACE.QUEUE).
   std::vector<std::string> container(const TempUser& user, const std::vector<std::string>& devices,
                                      const std::vector<std::string>& args) {
     std::vector<std::string> argv{
@@ -157,6 +162,30 @@ TEST_F(ContainerTest, AContainerReachesOnlyTheFlowsItIsGiven) {
               HasSubstr("flow \"stream0\" admits only the clients its clients list names"));
   auto none = run(container(*bob_, {}, {"flows", "list"}));
   EXPECT_EQ(none.exit_code, 3) << none.out << none.err;  // no daemon: no socket in there
+  EXPECT_TRUE(healthy());
+}
+
+// alice's container, given TX queue tx0, sends through it from the device alone: the frames
+// loop back into stream0, where a tap on the host receives them byte-exact. bob's container,
+// given the same device, is refused by the queue's clients list.
+TEST_F(ContainerTest, AnUnprivilegedContainerSendsThroughItsTxQueue) {
+  Spawned rx(dir_, tap("stream0", 500));
+  ASSERT_TRUE(eventually([](const v1::Stats& s) { return claimed(s) == 1; }, 30s))
+      << rx.output() << daemon_->log();
+  auto sent = run(container(
+      *alice_, {"tx.lo.tx0"},
+      {"send", "--dest", "127.0.0.1:4096", "--count", "500", "--size", "700", "--rate", "50000"}));
+  ASSERT_EQ(sent.exit_code, 0) << sent.out << sent.err << daemon_->log();
+  EXPECT_THAT(sent.out, HasSubstr("sent 500 packets, 350000 payload bytes"));
+  ASSERT_EQ(rx.wait(), 0) << rx.output() << daemon_->log();
+  EXPECT_THAT(rx.output(), HasSubstr("received 500 packets, 350000 payload bytes"));
+  EXPECT_THAT(rx.output(),
+              HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+
+  auto refused = run(container(*bob_, {"tx.lo.tx0"}, {"send", "--dest", "127.0.0.1:4096"}));
+  EXPECT_EQ(refused.exit_code, 4) << refused.out << refused.err;
+  EXPECT_THAT(refused.out + refused.err,
+              HasSubstr("admits only the clients its clients list names"));
   EXPECT_TRUE(healthy());
 }
 

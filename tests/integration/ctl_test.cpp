@@ -180,6 +180,51 @@ TEST_F(CtlTest, StatsWatchPrintsRatesFromDeltas) {
   tap.kill(SIGTERM);
 }
 
+// `send` is a TX client: its frames leave through lo/tx0 and loop back into stream1, where a
+// tap verifies every byte. What it cannot do, it says, with the usual exit codes.
+TEST_F(CtlTest, SendTransmitsThroughATxQueueAndSaysWhyItCannot) {
+  start();
+  Spawned tap(dir_, {ctl_path(), "--socket", socket_, "tap", "stream1", "-n", "300", "--verify",
+                     "--quiet", "-t", "20"});
+  StatsClient stats(socket_);
+  ASSERT_TRUE(stats.eventually([](const v1::Stats& s) { return claimed(s) == 1; }, 5s));
+  auto r = ctl({"send", "-i", "lo", "--dest", "127.0.0.1:4097", "-n", "300", "--size", "1000",
+                "--rate", "20000"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << daemon_->log();
+  EXPECT_THAT(r.out, HasSubstr("sent 300 packets, 300000 payload bytes"));
+  ASSERT_EQ(tap.wait(), 0) << tap.output();
+  EXPECT_THAT(tap.output(), HasSubstr("received 300 packets, 300000 payload bytes"));
+  EXPECT_THAT(tap.output(),
+              HasSubstr("verify: 1 streams, lost 0, reordered 0, duplicate 0, corrupt 0"));
+
+  struct Refusal {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string says;
+  };
+  const std::vector<Refusal> refusals{
+      // No interface, and none in the environment.
+      {{"--dest", "127.0.0.1:4097"}, 2, "name an interface"},
+      {{"-i", "lo", "--dest", "127.0.0.1"}, 2, "--dest: expected IPV4:PORT, got \"127.0.0.1\""},
+      {{"-i", "lo", "--dest", "127.0.0.1:4097", "--dest-mac", "02:00:00:00:00"},
+       2,
+       "--dest-mac: expected aa:bb:cc:dd:ee:ff"},
+      {{"-i", "nope", "--dest", "127.0.0.1:4097"}, 5, "no interface \"nope\""},
+      // tx_host's buffers are 2048 bytes: a 2007-byte payload makes a 2049-byte frame.
+      {{"-i", "lo", "--dest", "127.0.0.1:4097", "--size", "2007"},
+       5,
+       "a 2007-byte payload makes a 2049-byte frame; the queue's buffers take 2048"},
+      {{"-i", "lo", "-q", "tx9", "--dest", "127.0.0.1:4097"}, 5, "no TX queue lo/tx9"},
+  };
+  for (const auto& refusal : refusals) {
+    std::vector<std::string> args{"send"};
+    args.insert(args.end(), refusal.args.begin(), refusal.args.end());
+    r = ctl(args);
+    EXPECT_EQ(r.exit_code, refusal.exit_code) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("daqiri-ctl send: " + refusal.says)) << r.err;
+  }
+}
+
 TEST_F(CtlTest, NoDaemonIsExitCodeThree) {
   socket_ = dir_.file("nobody.sock");
   auto r = ctl({"info"});

@@ -11,6 +11,7 @@
 #include "capture_commands.hpp"
 #include "cdi_command.hpp"
 #include "commands.hpp"
+#include "send.hpp"
 #include "tap.hpp"
 
 int main(int argc, char** argv) {
@@ -152,6 +153,26 @@ int main(int argc, char** argv) {
         std::chrono::nanoseconds(static_cast<int64_t>(rotate_seconds * 1e9));
     action = [&](ControlClient&) { return run_tap(opts, tap); };
   });
+  SendArgs send;
+  auto* send_cmd = app.add_subcommand(
+      "send", "send frames through a TX queue as a client, with daqiri-gen's checkable payload");
+  send_cmd->add_option("--dest", send.dest, "destination IPV4:PORT")->required();
+  send_cmd->add_option("-i,--interface", send.interface,
+                       "interface (default: env DAQIRI_TX_INTERFACE and DAQIRI_TX_QUEUE)");
+  send_cmd->add_option("-q,--queue", send.queue, "TX queue (default: the interface's first)");
+  send_cmd->add_option("-n,--count", send.count, "frames to send")->capture_default_str();
+  send_cmd->add_option("--size", send.size, "UDP payload bytes (at least 24)")
+      ->capture_default_str();
+  send_cmd->add_option("--rate", send.rate, "frames a second (default: as fast as it goes)");
+  send_cmd->add_option("--source", send.source,
+                       "source IPV4[:PORT] (default: the interface's address, the dest port)");
+  send_cmd->add_option("--dest-mac", send.dest_mac,
+                       "destination MAC for NIC backends (default 00:00:00:00:00:00)");
+  send_cmd
+      ->add_option("--wait", send.timeout,
+                   "give up when the queue takes or returns no frame for SECONDS")
+      ->capture_default_str();
+  send_cmd->callback([&] { action = [&](ControlClient& c) { return run_send(c, opts, send); }; });
   CaptureArgs capture;
   auto* capture_cmd = app.add_subcommand(
       "capture", "have the daemon record a flow to a file beside its clients (and wait)");
