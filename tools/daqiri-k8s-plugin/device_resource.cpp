@@ -46,14 +46,16 @@ Result<std::unique_ptr<DeviceResource>> DeviceResource::start(const PluginSettin
 }
 
 DeviceResource::~DeviceResource() {
+  // The socket goes first: once a kubelet sees its stream end, it finds no socket to dial
+  // again (connections already open are not touched by the unlink).
+  std::error_code ec;
+  std::filesystem::remove(socket_, ec);
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   changed_.notify_all();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  std::error_code ec;
-  std::filesystem::remove(socket_, ec);
 }
 
 Result<> DeviceResource::register_with_kubelet() const {
