@@ -105,7 +105,39 @@ void TcpRxFlow::accept_all(int listener) {
   }
 }
 
+void TcpRxFlow::gather(Connection& c, bool on) {
+  int lowat = 1;
+  if (on) {
+    int rcvbuf = 0;
+    socklen_t len = sizeof rcvbuf;
+    ::getsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len);
+    // Past a quarter of the buffer the kernel would grow it and clamp the window to the mark.
+    lowat = std::clamp(rcvbuf / 4, 1, kGatherBytes);
+  }
+  ::setsockopt(c.fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
+  c.gathering = on;
+  if (on) {
+    ++gathering_;
+  } else {
+    --gathering_;
+  }
+}
+
+// Ends the gathering of connections that went quiet: what waits below the mark becomes
+// readable (the kernel checks as the mark drops), and the epoll set says so.
+void TcpRxFlow::end_quiet_gathers() {
+  uint64_t mono = dataplane::monotonic_ns();
+  for (size_t i = 0; i < count_; ++i) {
+    Connection& c = conns_[i];
+    if (c.gathering && mono - c.last_read_ns > kQuietNs) {
+      gather(c, false);
+      skip_ = 0;
+    }
+  }
+}
+
 void TcpRxFlow::close_connection(size_t index) {
+  if (conns_[index].gathering) --gathering_;
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, conns_[index].fd, nullptr);
   connections_->remove(conns_[index].stream);  // closes it, or its writer will
   if (index != --count_) conns_[index] = conns_[count_];
@@ -131,7 +163,7 @@ void TcpRxFlow::start_connect(uint64_t now_ns) {
   conns_[count_++] = {raw, stream, rc != 0, false};
 }
 
-bool TcpRxFlow::read_some(Connection& c, uint64_t now_ns) {
+bool TcpRxFlow::read_some(Connection& c, uint64_t now_ns, uint64_t mono_ns) {
   bool work = false;
   for (uint32_t i = 0; i < batch_; ++i) {
     if (fanout_.active() > 0 && fanout_.must_wait(1)) return work;  // blocking backpressure
@@ -157,6 +189,9 @@ bool TcpRxFlow::read_some(Connection& c, uint64_t now_ns) {
     dataplane::bump(counters.packets, 1);
     dataplane::bump(counters.bytes, uint64_t(n));
     work = true;
+    c.burst_bytes = (mono_ns - c.last_read_ns <= kQuietNs ? c.burst_bytes : 0) + uint64_t(n);
+    c.last_read_ns = mono_ns;
+    if (!c.gathering && c.burst_bytes >= kGatherBytes) gather(c, true);
   }
   return work;
 }
@@ -165,11 +200,12 @@ bool TcpRxFlow::poll() {
   // Whether a full ring holds the flow back, judged each poll as the UDP flow does (and
   // again before each read): a stall ends with a release even when no data is waiting.
   if (fanout_.begin() > 0) (void)fanout_.must_wait(1);
-  uint64_t now = 0;  // receive stamps
+  uint64_t now = 0;   // receive stamps
+  uint64_t mono = 0;  // when gathering connections last read
   // Dials are timed on the monotonic clock, which the poller's sleeps end by (wakeup_due_ns).
   if (flow_.connect && count_ == 0) {
-    uint64_t mono = dataplane::monotonic_ns();
-    if (redial_.due(mono)) start_connect(mono);
+    uint64_t dial_at = dataplane::monotonic_ns();
+    if (redial_.due(dial_at)) start_connect(dial_at);
   }
   bool work = false;
   if (skip_ > 0) {
@@ -201,8 +237,11 @@ bool TcpRxFlow::poll() {
         }
         continue;
       }
-      if (now == 0) now = dataplane::ReceiveClock::now_ns();
-      work |= read_some(*c, now);
+      if (now == 0) {
+        now = dataplane::ReceiveClock::now_ns();
+        mono = dataplane::monotonic_ns();
+      }
+      work |= read_some(*c, now, mono);
     }
     if (n > 0) {
       idle_ = 0;
@@ -211,6 +250,7 @@ bool TcpRxFlow::poll() {
       ++idle_;
     }
   }
+  if (gathering_ > 0) end_quiet_gathers();
   // Reap connections that ended; a client flow dials again after a pause.
   for (size_t i = 0; i < count_;) {
     if (conns_[i].ended) {

@@ -39,7 +39,9 @@ class TcpRxFlow final : public dataplane::RxFlowTask {
   // Timed wake-ups only for releases that polls take back; a client flow's next dial is due at
   // a time of its own. Bytes, hang-ups, new connections and a dial's outcome all make its epoll
   // fd readable.
-  [[nodiscard]] bool needs_timed_wakeup() const override { return fanout_.holds_buffers(); }
+  [[nodiscard]] bool needs_timed_wakeup() const override {
+    return fanout_.holds_buffers() || gathering_ > 0;
+  }
   [[nodiscard]] uint64_t wakeup_due_ns() const override {
     return flow_.connect && count_ == 0 ? redial_.due_ns() : kNoWakeupDue;
   }
@@ -56,12 +58,25 @@ class TcpRxFlow final : public dataplane::RxFlowTask {
     uint16_t stream = 0;
     bool connecting = false;  // client: a non-blocking connect in progress
     bool ended = false;       // closed by the peer or failed: reaped at the end of the poll
+    // Streaming: readable only once kGatherBytes wait (SO_RCVLOWAT), until a quiet spell.
+    bool gathering = false;
+    uint64_t last_read_ns = 0;  // monotonic
+    uint64_t burst_bytes = 0;   // read since the last quiet spell
   };
+  // A connection that delivered kGatherBytes with no kQuietNs gap is streaming: it is then read
+  // only once that much has arrived (at most a quarter of its receive buffer), many buffers a
+  // wake-up, instead of a message at a time while the sender's softirq contends for the
+  // socket's lock. kQuietNs without a read ends that, so that a stream's last bytes wait no
+  // longer; messages further apart than that are never held.
+  static constexpr int kGatherBytes = 64 << 10;
+  static constexpr uint64_t kQuietNs = 100'000;
 
   TcpRxFlow(core::Flow flow, memory::BufferPool pool, UniqueFd epoll, uint32_t batch,
             TcpConnections* connections);
   void accept_all(int listener);
-  bool read_some(Connection& c, uint64_t now_ns);
+  bool read_some(Connection& c, uint64_t now_ns, uint64_t mono_ns);
+  void gather(Connection& c, bool on);
+  void end_quiet_gathers();
   void close_connection(size_t index);
   void start_connect(uint64_t now_ns);
   Connection* find(int fd);
@@ -78,6 +93,7 @@ class TcpRxFlow final : public dataplane::RxFlowTask {
   RedialBackoff redial_;  // client: when to try connecting again
   uint32_t idle_ = 0;
   uint32_t skip_ = 0;
+  size_t gathering_ = 0;  // connections gathering
   dataplane::RxFanout fanout_;
 };
 
