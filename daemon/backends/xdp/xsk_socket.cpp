@@ -15,12 +15,20 @@ XskSocket::XskSocket(const XskSocketSetup& setup)
 
 Result<std::unique_ptr<XskSocket>> XskSocket::create(const XskSocketSetup& s) {
   std::unique_ptr<XskSocket> x(new XskSocket(s));
-  if (s.rx_buffers > 0) {
-    auto pool = memory::BufferPool::create(s.pool_name, s.chunk_size, s.rx_buffers, s.huge);
-    if (!pool) return std::unexpected(pool.error());
-    x->rx_pool_.emplace(std::move(*pool));
+  // One UMEM holds the TX chunks and the RX pool, so the chunks go right below the pool.
+  // Another thread may map something there first (seen in CI); a pool made again, while the
+  // last one still holds its range, lands elsewhere.
+  Result<> mapped;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    if (s.rx_buffers > 0) {
+      auto pool = memory::BufferPool::create(s.pool_name, s.chunk_size, s.rx_buffers, s.huge);
+      if (!pool) return std::unexpected(pool.error());
+      x->rx_pool_.emplace(std::move(*pool));
+    }
+    mapped = x->map_tx_area(s);
+    if (mapped) break;
   }
-  if (auto ok = x->map_tx_area(s); !ok) return std::unexpected(ok.error());
+  if (!mapped) return std::unexpected(mapped.error());
   // Zero-copy where the driver DMAs into the UMEM itself; the kernel refuses it (EOPNOTSUPP,
   // EINVAL) where it cannot, and copies into the same chunks instead.
   if (auto zc = x->bind(s, true); !zc) {
