@@ -72,16 +72,6 @@ RxOptions with_environment_flow(RxOptions o) {
   return o;
 }
 
-// No interface given: the TX queue the environment names (DAQIRI_TX_INTERFACE and
-// DAQIRI_TX_QUEUE, which a container given one TX queue through CDI has).
-TxOptions with_environment_queue(TxOptions o) {
-  if (o.interface.empty() && o.queue.empty()) {
-    if (const char* itf = std::getenv("DAQIRI_TX_INTERFACE")) o.interface = itf;
-    if (const char* queue = std::getenv("DAQIRI_TX_QUEUE")) o.queue = queue;
-  }
-  return o;
-}
-
 v1::AttachRequest rx_request(const RxOptions& o) {
   v1::AttachRequest req;
   if (!o.flow.empty()) {
@@ -643,6 +633,15 @@ uint64_t Client::session_id() const {
 }
 uint64_t Client::sessions_opened() const {
   return impl_->sessions_opened;
+}
+
+// A container given one TX queue through CDI has DAQIRI_TX_INTERFACE and DAQIRI_TX_QUEUE.
+TxOptions with_environment_queue(TxOptions o) {
+  if (o.interface.empty() && o.queue.empty()) {
+    if (const char* itf = std::getenv("DAQIRI_TX_INTERFACE")) o.interface = itf;
+    if (const char* queue = std::getenv("DAQIRI_TX_QUEUE")) o.queue = queue;
+  }
+  return o;
 }
 
 }  // namespace daqiri

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -93,15 +92,9 @@ std::optional<uint32_t> interface_address(ControlClient& control, const std::str
 }  // namespace
 
 int run_send(ControlClient& control, const Options& opts, const SendArgs& args) {
-  TxOptions tx{.interface = args.interface, .queue = args.queue};
-  if (tx.interface.empty()) {
-    const char* itf = std::getenv("DAQIRI_TX_INTERFACE");
-    if (itf == nullptr || *itf == '\0')
-      return usage("name an interface (--interface, or set DAQIRI_TX_INTERFACE)");
-    tx.interface = itf;
-    if (const char* queue = std::getenv("DAQIRI_TX_QUEUE"); queue && tx.queue.empty())
-      tx.queue = queue;
-  }
+  const TxOptions tx = with_environment_queue({.interface = args.interface, .queue = args.queue});
+  if (tx.interface.empty())
+    return usage("name an interface (--interface, or set DAQIRI_TX_INTERFACE)");
   frame::UdpEndpoint dst;
   if (!parse_endpoint(args.dest, false, dst))
     return usage("--dest: expected IPV4:PORT, got \"" + args.dest + "\"");
@@ -121,9 +114,7 @@ int run_send(ControlClient& control, const Options& opts, const SendArgs& args) 
     src.ipv4 = *ip;
   }
 
-  auto client = Client::connect(
-      {opts.socket, "daqiri-ctl send",
-       std::chrono::milliseconds(static_cast<int64_t>(opts.timeout_seconds * 1000))});
+  auto client = connect_session(opts, "daqiri-ctl send");
   if (!client) return failed(client.error());
   auto attached = (*client)->attach_tx(tx);
   if (!attached) return failed(attached.error());

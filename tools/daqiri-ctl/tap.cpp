@@ -61,9 +61,9 @@ int exit_for(const Error& e) {
   return kFailed;
 }
 
-Result<std::unique_ptr<Client>> connect_tap(const Options& opts) {
-  return Client::connect({opts.socket, "daqiri-ctl tap",
-                          std::chrono::milliseconds(int64_t(opts.timeout_seconds * 1000))});
+Result<std::unique_ptr<Client>> connect_session(const Options& opts, const std::string& name) {
+  return Client::connect(
+      {opts.socket, name, std::chrono::milliseconds(int64_t(opts.timeout_seconds * 1000))});
 }
 
 void print_tap_summary(const std::vector<std::string>* files, const capture::WriterStats& written,
@@ -119,7 +119,7 @@ int run_tap(const Options& opts, const TapArgs& args) {
     return kUsage;
   }
   if (args.gpu) return run_tap_gpu(opts, args);
-  auto client = connect_tap(opts);
+  auto client = connect_session(opts, "daqiri-ctl tap");
   if (!client) {
     print_tap_error(client.error().message);
     return exit_for(client.error());

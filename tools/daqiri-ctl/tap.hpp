@@ -31,8 +31,10 @@ int run_tap(const Options& opts, const TapArgs& args);
 // `tap --gpu` (tap_gpu.cpp; without CUDA it says so and fails).
 int run_tap_gpu(const Options& opts, const TapArgs& args);
 
-// What tap and tap --gpu share.
-Result<std::unique_ptr<Client>> connect_tap(const Options& opts);
+// What tap and tap --gpu share (connect_session and exit_for: send too).
+// A data-plane session under --socket, connecting for at most --timeout; name: how the daemon
+// lists it.
+Result<std::unique_ptr<Client>> connect_session(const Options& opts, const std::string& name);
 RxOptions tap_rx_options(const TapArgs& args);
 capture::WriterOptions tap_writer_options(const TapArgs& args);
 int exit_for(const Error& e);

@@ -26,7 +26,7 @@ int run_tap_gpu(const Options& opts, const TapArgs& args) {
                  "(--out) and check the file, or use daqiri-gpu-receive\n";
     return kRejected;
   }
-  auto client = connect_tap(opts);
+  auto client = connect_session(opts, "daqiri-ctl tap");
   if (!client) {
     print_tap_error(client.error().message);
     return exit_for(client.error());

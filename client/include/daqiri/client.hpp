@@ -81,6 +81,11 @@ struct TxOptions {
   bool gpu = false;
 };
 
+// o as attach_tx() reads it: naming neither interface nor queue, the TX queue the environment
+// names ($DAQIRI_TX_INTERFACE, $DAQIRI_TX_QUEUE), for a tool that needs the interface before
+// it attaches.
+TxOptions with_environment_queue(TxOptions o);
+
 // A GPU TX stream's GPU buffers: the CUDA VMM fd to import (valid while the stream is
 // attached) and the layout (daqiri_gpu_ring_info: `size` buffers of `slot_size` bytes from
 // payload_offset; header_size bytes of each frame in the host buffer).
