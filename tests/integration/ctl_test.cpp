@@ -205,6 +205,7 @@ TEST_F(CtlTest, SendTransmitsThroughATxQueueAndSaysWhyItCannot) {
   const std::vector<Refusal> refusals{
       // No interface, and none in the environment.
       {{"--dest", "127.0.0.1:4097"}, 2, "name an interface"},
+      {{"-q", "tx0", "--dest", "127.0.0.1:4097"}, 2, "--queue names a queue of an interface"},
       {{"-i", "lo", "--dest", "127.0.0.1"}, 2, "--dest: expected IPV4:PORT, got \"127.0.0.1\""},
       {{"-i", "lo", "--dest", "127.0.0.1:4097", "--dest-mac", "02:00:00:00:00"},
        2,

@@ -93,8 +93,12 @@ std::optional<uint32_t> interface_address(ControlClient& control, const std::str
 
 int run_send(ControlClient& control, const Options& opts, const SendArgs& args) {
   const TxOptions tx = with_environment_queue({.interface = args.interface, .queue = args.queue});
-  if (tx.interface.empty())
-    return usage("name an interface (--interface, or set DAQIRI_TX_INTERFACE)");
+  if (tx.interface.empty()) {
+    // A queue alone is not paired with the environment's interface: it may name another one's.
+    return usage(args.queue.empty()
+                     ? "name an interface (--interface, or set DAQIRI_TX_INTERFACE)"
+                     : "--queue names a queue of an interface: give --interface too");
+  }
   frame::UdpEndpoint dst;
   if (!parse_endpoint(args.dest, false, dst))
     return usage("--dest: expected IPV4:PORT, got \"" + args.dest + "\"");
